@@ -1,0 +1,108 @@
+// Every differentiable op of attograd. Each is implemented in autograd/ops/*.cpp with its
+// forward and its backward side by side. Ops check their inputs and throw
+// std::invalid_argument naming the op, the shapes and the dtypes.
+//
+// Dims may be negative (counted from the end), as in PyTorch.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace ag {
+
+// ---- element-wise, with NumPy broadcasting (autograd/ops/elementwise.cpp) -------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& a);
+Tensor add(const Tensor& a, double s);
+Tensor mul(const Tensor& a, double s);
+Tensor rsub(double s, const Tensor& a);  // s - a
+Tensor rdiv(double s, const Tensor& a);  // s / a
+Tensor pow(const Tensor& a, double exponent);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor relu(const Tensor& a);
+// GELU, exact: x * Phi(x) with erf; approximate=true uses the tanh formula.
+Tensor gelu(const Tensor& a, bool approximate = false);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return add(a, -s); }
+inline Tensor operator-(double s, const Tensor& a) { return rsub(s, a); }
+inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return mul(a, 1.0 / s); }
+inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
+
+// The shape two shapes broadcast to; throws naming `op` when they do not.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Sums g over the dims that were broadcast to turn `shape` into g's shape (backward of
+// broadcasting). Returns g itself when the shapes already match.
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+// ---- reductions (autograd/ops/reduce.cpp) ----------------------------------------------------
+Tensor sum(const Tensor& a);  // all elements -> 0-d
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
+Tensor max(const Tensor& a, int64_t dim, bool keepdim = false);  // values; not differentiable
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices
+
+// ---- matmul on BLAS (autograd/ops/matmul.cpp) ------------------------------------------------
+// 2-d (M,K)@(K,N), or batched (...,M,K)@(...,K,N) with broadcast batch dims; a 1-d operand is
+// not supported. Operands whose last two dims are transposed views go to BLAS as-is with the
+// transpose flag, without a copy.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// y = x·Wᵀ + b for x (..., in), W (out, in), b (out) or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- shapes and views (autograd/ops/shape.cpp) -------------------------------------------------
+Tensor reshape(const Tensor& a, const Shape& shape);  // one dim may be -1; a view when contiguous
+Tensor view(const Tensor& a, const Shape& shape);     // like reshape, but throws if a copy is needed
+Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);  // view
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);  // view
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);  // view
+Tensor unsqueeze(const Tensor& a, int64_t dim);  // view
+Tensor squeeze(const Tensor& a, int64_t dim);    // view; dim must have size 1
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim);  // views
+Tensor expand(const Tensor& a, const Shape& shape);  // broadcast copy (backward sums)
+
+// ---- lookups and masks (autograd/ops/index.cpp) ------------------------------------------------
+// Rows of `a` along `dim` at int64 `index` (1-d); backward scatter-adds.
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+// weight (V, E)[ids] for int64 ids of any shape -> (*ids.shape, E); backward scatter-adds.
+Tensor embedding(const Tensor& ids, const Tensor& weight);
+// Where bool `mask` (broadcastable to a) is true, the result is `value`; elsewhere a.
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+
+// ---- fused, numerically stable ops (autograd/ops/nn_functional.cpp) ---------------------------
+Tensor softmax(const Tensor& a, int64_t dim = -1);      // last dim only
+Tensor log_softmax(const Tensor& a, int64_t dim = -1);  // last dim only
+// Mean cross-entropy of logits (N, C) against int64 targets (N); targets equal to
+// ignore_index are skipped (and excluded from the mean).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore_index = std::nullopt);
+// Normalises over the last dim; weight and bias are (C) or undefined.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// Zeroes each element with probability p and scales the rest by 1/(1-p). Identity when
+// !training or p == 0.
+Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = default_generator());
+
+// ---- attention kernels (autograd/ops/attention.cpp) ---------------------------------------------
+// Attention probabilities P = softmax(scale · Q·Kᵀ + mask) for q (B, L, D), k (B, S, D);
+// returns (B, L, S). `mask` is undefined, or float additive (B, L, S) / (L, S) where -inf means
+// "may not attend". `causal` additionally masks j > i (+ (S - L) offset, as for a KV cache).
+// A row with no allowed key gets all-zero probabilities (and zero gradient), never NaN.
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal);
+
+}  // namespace ag

@@ -1,0 +1,104 @@
+// attention_probs: P = softmax(scale · Q·Kᵀ + mask), fused into one node.
+// Forward and backward each run one GEMM per batch entry plus a row loop; the (B, L, S)
+// score matrix is never stored, only the probabilities P.
+#include <cmath>
+#include <limits>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/softmax.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal) {
+  kernels::check_same_dtype(q, k, "attention_probs");
+  if (q.dim() != 3 || k.dim() != 3 || q.size(0) != k.size(0) || q.size(2) != k.size(2))
+    throw std::invalid_argument("attention_probs: expected q (B, L, D) and k (B, S, D), got " + describe(q) + " and " +
+                                describe(k));
+  const int64_t B = q.size(0), L = q.size(1), S = k.size(1), D = q.size(2);
+  bool mask_batched = false;
+  if (mask.defined()) {
+    kernels::check_same_dtype(q, mask, "attention_probs (mask)");
+    const bool ok2 = mask.dim() == 2 && mask.size(0) == L && mask.size(1) == S;
+    const bool ok3 = mask.dim() == 3 && mask.size(0) == B && mask.size(1) == L && mask.size(2) == S;
+    if (!ok2 && !ok3)
+      throw std::invalid_argument("attention_probs: mask must be (" + std::to_string(L) + ", " + std::to_string(S) +
+                                  ") or (" + std::to_string(B) + ", " + std::to_string(L) + ", " + std::to_string(S) +
+                                  "), got " + describe(mask));
+    mask_batched = ok3;
+  }
+  const Tensor Q = kernels::dense(q), K = kernels::dense(k);
+  const Tensor M = mask.defined() ? kernels::dense(mask) : Tensor();
+  Tensor P = Tensor::empty({B, L, S}, q.dtype());  // (B, L, S)
+  AG_DISPATCH_FLOAT(q.dtype(), "attention_probs", [&] {
+    const scalar_t ninf = -std::numeric_limits<scalar_t>::infinity();
+    const scalar_t* pq = Q.data<scalar_t>();
+    const scalar_t* pk = K.data<scalar_t>();
+    const scalar_t* pm = M.defined() ? M.data<scalar_t>() : nullptr;
+    scalar_t* pp = P.data<scalar_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      scalar_t* Pb = pp + b * L * S;
+      // scores (L, S) = scale · q_b (L, D) @ k_b (S, D)ᵀ, written into P then normalised in place
+      if (L * S > 0) {
+        if (D > 0)
+          kernels::gemm(false, true, L, S, D, static_cast<scalar_t>(scale), pq + b * L * D, D, pk + b * S * D, D,
+                        scalar_t(0), Pb, S);
+        else
+          std::fill(Pb, Pb + L * S, scalar_t(0));
+      }
+      const scalar_t* mb = pm ? pm + (mask_batched ? b * L * S : 0) : nullptr;
+      for (int64_t i = 0; i < L; ++i) {
+        scalar_t* row = Pb + i * S;
+        if (mb)
+          for (int64_t j = 0; j < S; ++j) row[j] += mb[i * S + j];
+        if (causal)  // query i sits at absolute position i + (S − L): it may not see later keys
+          for (int64_t j = std::max<int64_t>(0, i + (S - L) + 1); j < S; ++j) row[j] = ninf;
+        kernels::softmax_row(row, row, S);
+      }
+    }
+  });
+  if (should_record({&q, &k})) {
+    const bool gq = q.requires_grad(), gk = k.requires_grad();
+    record(P, "attention_probs", {q, k},
+           [Q = Q.detach(), K = K.detach(), P = P.detach(), scale, gq, gk, B, L, S, D](const Tensor& g) {
+             // P = softmax(scale·Q·Kᵀ + mask)  =>
+             //   dScores = P ⊙ (dP − Σ_j dP_j P_j)   (row-wise softmax backward; masked entries have P = 0)
+             //   dQ = scale · dScores @ K,  dK = scale · dScoresᵀ @ Q
+             const Tensor G = kernels::dense(g);
+             Tensor dq = gq ? Tensor::empty(Q.shape(), Q.dtype()) : Tensor();
+             Tensor dk = gk ? Tensor::empty(K.shape(), K.dtype()) : Tensor();
+             AG_DISPATCH_FLOAT(Q.dtype(), "attention_probs_backward", [&] {
+               std::vector<scalar_t> ds(static_cast<size_t>(L * S));  // (L, S) for one batch entry
+               const scalar_t sc = static_cast<scalar_t>(scale);
+               for (int64_t b = 0; b < B; ++b) {
+                 const scalar_t* Pb = P.data<scalar_t>() + b * L * S;
+                 const scalar_t* Gb = G.data<scalar_t>() + b * L * S;
+                 for (int64_t i = 0; i < L; ++i)
+                   kernels::softmax_row_backward(Pb + i * S, Gb + i * S, ds.data() + i * S, S);
+                 if (gq) {
+                   scalar_t* dqb = dq.data<scalar_t>() + b * L * D;
+                   if (S > 0 && D > 0)
+                     kernels::gemm(false, false, L, D, S, sc, ds.data(), S, K.data<scalar_t>() + b * S * D, D,
+                                   scalar_t(0), dqb, D);
+                   else
+                     std::fill(dqb, dqb + L * D, scalar_t(0));
+                 }
+                 if (gk) {
+                   scalar_t* dkb = dk.data<scalar_t>() + b * S * D;
+                   if (L > 0 && D > 0)
+                     kernels::gemm(true, false, S, D, L, sc, ds.data(), S, Q.data<scalar_t>() + b * L * D, D,
+                                   scalar_t(0), dkb, D);
+                   else
+                     std::fill(dkb, dkb + S * D, scalar_t(0));
+                 }
+               }
+             });
+             return Grads{dq, dk};
+           });
+  }
+  return P;
+}
+
+}  // namespace ag

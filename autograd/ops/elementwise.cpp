@@ -1,0 +1,229 @@
+// Element-wise ops. Each forward is followed by its backward, which restates what it
+// differentiates. Broadcast inputs get their gradient summed back with sum_to().
+#include <cmath>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+using kernels::map2_float;
+using kernels::map_float;
+using kernels::zip_float;
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t nd = std::max(a.size(), b.size());
+  Shape out(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t da = i < nd - a.size() ? 1 : a[i - (nd - a.size())];
+    const int64_t db = i < nd - b.size() ? 1 : b[i - (nd - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                                  " cannot be broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
+                                  " vs " + std::to_string(db) + ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < g.dim(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) dims.push_back(i);
+  Tensor s = sum(g, dims, /*keepdim=*/true);
+  return reshape(s, shape);
+}
+
+// ---- binary ------------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = zip_float(a, b, "add", [](auto x, auto y) { return x + y; });
+  if (should_record({&a, &b})) {
+    record(out, "add", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+      // out = a + b  =>  da = g, db = g
+      return Grads{sum_to(g, sa), sum_to(g, sb)};
+    });
+  }
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = zip_float(a, b, "sub", [](auto x, auto y) { return x - y; });
+  if (should_record({&a, &b})) {
+    record(out, "sub", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+      // out = a - b  =>  da = g, db = -g
+      return Grads{sum_to(g, sa), sum_to(neg(g), sb)};
+    });
+  }
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = zip_float(a, b, "mul", [](auto x, auto y) { return x * y; });
+  if (should_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    record(out, "mul", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+      // out = a * b  =>  da = g * b, db = g * a
+      return Grads{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = zip_float(a, b, "div", [](auto x, auto y) { return x / y; });
+  if (should_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    record(out, "div", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+      // out = a / b  =>  da = g / b, db = -g * a / b²
+      Tensor da, db;
+      if (ga) da = sum_to(div(g, b), a.shape());
+      if (gb) db = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
+      return Grads{da, db};
+    });
+  }
+  return out;
+}
+
+// ---- unary and scalar forms ----------------------------------------------------------------------
+
+Tensor neg(const Tensor& a) {
+  Tensor out = map_float(a, "neg", [](auto x) { return -x; });
+  if (should_record({&a})) record(out, "neg", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
+  return out;
+}
+
+Tensor add(const Tensor& a, double s) {
+  Tensor out = map_float(a, "add_scalar", [s](auto x) { return x + static_cast<decltype(x)>(s); });
+  if (should_record({&a})) record(out, "add_scalar", {a}, [](const Tensor& g) { return Grads{g}; });
+  return out;
+}
+
+Tensor mul(const Tensor& a, double s) {
+  Tensor out = map_float(a, "mul_scalar", [s](auto x) { return x * static_cast<decltype(x)>(s); });
+  // out = a * s  =>  da = g * s
+  if (should_record({&a})) record(out, "mul_scalar", {a}, [s](const Tensor& g) { return Grads{mul(g, s)}; });
+  return out;
+}
+
+Tensor rsub(double s, const Tensor& a) {
+  Tensor out = map_float(a, "rsub_scalar", [s](auto x) { return static_cast<decltype(x)>(s) - x; });
+  if (should_record({&a})) record(out, "rsub_scalar", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
+  return out;
+}
+
+Tensor rdiv(double s, const Tensor& a) {
+  Tensor out = map_float(a, "rdiv_scalar", [s](auto x) { return static_cast<decltype(x)>(s) / x; });
+  if (should_record({&a})) {
+    record(out, "rdiv_scalar", {a}, [a = a.detach(), s](const Tensor& g) {
+      // out = s / a  =>  da = -g * s / a²
+      return Grads{map2_float(g, a, "rdiv_scalar_backward", [s](auto gv, auto x) {
+        return -gv * static_cast<decltype(x)>(s) / (x * x);
+      })};
+    });
+  }
+  return out;
+}
+
+Tensor pow(const Tensor& a, double e) {
+  Tensor out = map_float(a, "pow", [e](auto x) { return static_cast<decltype(x)>(std::pow(x, e)); });
+  if (should_record({&a})) {
+    record(out, "pow", {a}, [a = a.detach(), e](const Tensor& g) {
+      // out = a^e  =>  da = g * e * a^(e-1)
+      return Grads{map2_float(g, a, "pow_backward", [e](auto gv, auto x) {
+        return gv * static_cast<decltype(x)>(e * std::pow(x, e - 1));
+      })};
+    });
+  }
+  return out;
+}
+
+Tensor exp(const Tensor& a) {
+  Tensor out = map_float(a, "exp", [](auto x) { return std::exp(x); });
+  // out = exp(a)  =>  da = g * out   (the output is saved detached: no cycle)
+  if (should_record({&a})) record(out, "exp", {a}, [y = out.detach()](const Tensor& g) { return Grads{mul(g, y)}; });
+  return out;
+}
+
+Tensor log(const Tensor& a) {
+  Tensor out = map_float(a, "log", [](auto x) { return std::log(x); });
+  // out = log(a)  =>  da = g / a
+  if (should_record({&a})) record(out, "log", {a}, [a = a.detach()](const Tensor& g) { return Grads{div(g, a)}; });
+  return out;
+}
+
+Tensor sqrt(const Tensor& a) {
+  Tensor out = map_float(a, "sqrt", [](auto x) { return std::sqrt(x); });
+  if (should_record({&a})) {
+    record(out, "sqrt", {a}, [y = out.detach()](const Tensor& g) {
+      // out = √a  =>  da = g / (2 out)
+      return Grads{map2_float(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); })};
+    });
+  }
+  return out;
+}
+
+Tensor tanh(const Tensor& a) {
+  Tensor out = map_float(a, "tanh", [](auto x) { return std::tanh(x); });
+  if (should_record({&a})) {
+    record(out, "tanh", {a}, [y = out.detach()](const Tensor& g) {
+      // out = tanh(a)  =>  da = g * (1 - out²)
+      return Grads{map2_float(g, y, "tanh_backward", [](auto gv, auto yv) { return gv * (1 - yv * yv); })};
+    });
+  }
+  return out;
+}
+
+Tensor relu(const Tensor& a) {
+  Tensor out = map_float(a, "relu", [](auto x) { return x > 0 ? x : decltype(x)(0); });
+  if (should_record({&a})) {
+    record(out, "relu", {a}, [a = a.detach()](const Tensor& g) {
+      // out = max(a, 0)  =>  da = g where a > 0
+      return Grads{map2_float(g, a, "relu_backward", [](auto gv, auto x) { return x > 0 ? gv : decltype(x)(0); })};
+    });
+  }
+  return out;
+}
+
+// GELU. Exact: x·Φ(x), Φ(x) = ½(1 + erf(x/√2)). Approximate: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
+namespace {
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluC = 0.044715;
+
+template <class T> T gelu_fwd(T x, bool approx) {
+  if (approx) return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x)));
+  return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+}
+// d/dx of gelu_fwd.
+template <class T> T gelu_grad(T x, bool approx) {
+  if (approx) {
+    const T u = T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x);
+    const T t = std::tanh(u);
+    const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluC) * x * x);
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+  }
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2)));
+  const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
+  return cdf + x * pdf;
+}
+}  // namespace
+
+Tensor gelu(const Tensor& a, bool approximate) {
+  Tensor out = map_float(a, "gelu", [approximate](auto x) { return gelu_fwd(x, approximate); });
+  if (should_record({&a})) {
+    record(out, approximate ? "gelu_tanh" : "gelu", {a}, [a = a.detach(), approximate](const Tensor& g) {
+      // out = gelu(a)  =>  da = g * gelu'(a)
+      return Grads{map2_float(g, a, "gelu_backward", [approximate](auto gv, auto x) {
+        return gv * gelu_grad(x, approximate);
+      })};
+    });
+  }
+  return out;
+}
+
+}  // namespace ag

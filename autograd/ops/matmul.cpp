@@ -1,0 +1,157 @@
+// matmul and linear on BLAS. Transposed operands (views whose last two dims are swapped)
+// go to BLAS with the transpose flag instead of being copied.
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+// How BLAS can read the last two dims (rows, cols) of t in place: row-major with leading
+// dimension ld (trans=false), or as the transpose of a row-major matrix (trans=true).
+struct MatLayout {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+MatLayout blas_layout(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t rows = t.shape()[nd - 2], cols = t.shape()[nd - 1];
+  const int64_t rs = t.strides()[nd - 2], cs = t.strides()[nd - 1];
+  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) return {true, false, rs};
+  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) return {true, true, cs};
+  return {};
+}
+
+// A tensor BLAS can read, plus how: t itself when its layout fits, else a contiguous copy.
+std::pair<Tensor, MatLayout> blas_operand(const Tensor& t) {
+  MatLayout l = blas_layout(t);
+  if (l.ok) return {t, l};
+  Tensor c = t.detach().contiguous();
+  return {c, blas_layout(c)};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  kernels::check_same_dtype(a, b, "matmul");
+  if (a.dim() < 2 || b.dim() < 2)
+    throw std::invalid_argument("matmul: both operands need at least 2 dims, got " + describe(a) + " @ " + describe(b));
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  if (b.size(-2) != K)
+    throw std::invalid_argument("matmul: inner dims differ, " + describe(a) + " @ " + describe(b) + " (" +
+                                std::to_string(K) + " vs " + std::to_string(b.size(-2)) + ")");
+  const Shape a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = broadcast_shapes(a_batch, b_batch, "matmul (batch dims)");
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+
+  auto [A, la] = blas_operand(a);
+  auto [B, lb] = blas_operand(b);
+  // Per-batch element offsets of A and B (stride 0 along broadcast batch dims).
+  const int64_t nb = shape_numel(batch), nbd = static_cast<int64_t>(batch.size());
+  auto batch_strides = [&](const Tensor& t) {
+    Shape st(nbd, 0);
+    const int64_t td = t.dim() - 2;
+    for (int64_t i = 0; i < td; ++i)
+      if (t.shape()[i] != 1) st[nbd - td + i] = t.strides()[i];
+    return st;
+  };
+  const Shape sa = batch_strides(A), sb = batch_strides(B);
+  AG_DISPATCH_FLOAT(a.dtype(), "matmul", [&] {
+    const scalar_t* pa = A.template data<scalar_t>();
+    const scalar_t* pb = B.template data<scalar_t>();
+    scalar_t* pc = out.data<scalar_t>();
+    if (M * N == 0) return;
+    std::vector<int64_t> idx(nbd, 0);
+    int64_t oa = 0, ob = 0;
+    for (int64_t i = 0; i < nb; ++i) {
+      if (K == 0) {
+        for (int64_t j = 0; j < M * N; ++j) pc[i * M * N + j] = 0;
+      } else {
+        kernels::gemm(la.trans, lb.trans, M, N, K, scalar_t(1), pa + oa, la.ld, pb + ob, lb.ld, scalar_t(0),
+                      pc + i * M * N, N);
+      }
+      for (int64_t d = nbd - 1; d >= 0; --d) {
+        oa += sa[d];
+        ob += sb[d];
+        if (++idx[d] < batch[d]) break;
+        oa -= sa[d] * batch[d];
+        ob -= sb[d] * batch[d];
+        idx[d] = 0;
+      }
+    }
+  });
+
+  if (should_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    record(out, "matmul", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+      // out = a @ b  =>  da = g @ bᵀ, db = aᵀ @ g  (summed over broadcast batch dims)
+      Tensor da, db;
+      if (ga) da = sum_to(matmul(g, transpose(b, -1, -2)), a.shape());
+      if (gb) db = sum_to(matmul(transpose(a, -1, -2), g), b.shape());
+      return Grads{da, db};
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  kernels::check_same_dtype(x, weight, "linear");
+  if (weight.dim() != 2) throw std::invalid_argument("linear: weight must be 2-d (out, in), got " + describe(weight));
+  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+  if (x.dim() < 1 || x.size(-1) != in_f)
+    throw std::invalid_argument("linear: input " + describe(x) + " does not end in in_features=" + std::to_string(in_f) +
+                                " of weight " + describe(weight));
+  if (bias.defined()) {
+    kernels::check_same_dtype(x, bias, "linear");
+    if (bias.dim() != 1 || bias.size(0) != out_f)
+      throw std::invalid_argument("linear: bias must be (" + std::to_string(out_f) + "), got " + describe(bias));
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = out_f;
+  const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1);
+  const Tensor X = kernels::dense(x), W = kernels::dense(weight);
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  AG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
+    scalar_t* py = out.data<scalar_t>();
+    scalar_t beta = 0;
+    if (bias.defined()) {  // start from the bias in every row, then accumulate x·Wᵀ onto it
+      const Tensor bb = kernels::dense(bias);
+      const scalar_t* pb = bb.data<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < out_f; ++o) py[r * out_f + o] = pb[o];
+      beta = 1;
+    }
+    if (rows * out_f == 0) return;
+    if (in_f == 0) {
+      if (!bias.defined())
+        for (int64_t i = 0; i < rows * out_f; ++i) py[i] = 0;
+      return;
+    }
+    // (rows, in) @ (out, in)ᵀ -> (rows, out)
+    kernels::gemm(false, true, rows, out_f, in_f, scalar_t(1), X.data<scalar_t>(), in_f, W.data<scalar_t>(), in_f, beta,
+                  py, out_f);
+  });
+  if (should_record({&x, &weight, &bias})) {
+    const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
+    record(out, "linear", {x, weight, bias}, [X = X.detach(), W = W.detach(), gx, gw, gb, rows, in_f, out_f,
+                                              x_shape = x.shape()](const Tensor& g) {
+      // y = x·Wᵀ + b  =>  dx = g·W,  dW = gᵀ·x,  db = Σ_rows g
+      const Tensor G = reshape(kernels::dense(g), {rows, out_f});  // (rows, out)
+      Tensor dx, dw, db;
+      if (gx) dx = reshape(matmul(G, W), x_shape);                                    // (rows, in)
+      if (gw) dw = matmul(transpose(G, 0, 1), reshape(X, {rows, in_f}));             // (out, in)
+      if (gb) db = sum(G, {0});                                                      // (out)
+      return Grads{dx, dw, db};
+    });
+  }
+  return out;
+}
+
+}  // namespace ag

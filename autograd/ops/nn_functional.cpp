@@ -1,0 +1,261 @@
+// Fused, numerically stable ops: softmax, log_softmax, cross_entropy, layer_norm, dropout.
+// Each is one node with a hand-written backward, so no intermediate is stored twice.
+#include <cmath>
+#include <limits>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/softmax.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+void check_last_dim(const Tensor& a, int64_t dim, const char* op) {
+  kernels::check_float(a, op);
+  if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor, got " + describe(a));
+  if (dim != -1 && dim != a.dim() - 1)
+    throw std::invalid_argument(std::string(op) + ": only the last dim is supported, got dim " + std::to_string(dim) +
+                                " for " + describe(a));
+}
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) {
+  check_last_dim(a, dim, "softmax");
+  const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
+  const Tensor x = kernels::dense(a);
+  Tensor y = Tensor::empty(a.shape(), a.dtype());
+  AG_DISPATCH_FLOAT(a.dtype(), "softmax", [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* py = y.data<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) kernels::softmax_row(px + r * C, py + r * C, C);
+  });
+  if (should_record({&a})) {
+    record(y, "softmax", {a}, [y = y.detach(), rows, C](const Tensor& g) {
+      // y = softmax(x)  =>  dx = y ⊙ (g − Σ_j g_j y_j)
+      const Tensor G = kernels::dense(g);
+      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      AG_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
+        for (int64_t r = 0; r < rows; ++r)
+          kernels::softmax_row_backward(y.data<scalar_t>() + r * C, G.data<scalar_t>() + r * C,
+                                        dx.data<scalar_t>() + r * C, C);
+      });
+      return Grads{dx};
+    });
+  }
+  return y;
+}
+
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  check_last_dim(a, dim, "log_softmax");
+  const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
+  const Tensor x = kernels::dense(a);
+  Tensor y = Tensor::empty(a.shape(), a.dtype());
+  AG_DISPATCH_FLOAT(a.dtype(), "log_softmax", [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* py = y.data<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const scalar_t* xr = px + r * C;
+      scalar_t* yr = py + r * C;
+      // y = x − max − log Σ exp(x − max)
+      scalar_t m = -std::numeric_limits<scalar_t>::infinity();
+      for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
+      double s = 0;
+      for (int64_t j = 0; j < C; ++j) s += std::exp(static_cast<double>(xr[j] - m));
+      const scalar_t lse = m + static_cast<scalar_t>(std::log(s));
+      for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] - lse;
+    }
+  });
+  if (should_record({&a})) {
+    record(y, "log_softmax", {a}, [y = y.detach(), rows, C](const Tensor& g) {
+      // y = log_softmax(x)  =>  dx = g − exp(y) · Σ_j g_j
+      const Tensor G = kernels::dense(g);
+      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      AG_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
+        const scalar_t* py = y.data<scalar_t>();
+        const scalar_t* pg = G.data<scalar_t>();
+        scalar_t* pd = dx.data<scalar_t>();
+        for (int64_t r = 0; r < rows; ++r) {
+          double gs = 0;
+          for (int64_t j = 0; j < C; ++j) gs += pg[r * C + j];
+          for (int64_t j = 0; j < C; ++j)
+            pd[r * C + j] = pg[r * C + j] - std::exp(py[r * C + j]) * static_cast<scalar_t>(gs);
+        }
+      });
+      return Grads{dx};
+    });
+  }
+  return y;
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore_index) {
+  kernels::check_float(logits, "cross_entropy");
+  if (logits.dim() != 2)
+    throw std::invalid_argument("cross_entropy: logits must be (N, C), got " + describe(logits));
+  if (!targets.defined() || targets.dtype() != DType::Int64 || targets.dim() != 1 || targets.size(0) != logits.size(0))
+    throw std::invalid_argument("cross_entropy: targets must be int64 (" + std::to_string(logits.size(0)) + "), got " +
+                                describe(targets) + " for logits " + describe(logits));
+  const int64_t N = logits.size(0), C = logits.size(1);
+  const Tensor X = kernels::dense(logits), T = kernels::dense(targets);
+  const int64_t* pt = T.data<int64_t>();
+  int64_t n_valid = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (ignore_index && pt[i] == *ignore_index) continue;
+    if (pt[i] < 0 || pt[i] >= C)
+      throw std::out_of_range("cross_entropy: target " + std::to_string(pt[i]) + " at row " + std::to_string(i) +
+                              " out of range [0, " + std::to_string(C) + ")");
+    ++n_valid;
+  }
+  if (n_valid == 0) throw std::invalid_argument("cross_entropy: every target equals ignore_index; the mean is undefined");
+
+  // Forward keeps the softmax probabilities for the backward: (N, C).
+  Tensor probs = Tensor::empty({N, C}, logits.dtype());
+  double total = 0;
+  AG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] {
+    const scalar_t* px = X.data<scalar_t>();
+    scalar_t* pp = probs.data<scalar_t>();
+    for (int64_t i = 0; i < N; ++i) {
+      const scalar_t* xr = px + i * C;
+      scalar_t m = -std::numeric_limits<scalar_t>::infinity();
+      for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
+      double s = 0;
+      for (int64_t j = 0; j < C; ++j) {
+        const double e = std::exp(static_cast<double>(xr[j] - m));
+        pp[i * C + j] = static_cast<scalar_t>(e);
+        s += e;
+      }
+      for (int64_t j = 0; j < C; ++j) pp[i * C + j] = static_cast<scalar_t>(pp[i * C + j] / s);
+      if (ignore_index && pt[i] == *ignore_index) continue;
+      // loss_i = −log softmax(x)_t = log Σ exp(x − m) + m − x_t
+      total += std::log(s) + static_cast<double>(m) - static_cast<double>(xr[pt[i]]);
+    }
+  });
+  Tensor loss = Tensor::scalar(total / static_cast<double>(n_valid), logits.dtype());
+  if (should_record({&logits})) {
+    record(loss, "cross_entropy", {logits}, [probs, T = T.detach(), ignore_index, N, C, n_valid](const Tensor& g) {
+      // loss = mean_i −log p_i[t_i]  =>  dlogits_i = g · (p_i − onehot(t_i)) / n_valid, 0 for ignored rows
+      Tensor dx = Tensor::empty({N, C}, probs.dtype());
+      const int64_t* pt = T.data<int64_t>();
+      const double scale = g.item() / static_cast<double>(n_valid);
+      AG_DISPATCH_FLOAT(probs.dtype(), "cross_entropy_backward", [&] {
+        const scalar_t* pp = probs.data<scalar_t>();
+        scalar_t* pd = dx.data<scalar_t>();
+        const scalar_t sc = static_cast<scalar_t>(scale);
+        for (int64_t i = 0; i < N; ++i) {
+          const bool ignored = ignore_index && pt[i] == *ignore_index;
+          for (int64_t j = 0; j < C; ++j) pd[i * C + j] = ignored ? scalar_t(0) : sc * pp[i * C + j];
+          if (!ignored) pd[i * C + pt[i]] -= sc;
+        }
+      });
+      return Grads{dx};
+    });
+  }
+  return loss;
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  kernels::check_float(x, "layer_norm");
+  if (x.dim() == 0) throw std::invalid_argument("layer_norm: needs at least a 1-d input, got " + describe(x));
+  const int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    kernels::check_same_dtype(x, *p, "layer_norm");
+    if (p->dim() != 1 || p->size(0) != C)
+      throw std::invalid_argument("layer_norm: weight/bias must be (" + std::to_string(C) + "), got " + describe(*p) +
+                                  " for input " + describe(x));
+  }
+  const Tensor X = kernels::dense(x);
+  const Tensor W = weight.defined() ? kernels::dense(weight) : Tensor();
+  const Tensor B = bias.defined() ? kernels::dense(bias) : Tensor();
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());  // (rows)
+  AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+    const scalar_t* px = X.data<scalar_t>();
+    const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
+    const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
+    scalar_t* py = y.data<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const scalar_t* xr = px + r * C;
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < C; ++j) m += xr[j];
+      m /= static_cast<double>(C);
+      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+      v /= static_cast<double>(C);  // biased variance, as PyTorch
+      const double rs = 1.0 / std::sqrt(v + eps);
+      mean.data<scalar_t>()[r] = static_cast<scalar_t>(m);
+      rstd.data<scalar_t>()[r] = static_cast<scalar_t>(rs);
+      for (int64_t j = 0; j < C; ++j) {
+        const scalar_t xhat = static_cast<scalar_t>((xr[j] - m) * rs);
+        py[r * C + j] = (pw ? pw[j] : scalar_t(1)) * xhat + (pb ? pb[j] : scalar_t(0));
+      }
+    }
+  });
+  if (should_record({&x, &weight, &bias})) {
+    const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
+               gb = bias.defined() && bias.requires_grad();
+    record(y, "layer_norm", {x, weight, bias},
+           [X = X.detach(), W = W.defined() ? W.detach() : Tensor(), mean, rstd, rows, C, gx, gw, gb](const Tensor& g) {
+             // y = w ⊙ x̂ + b, x̂ = (x − μ)·rstd  =>
+             //   db = Σ_rows g,  dw = Σ_rows g ⊙ x̂,
+             //   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)), dx̂ = g ⊙ w
+             const Tensor G = kernels::dense(g);
+             Tensor dx = gx ? Tensor::empty(X.shape(), X.dtype()) : Tensor();
+             Tensor dw = gw ? Tensor::zeros({C}, X.dtype()) : Tensor();
+             Tensor db = gb ? Tensor::zeros({C}, X.dtype()) : Tensor();
+             AG_DISPATCH_FLOAT(X.dtype(), "layer_norm_backward", [&] {
+               const scalar_t* px = X.data<scalar_t>();
+               const scalar_t* pg = G.data<scalar_t>();
+               const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
+               std::vector<double> dw_acc(gw ? C : 0, 0.0), db_acc(gb ? C : 0, 0.0);
+               for (int64_t r = 0; r < rows; ++r) {
+                 const scalar_t m = mean.data<scalar_t>()[r], rs = rstd.data<scalar_t>()[r];
+                 const scalar_t* xr = px + r * C;
+                 const scalar_t* gr = pg + r * C;
+                 double mean_dxhat = 0, mean_dxhat_xhat = 0;
+                 for (int64_t j = 0; j < C; ++j) {
+                   const double xhat = (xr[j] - m) * rs;
+                   const double dxhat = gr[j] * (pw ? pw[j] : scalar_t(1));
+                   mean_dxhat += dxhat;
+                   mean_dxhat_xhat += dxhat * xhat;
+                   if (gw) dw_acc[j] += gr[j] * xhat;
+                   if (gb) db_acc[j] += gr[j];
+                 }
+                 mean_dxhat /= static_cast<double>(C);
+                 mean_dxhat_xhat /= static_cast<double>(C);
+                 if (gx) {
+                   scalar_t* dr = dx.data<scalar_t>() + r * C;
+                   for (int64_t j = 0; j < C; ++j) {
+                     const double xhat = (xr[j] - m) * rs;
+                     const double dxhat = gr[j] * (pw ? pw[j] : scalar_t(1));
+                     dr[j] = static_cast<scalar_t>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+                   }
+                 }
+               }
+               for (int64_t j = 0; gw && j < C; ++j) dw.data<scalar_t>()[j] = static_cast<scalar_t>(dw_acc[j]);
+               for (int64_t j = 0; gb && j < C; ++j) db.data<scalar_t>()[j] = static_cast<scalar_t>(db_acc[j]);
+             });
+             return Grads{dx, dw, db};
+           });
+  }
+  return y;
+}
+
+Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
+  kernels::check_float(a, "dropout");
+  if (!(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
+  if (!training || p == 0.0) return a;
+  // mask = keep / (1 − p): 0 where dropped, 1/(1−p) where kept (all 0 when p = 1).
+  Tensor mask = Tensor::empty(a.shape(), a.dtype());
+  AG_DISPATCH_FLOAT(a.dtype(), "dropout", [&] {
+    scalar_t* pm = mask.data<scalar_t>();
+    const scalar_t keep = p < 1.0 ? static_cast<scalar_t>(1.0 / (1.0 - p)) : scalar_t(0);
+    for (int64_t i = 0, n = mask.numel(); i < n; ++i) pm[i] = gen.uniform() < p ? scalar_t(0) : keep;
+  });
+  Tensor out = kernels::zip_float(a, mask, "dropout", [](auto x, auto m) { return x * m; });
+  if (should_record({&a}))
+    // out = a ⊙ mask  =>  da = g ⊙ mask
+    record(out, "dropout", {a}, [mask](const Tensor& g) { return Grads{mul(g, mask)}; });
+  return out;
+}
+
+}  // namespace ag

@@ -1,0 +1,189 @@
+// Reductions: sum and mean over any dims (differentiable), max and argmax (forward only).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+int64_t wrap_dim(int64_t d, int64_t nd, const char* op) {
+  const int64_t w = d < 0 ? d + nd : d;
+  if (w < 0 || w >= std::max<int64_t>(nd, 1) || (nd == 0 && d != 0 && d != -1))
+    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " out of range for a " +
+                                std::to_string(nd) + "-d tensor");
+  return w;
+}
+
+// Which dims are reduced, as a mask; an empty list means all dims.
+std::vector<bool> reduced_mask(const Tensor& a, const std::vector<int64_t>& dims, const char* op) {
+  std::vector<bool> m(a.dim(), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, a.dim(), op);
+    if (a.dim() == 0) continue;
+    if (m[w]) throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " listed twice");
+    m[w] = true;
+  }
+  return m;
+}
+
+Shape keepdim_shape(const Shape& s, const std::vector<bool>& m) {
+  Shape k = s;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (m[i]) k[i] = 1;
+  return k;
+}
+
+Shape squeezed_shape(const Shape& s, const std::vector<bool>& m) {
+  Shape k;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!m[i]) k.push_back(s[i]);
+  return k;
+}
+
+// Sums a (any float tensor) into the keepdim shape, accumulating in double so that float32
+// sums do not drift with the number of terms.
+Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
+  const Tensor x = kernels::dense(a);
+  const Shape ks = keepdim_shape(a.shape(), m);
+  Tensor out = Tensor::empty(ks, a.dtype());
+  const int64_t n_out = out.numel(), n = x.numel();
+  std::vector<double> acc(static_cast<size_t>(n_out), 0.0);
+  AG_DISPATCH_FLOAT(a.dtype(), "sum", [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    const int64_t nd = a.dim();
+    if (nd == 0 || n == 0) {
+      if (n) acc[0] = px[0];
+    } else {
+      // Output strides with 0 along reduced dims; walk the input with a carry counter.
+      Shape ost = contiguous_strides(ks);
+      for (int64_t d = 0; d < nd; ++d)
+        if (m[d]) ost[d] = 0;
+      const int64_t inner = a.shape()[nd - 1];
+      const int64_t inner_st = ost[nd - 1];
+      std::vector<int64_t> idx(nd, 0);
+      int64_t o = 0;
+      for (int64_t i = 0; i < n; i += inner) {
+        if (inner_st == 0) {
+          double s = 0;
+          for (int64_t j = 0; j < inner; ++j) s += px[i + j];
+          acc[o] += s;
+        } else {
+          for (int64_t j = 0; j < inner; ++j) acc[o + j] += px[i + j];
+        }
+        for (int64_t d = nd - 2; d >= 0; --d) {
+          o += ost[d];
+          if (++idx[d] < a.shape()[d]) break;
+          o -= ost[d] * a.shape()[d];
+          idx[d] = 0;
+        }
+      }
+    }
+    scalar_t* po = out.data<scalar_t>();
+    for (int64_t i = 0; i < n_out; ++i) po[i] = static_cast<scalar_t>(acc[i]);
+  });
+  return out;
+}
+
+Tensor reduce_sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim, double scale, const char* op) {
+  kernels::check_float(a, op);
+  const std::vector<bool> m = reduced_mask(a, dims, op);
+  Tensor out = sum_kernel(a, m);
+  if (scale != 1.0) out = kernels::map_float(out, op, [scale](auto v) { return v * static_cast<decltype(v)>(scale); });
+  if (!keepdim) out = make_view(out, squeezed_shape(a.shape(), m), contiguous_strides(squeezed_shape(a.shape(), m)), 0);
+  if (should_record({&a})) {
+    record(out, op, {a}, [in_shape = a.shape(), ks = keepdim_shape(a.shape(), m), scale](const Tensor& g) {
+      // out = scale · Σ a over the dims  =>  da = scale · g, broadcast back over those dims
+      Tensor gk = reshape(g, ks);
+      if (scale != 1.0) gk = mul(gk, scale);
+      return Grads{expand(gk, in_shape)};
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return reduce_sum(a, {}, false, 1.0, "sum"); }
+
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  if (dims.empty()) throw std::invalid_argument("sum: empty dim list (use sum(a) to reduce everything)");
+  return reduce_sum(a, dims, keepdim, 1.0, "sum");
+}
+
+Tensor mean(const Tensor& a) {
+  kernels::check_float(a, "mean");
+  if (a.numel() == 0) throw std::invalid_argument("mean: empty tensor " + describe(a));
+  return reduce_sum(a, {}, false, 1.0 / static_cast<double>(a.numel()), "mean");
+}
+
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  if (dims.empty()) throw std::invalid_argument("mean: empty dim list (use mean(a) to reduce everything)");
+  kernels::check_float(a, "mean");
+  const std::vector<bool> m = reduced_mask(a, dims, "mean");
+  int64_t count = 1;
+  for (int64_t i = 0; i < a.dim(); ++i)
+    if (m[i]) count *= a.shape()[i];
+  if (count == 0) throw std::invalid_argument("mean: reducing over an empty dim of " + describe(a));
+  return reduce_sum(a, dims, keepdim, 1.0 / static_cast<double>(count), "mean");
+}
+
+namespace {
+// Max over one dim: writes values and/or indices. Not differentiable.
+void max_kernel(const Tensor& a, int64_t dim, Tensor* values, Tensor* indices, const char* op) {
+  kernels::check_float(a, op);
+  if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor");
+  const int64_t d = wrap_dim(dim, a.dim(), op);
+  const int64_t n = a.shape()[d];
+  if (n == 0) throw std::invalid_argument(std::string(op) + ": reducing over an empty dim of " + describe(a));
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= a.shape()[i];
+  for (int64_t i = d + 1; i < a.dim(); ++i) inner *= a.shape()[i];
+  const Tensor x = kernels::dense(a);
+  AG_DISPATCH_FLOAT(a.dtype(), op, [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* pv = values ? values->data<scalar_t>() : nullptr;
+    int64_t* pi = indices ? indices->data<int64_t>() : nullptr;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < inner; ++k) {
+        const scalar_t* row = px + o * n * inner + k;
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j)
+          if (row[j * inner] > row[best * inner] || std::isnan(row[j * inner])) {
+            best = j;
+            if (std::isnan(row[j * inner])) break;  // NaN propagates, as in PyTorch
+          }
+        if (pv) pv[o * inner + k] = row[best * inner];
+        if (pi) pi[o * inner + k] = best;
+      }
+  });
+}
+
+Shape reduced_shape_one(const Tensor& a, int64_t dim, bool keepdim) {
+  const int64_t d = dim < 0 ? dim + a.dim() : dim;
+  Shape s = a.shape();
+  if (keepdim) s[d] = 1;
+  else s.erase(s.begin() + d);
+  return s;
+}
+}  // namespace
+
+Tensor max(const Tensor& a, int64_t dim, bool keepdim) {
+  if (a.dim() > 0) wrap_dim(dim, a.dim(), "max");
+  Tensor v = Tensor::empty(a.dim() ? reduced_shape_one(a, dim, keepdim) : Shape{}, a.dtype());
+  max_kernel(a, dim, &v, nullptr, "max");
+  return v;
+}
+
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) {
+  if (a.dim() > 0) wrap_dim(dim, a.dim(), "argmax");
+  Tensor i = Tensor::empty(a.dim() ? reduced_shape_one(a, dim, keepdim) : Shape{}, DType::Int64);
+  max_kernel(a, dim, nullptr, &i, "argmax");
+  return i;
+}
+
+}  // namespace ag

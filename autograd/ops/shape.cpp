@@ -1,0 +1,209 @@
+// Shape ops. Most are views on the input's storage (no copy); their backward maps the
+// gradient back to the input's shape.
+#include <cstring>
+#include <numeric>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+int64_t wrap(int64_t d, int64_t nd, const char* op, const Tensor& a) {
+  const int64_t w = d < 0 ? d + nd : d;
+  if (w < 0 || w >= nd)
+    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " out of range for " + describe(a));
+  return w;
+}
+
+Shape infer_shape(const Tensor& a, const Shape& shape, const char* op) {
+  Shape s = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw std::invalid_argument(std::string(op) + ": only one dim may be -1 in " + shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else if (s[i] < 0) {
+      throw std::invalid_argument(std::string(op) + ": invalid dim in " + shape_str(shape));
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || a.numel() % known != 0)
+      throw std::invalid_argument(std::string(op) + ": cannot reshape " + describe(a) + " to " + shape_str(shape));
+    s[infer] = a.numel() / known;
+  }
+  if (shape_numel(s) != a.numel())
+    throw std::invalid_argument(std::string(op) + ": cannot reshape " + describe(a) + " (" + std::to_string(a.numel()) +
+                                " elements) to " + shape_str(shape));
+  return s;
+}
+
+// Records the gradient of a reshape-like op: the gradient is reshaped back.
+Tensor record_reshape(Tensor out, const char* op, const Tensor& a) {
+  if (should_record({&a}))
+    record(out, op, {a}, [in_shape = a.shape()](const Tensor& g) { return Grads{reshape(g, in_shape)}; });
+  return out;
+}
+}  // namespace
+
+Tensor reshape(const Tensor& a, const Shape& shape) {
+  const Shape s = infer_shape(a, shape, "reshape");
+  if (s == a.shape()) return a;
+  if (a.is_contiguous()) return record_reshape(make_view(a, s, contiguous_strides(s), a.impl().offset), "reshape", a);
+  // A strided view is copied first (the copy is recorded, so gradients still flow).
+  Tensor c = a.contiguous();
+  return record_reshape(make_view(c, s, contiguous_strides(s), c.impl().offset), "reshape", c);
+}
+
+Tensor view(const Tensor& a, const Shape& shape) {
+  if (!a.is_contiguous())
+    throw std::invalid_argument("view: " + describe(a) + " is not contiguous; use reshape(), which copies");
+  return reshape(a, shape);
+}
+
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
+  const int64_t nd = a.dim();
+  if (static_cast<int64_t>(dims.size()) != nd)
+    throw std::invalid_argument("permute: " + std::to_string(dims.size()) + " dims given for " + describe(a));
+  Shape s(nd), st(nd);
+  std::vector<int64_t> inverse(nd, -1);
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t d = wrap(dims[i], nd, "permute", a);
+    if (inverse[d] != -1) throw std::invalid_argument("permute: dim " + std::to_string(dims[i]) + " repeated");
+    inverse[d] = i;
+    s[i] = a.shape()[d];
+    st[i] = a.strides()[d];
+  }
+  Tensor out = make_view(a, s, st, a.impl().offset);
+  if (should_record({&a}))
+    // out = a.permute(dims)  =>  da = g.permute(inverse)
+    record(out, "permute", {a}, [inverse](const Tensor& g) { return Grads{permute(g, inverse)}; });
+  return out;
+}
+
+Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
+  const int64_t nd = a.dim();
+  std::vector<int64_t> dims(nd);
+  std::iota(dims.begin(), dims.end(), 0);
+  std::swap(dims[wrap(d0, nd, "transpose", a)], dims[wrap(d1, nd, "transpose", a)]);
+  return permute(a, dims);
+}
+
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  const int64_t d = wrap(dim, a.dim(), "narrow", a);
+  const int64_t n = a.shape()[d];
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start + length > n)
+    throw std::invalid_argument("narrow: range [" + std::to_string(start) + ", " + std::to_string(start + length) +
+                                ") out of bounds for dim " + std::to_string(dim) + " of " + describe(a));
+  Shape s = a.shape();
+  s[d] = length;
+  Tensor out = make_view(a, s, a.strides(), a.impl().offset + start * a.strides()[d]);
+  if (should_record({&a})) {
+    record(out, "narrow", {a}, [in_shape = a.shape(), d, start, length](const Tensor& g) {
+      // out = a[start : start+length] along d  =>  da is g placed there, zeros elsewhere
+      std::vector<Tensor> parts;
+      Shape before = in_shape, after = in_shape;
+      before[d] = start;
+      after[d] = in_shape[d] - start - length;
+      if (start) parts.push_back(Tensor::zeros(before, g.dtype()));
+      parts.push_back(g);
+      if (after[d]) parts.push_back(Tensor::zeros(after, g.dtype()));
+      return Grads{parts.size() == 1 ? g : concat(parts, d)};
+    });
+  }
+  return out;
+}
+
+Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  const int64_t nd = a.dim() + 1;
+  const int64_t d = dim < 0 ? dim + nd : dim;
+  if (d < 0 || d >= nd) throw std::invalid_argument("unsqueeze: dim " + std::to_string(dim) + " out of range for " + describe(a));
+  Shape s = a.shape(), st = a.strides();
+  s.insert(s.begin() + d, 1);
+  st.insert(st.begin() + d, d < a.dim() ? a.strides()[d] * a.shape()[d] : 1);
+  return record_reshape(make_view(a, s, st, a.impl().offset), "unsqueeze", a);
+}
+
+Tensor squeeze(const Tensor& a, int64_t dim) {
+  const int64_t d = wrap(dim, a.dim(), "squeeze", a);
+  if (a.shape()[d] != 1)
+    throw std::invalid_argument("squeeze: dim " + std::to_string(dim) + " has size " + std::to_string(a.shape()[d]) + " in " + describe(a));
+  Shape s = a.shape(), st = a.strides();
+  s.erase(s.begin() + d);
+  st.erase(st.begin() + d);
+  return record_reshape(make_view(a, s, st, a.impl().offset), "squeeze", a);
+}
+
+Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
+  if (ts.empty()) throw std::invalid_argument("concat: no tensors given");
+  const Tensor& first = ts[0];
+  const int64_t d = wrap(dim, first.dim(), "concat", first);
+  Shape out_shape = first.shape();
+  out_shape[d] = 0;
+  for (const Tensor& t : ts) {
+    kernels::check_same_dtype(first, t, "concat");
+    bool ok = t.dim() == first.dim();
+    for (int64_t i = 0; ok && i < t.dim(); ++i) ok = i == d || t.shape()[i] == first.shape()[i];
+    if (!ok)
+      throw std::invalid_argument("concat: along dim " + std::to_string(dim) + ", " + describe(t) +
+                                  " does not fit with " + describe(first));
+    out_shape[d] += t.shape()[d];
+  }
+  Tensor out = Tensor::empty(out_shape, first.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= out_shape[i];
+  for (int64_t i = d + 1; i < first.dim(); ++i) inner *= out_shape[i];
+  const size_t esz = dtype_size(first.dtype());
+  int64_t col = 0;  // running offset along d
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : ts) {
+    const Tensor x = kernels::dense(t);
+    const int64_t chunk = t.shape()[d] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char*>(out.raw_data()) + (o * out_shape[d] * inner + col * inner) * esz,
+                  static_cast<const char*>(x.raw_data()) + o * chunk * esz, static_cast<size_t>(chunk) * esz);
+    col += t.shape()[d];
+    sizes.push_back(t.shape()[d]);
+  }
+  if (should_record(ts)) {
+    record(out, "concat", ts, [d, sizes](const Tensor& g) {
+      // out = [a0 | a1 | ...] along d  =>  each ai gets its slice of g
+      Grads gs;
+      int64_t start = 0;
+      for (int64_t s : sizes) {
+        gs.push_back(narrow(g, d, start, s));
+        start += s;
+      }
+      return gs;
+    });
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  const int64_t d = wrap(dim, a.dim(), "split", a);
+  if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive, got " + std::to_string(split_size));
+  std::vector<Tensor> parts;
+  for (int64_t start = 0; start < a.shape()[d]; start += split_size)
+    parts.push_back(narrow(a, d, start, std::min(split_size, a.shape()[d] - start)));
+  return parts;
+}
+
+Tensor expand(const Tensor& a, const Shape& shape) {
+  const Shape s = broadcast_shapes(a.shape(), shape, "expand");
+  if (s != shape) throw std::invalid_argument("expand: cannot expand " + describe(a) + " to " + shape_str(shape));
+  if (a.shape() == shape) return a;
+  // Read a through stride-0 dims, then copy into fresh storage.
+  Tensor out = make_view(a, shape, kernels::broadcast_strides(a, shape), a.impl().offset).contiguous();
+  if (should_record({&a})) {
+    // out = a broadcast to shape  =>  da = g summed over the broadcast dims
+    record(out, "expand", {a}, [in_shape = a.shape()](const Tensor& g) { return Grads{sum_to(g, in_shape)}; });
+  }
+  return out;
+}
+
+}  // namespace ag

@@ -1,0 +1,393 @@
+#include "autograd/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <new>
+#include <ostream>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/kernels/dispatch.h"
+
+namespace ag {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int64: return "int64";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "undefined";
+  return std::string(dtype_name(t.dtype())) + shape_str(t.shape());
+}
+
+Storage::Storage(size_t n) : nbytes(n) {
+  // 64-byte alignment suits AVX-512 loads and BLAS; round the size up as aligned_alloc needs.
+  const size_t bytes = ((n + 63) / 64) * 64;
+  data = bytes ? std::aligned_alloc(64, bytes) : nullptr;
+  if (bytes && !data) throw std::bad_alloc();
+}
+Storage::~Storage() { std::free(data); }
+
+// ---- factories -------------------------------------------------------------------------------
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) throw std::invalid_argument("Tensor::empty: negative dimension in shape " + shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  if (t.impl().storage->nbytes) std::memset(t.raw_data(), 0, t.impl().storage->nbytes);
+  return t;
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  t.fill_(value);
+  return t;
+}
+
+Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor Tensor::arange(int64_t n, DType dtype) {
+  Tensor t = empty({n}, dtype);
+  AG_DISPATCH_ALL(dtype, "arange", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<scalar_t>(i);
+  });
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+    throw std::invalid_argument("Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
+  Tensor t = empty(shape, dtype);
+  AG_DISPATCH_ALL(dtype, "from_vector", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<scalar_t>(values[i]);
+  });
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
+  return from_vector(std::vector<double>(values.begin(), values.end()), shape, DType::Float32);
+}
+
+Tensor Tensor::from_vector(const std::vector<int64_t>& values, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+    throw std::invalid_argument("Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
+  Tensor t = empty(shape, DType::Int64);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<bool>& values, const Shape& shape) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+    throw std::invalid_argument("Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
+  Tensor t = empty(shape, DType::Bool);
+  bool* p = t.data<bool>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+Tensor Tensor::matrix(std::initializer_list<std::initializer_list<double>> rows, DType dtype) {
+  std::vector<double> v;
+  const int64_t r = static_cast<int64_t>(rows.size());
+  const int64_t c = r ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  for (const auto& row : rows) {
+    if (static_cast<int64_t>(row.size()) != c) throw std::invalid_argument("Tensor::matrix: ragged rows");
+    v.insert(v.end(), row.begin(), row.end());
+  }
+  return from_vector(v, {r, c}, dtype);
+}
+
+Tensor Tensor::randn(const Shape& shape, DType dtype, Generator& gen, double mean, double std) {
+  if (!is_floating(dtype)) throw std::invalid_argument("Tensor::randn: dtype must be floating, got " + std::string(dtype_name(dtype)));
+  Tensor t = empty(shape, dtype);
+  AG_DISPATCH_FLOAT(dtype, "randn", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<scalar_t>(mean + std * gen.normal());
+  });
+  return t;
+}
+
+Tensor Tensor::rand(const Shape& shape, DType dtype, Generator& gen, double lo, double hi) {
+  if (!is_floating(dtype)) throw std::invalid_argument("Tensor::rand: dtype must be floating, got " + std::string(dtype_name(dtype)));
+  Tensor t = empty(shape, dtype);
+  AG_DISPATCH_FLOAT(dtype, "rand", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<scalar_t>(gen.uniform(lo, hi));
+  });
+  return t;
+}
+
+Tensor Tensor::randint(int64_t lo, int64_t hi, const Shape& shape, Generator& gen) {
+  Tensor t = empty(shape, DType::Int64);
+  int64_t* p = t.data<int64_t>();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = gen.randint(lo, hi);
+  return t;
+}
+
+// ---- metadata and data access --------------------------------------------------------------------
+
+int64_t Tensor::size(int64_t d) const {
+  const int64_t n = dim();
+  const int64_t dd = d < 0 ? d + n : d;
+  if (dd < 0 || dd >= n) throw std::out_of_range("Tensor::size: dim " + std::to_string(d) + " out of range for " + describe(*this));
+  return impl().shape[dd];
+}
+
+bool Tensor::is_contiguous() const {
+  const auto& s = impl().shape;
+  const auto& st = impl().strides;
+  int64_t expect = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] != 1 && st[i] != expect) return false;
+    expect *= s[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(impl().storage->data) + impl().offset * static_cast<int64_t>(dtype_size(dtype()));
+}
+
+std::vector<double> Tensor::to_double_vector() const {
+  Tensor c = detach().contiguous();
+  std::vector<double> out(static_cast<size_t>(c.numel()));
+  AG_DISPATCH_ALL(c.dtype(), "to_double_vector", [&] {
+    const scalar_t* p = c.data<scalar_t>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+template <class T> std::vector<T> Tensor::to_vector() const {
+  Tensor c = detach().contiguous();
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+
+double Tensor::item() const {
+  if (numel() != 1) throw std::invalid_argument("Tensor::item: needs exactly one element, got " + describe(*this));
+  return to_double_vector()[0];
+}
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  if (static_cast<int64_t>(index.size()) != dim()) throw std::invalid_argument("Tensor::at: index rank mismatch for " + describe(*this));
+  int64_t off = impl().offset;
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || index[i] >= impl().shape[i]) throw std::out_of_range("Tensor::at: index out of range for " + describe(*this));
+    off += index[i] * impl().strides[i];
+  }
+  double v = 0;
+  AG_DISPATCH_ALL(dtype(), "at", [&] { v = static_cast<double>(static_cast<const scalar_t*>(impl().storage->data)[off]); });
+  return v;
+}
+
+Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.impl().storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
+// Strided copy of src into contiguous dst (same numel), converting types. Iterates the
+// source's index space with a carry counter: no division per element.
+template <class S, class D>
+static void strided_copy(const Tensor& src, D* dst) {
+  const auto& shape = src.shape();
+  const auto& st = src.strides();
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const S* base = static_cast<const S*>(src.impl().storage->data);
+  const int64_t nd = src.dim();
+  if (nd == 0) {
+    dst[0] = static_cast<D>(base[src.impl().offset]);
+    return;
+  }
+  std::vector<int64_t> idx(nd, 0);
+  const int64_t inner = shape[nd - 1], inner_st = st[nd - 1];
+  int64_t off = src.impl().offset;
+  for (int64_t i = 0; i < n; i += inner) {
+    for (int64_t j = 0; j < inner; ++j) dst[i + j] = static_cast<D>(base[off + j * inner_st]);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      off += st[d];
+      if (++idx[d] < shape[d]) break;
+      off -= st[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Copies any tensor into a fresh contiguous one of dtype `to`, without autograd.
+static Tensor copy_to_contiguous(const Tensor& src, DType to) {
+  Tensor out = Tensor::empty(src.shape(), to);
+  if (src.is_contiguous() && src.dtype() == to) {
+    if (out.numel()) std::memcpy(out.raw_data(), src.raw_data(), static_cast<size_t>(out.numel()) * dtype_size(to));
+    return out;
+  }
+  AG_DISPATCH_ALL(src.dtype(), "copy", [&] {
+    using S = scalar_t;
+    AG_DISPATCH_ALL(to, "copy", [&] { strided_copy<S, scalar_t>(src, out.data<scalar_t>()); });
+  });
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = copy_to_contiguous(*this, dtype());
+  if (should_record({this})) record(out, "clone", {*this}, [](const Tensor& g) { return Grads{g}; });
+  return out;
+}
+
+Tensor Tensor::to(DType to_dtype) const {
+  if (to_dtype == dtype()) return *this;
+  Tensor out = copy_to_contiguous(*this, to_dtype);
+  if (is_floating(to_dtype) && should_record({this})) {
+    const DType from = dtype();
+    record(out, "to", {*this}, [from](const Tensor& g) { return Grads{g.to(from)}; });
+  }
+  return out;
+}
+
+void Tensor::fill_(double value) {
+  Tensor self = *this;
+  AG_DISPATCH_ALL(dtype(), "fill_", [&] {
+    const scalar_t v = static_cast<scalar_t>(value);
+    if (self.is_contiguous()) {
+      scalar_t* p = self.data<scalar_t>();
+      for (int64_t i = 0, n = self.numel(); i < n; ++i) p[i] = v;
+    } else {
+      throw std::invalid_argument("Tensor::fill_: needs a contiguous tensor, got a strided view " + describe(self));
+    }
+  });
+}
+
+void Tensor::copy_(const Tensor& src) {
+  if (src.shape() != shape())
+    throw std::invalid_argument("Tensor::copy_: shape mismatch, destination " + describe(*this) + ", source " + describe(src));
+  if (!is_contiguous()) throw std::invalid_argument("Tensor::copy_: destination must be contiguous, got " + describe(*this));
+  Tensor c = copy_to_contiguous(src, dtype());
+  if (numel()) std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+}
+
+// ---- autograd ------------------------------------------------------------------------------------
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (!is_leaf()) throw std::invalid_argument("requires_grad_: only leaf tensors can be switched; use detach() first");
+  if (on && !is_floating(dtype())) throw std::invalid_argument("requires_grad_: only floating tensors can require grad, got " + describe(*this));
+  impl().requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+
+void Tensor::zero_grad() { impl().grad.reset(); }
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined() && g.shape() != shape())
+    throw std::invalid_argument("set_grad: gradient " + describe(g) + " does not match " + describe(*this));
+  impl().grad = g.defined() ? g.impl_ptr() : nullptr;
+}
+
+Tensor Tensor::detach() const { return make_view(*this, shape(), strides(), impl().offset); }
+
+void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
+  run_backward(*this, grad_output, retain_graph);
+}
+
+// ---- printing ------------------------------------------------------------------------------------
+
+static void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& s, size_t d, int64_t& pos,
+                      int precision, bool is_int, int indent) {
+  if (d == s.size()) {
+    if (is_int) os << static_cast<long long>(v[pos]);
+    else os << std::setprecision(precision) << std::fixed << v[pos];
+    ++pos;
+    return;
+  }
+  os << "[";
+  const int64_t n = s[d];
+  const bool elide = n > 8;
+  for (int64_t i = 0; i < n; ++i) {
+    if (elide && i == 3) {
+      // Skip the middle elements, keeping the last three.
+      int64_t stride = 1;
+      for (size_t k = d + 1; k < s.size(); ++k) stride *= s[k];
+      pos += (n - 6) * stride;
+      i = n - 3;
+      os << (d + 1 == s.size() ? "..., " : "...,\n" + std::string(indent + 1, ' '));
+    }
+    print_rec(os, v, s, d + 1, pos, precision, is_int, indent + 1);
+    if (i + 1 < n) os << (d + 1 == s.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
+  }
+  os << "]";
+}
+
+std::string Tensor::to_string(int precision) const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream os;
+  os << "Tensor(" << dtype_name(dtype()) << ", shape=" << shape_str(shape());
+  if (requires_grad()) os << ", requires_grad";
+  if (grad_fn()) os << ", grad_fn=" << grad_fn()->op;
+  os << ")\n";
+  const auto v = to_double_vector();
+  int64_t pos = 0;
+  const bool is_int = !is_floating(dtype());
+  print_rec(os, v, shape(), 0, pos, precision, is_int, 0);
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+}  // namespace ag

@@ -1,0 +1,141 @@
+// Tensor: a cheap handle (shared_ptr) to a TensorImpl, which is a strided view on a Storage.
+// Copying a Tensor copies the handle, not the data; every handle of one tensor shares one
+// graph node (grad_fn). Views (reshape of a contiguous tensor, narrow, transpose, permute)
+// share storage. Layout is row-major; strides are in elements.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/dtype.h"
+#include "autograd/random.h"
+
+namespace ag {
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);  // "[2, 3]"
+int64_t shape_numel(const Shape& s);
+Shape contiguous_strides(const Shape& s);
+
+// Owns one 64-byte-aligned buffer.
+struct Storage {
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t nbytes = 0;
+};
+
+struct Node;
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  Shape strides;  // in elements
+  DType dtype = DType::Float32;
+
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
+  std::shared_ptr<Node> grad_fn;     // the op that made this tensor (null for leaves)
+  std::string name;                  // optional label, e.g. a parameter's dotted name
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- factories (contiguous, fresh storage) --------------------------------------------
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+  static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
+  static Tensor scalar(double value, DType dtype = DType::Float32);  // 0-d
+  static Tensor arange(int64_t n, DType dtype = DType::Int64);
+  // Values in row-major order; their count must equal the shape's.
+  static Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype = DType::Float32);
+  static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
+  static Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
+  static Tensor from_vector(const std::vector<bool>& values, const Shape& shape);
+  // Nested literal for 2-d tensors in tests and examples: Tensor::matrix({{1, 0}, {0, 1}}).
+  static Tensor matrix(std::initializer_list<std::initializer_list<double>> rows, DType dtype = DType::Float32);
+  static Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator& gen = default_generator(),
+                      double mean = 0.0, double std = 1.0);
+  static Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator& gen = default_generator(),
+                     double lo = 0.0, double hi = 1.0);
+  static Tensor randint(int64_t lo, int64_t hi, const Shape& shape, Generator& gen = default_generator());
+
+  // ---- metadata ---------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t dim() const { return static_cast<int64_t>(impl().shape.size()); }
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  int64_t numel() const { return shape_numel(impl().shape); }
+  DType dtype() const { return impl().dtype; }
+  bool is_contiguous() const;
+  const std::string& name() const { return impl().name; }
+  Tensor& set_name(std::string n) { impl().name = std::move(n); return *this; }
+
+  // ---- data access --------------------------------------------------------------------------
+  // Pointer to the first element of this view; T must match dtype (checked).
+  template <class T> T* data() const;
+  void* raw_data() const;
+  double item() const;                          // one-element tensors
+  double at(const std::vector<int64_t>& index) const;  // any dtype, read as double
+  std::vector<double> to_double_vector() const;  // row-major copy of the values
+  template <class T> std::vector<T> to_vector() const;
+  Tensor contiguous() const;  // this tensor if already contiguous, else a copy (differentiable)
+  Tensor clone() const;       // always a fresh contiguous copy (differentiable)
+  Tensor to(DType dtype) const;  // conversion (differentiable between float dtypes)
+  // In-place helpers used by optimizers and initialisers; never recorded in the graph.
+  void fill_(double value);
+  void copy_(const Tensor& src);  // same shape; converts dtype
+
+  // ---- autograd -----------------------------------------------------------------------------
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& requires_grad_(bool on = true);  // leaves only
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  Tensor grad() const;  // undefined until a backward reached this leaf
+  void zero_grad();     // drops the accumulated gradient
+  void set_grad(const Tensor& g);
+  Tensor detach() const;  // shares storage, no history
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  // Backpropagates from this tensor. With no argument it must hold one element (gradient 1).
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
+
+  // ---- printing -------------------------------------------------------------------------------
+  std::string to_string(int precision = 4) const;
+
+  TensorImpl& impl() const {
+    if (!impl_) throw std::logic_error("attograd: use of an undefined Tensor");
+    return *impl_;
+  }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Shapes and dtypes in error messages: "float32[2, 3]".
+std::string describe(const Tensor& t);
+
+// Builds a view on t's storage (no copy, no autograd). Used by the view ops.
+Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset);
+
+template <class T> T* Tensor::data() const {
+  if (dtype_of<T> != dtype())
+    throw std::invalid_argument(std::string("Tensor::data: asked for ") + dtype_name(dtype_of<T>) + " but tensor is " + describe(*this));
+  return static_cast<T*>(impl().storage->data) + impl().offset;
+}
+
+}  // namespace ag
