@@ -101,8 +101,10 @@ Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = defaul
 // ---- attention kernels (autograd/ops/attention.cpp) ---------------------------------------------
 // Attention probabilities P = softmax(scale · Q·Kᵀ + mask) for q (B, L, D), k (B, S, D);
 // returns (B, L, S). `mask` is undefined, or float additive (B, L, S) / (L, S) where -inf means
-// "may not attend". `causal` additionally masks j > i (+ (S - L) offset, as for a KV cache).
+// "may not attend". `causal` additionally masks key j for query i when j > i + causal_offset
+// (offset 0: PyTorch's top-left causal mask; offset = cached length when decoding with a KV cache).
 // A row with no allowed key gets all-zero probabilities (and zero gradient), never NaN.
-Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal);
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
+                       int64_t causal_offset = 0);
 
 }  // namespace ag

@@ -12,7 +12,8 @@
 
 namespace ag {
 
-Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal) {
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
+                       int64_t causal_offset) {
   kernels::check_same_dtype(q, k, "attention_probs");
   if (q.dim() != 3 || k.dim() != 3 || q.size(0) != k.size(0) || q.size(2) != k.size(2))
     throw std::invalid_argument("attention_probs: expected q (B, L, D) and k (B, S, D), got " + describe(q) + " and " +
@@ -53,8 +54,8 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
         scalar_t* row = Pb + i * S;
         if (mb)
           for (int64_t j = 0; j < S; ++j) row[j] += mb[i * S + j];
-        if (causal)  // query i sits at absolute position i + (S − L): it may not see later keys
-          for (int64_t j = std::max<int64_t>(0, i + (S - L) + 1); j < S; ++j) row[j] = ninf;
+        if (causal)  // query i sits at position i + causal_offset: it may not see later keys
+          for (int64_t j = std::max<int64_t>(0, i + causal_offset + 1); j < S; ++j) row[j] = ninf;
         kernels::softmax_row(row, row, S);
       }
     }

@@ -1,0 +1,204 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/dispatch.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
+
+namespace ag::nn {
+
+namespace {
+
+std::string dims(std::initializer_list<int64_t> d) { return shape_str(Shape(d)); }
+
+// (N, L, E) -> (N·H, L, hd): one copy into head-major layout.
+Tensor split_heads(const Tensor& x, int64_t H) {
+  const int64_t N = x.size(0), L = x.size(1), E = x.size(2);
+  return reshape(permute(reshape(x, {N, L, H, E / H}), {0, 2, 1, 3}), {N * H, L, E / H});
+}
+
+// (N·H, L, hd) -> (N, L, E): the inverse of split_heads.
+Tensor merge_heads(const Tensor& x, int64_t N, int64_t H) {
+  const int64_t L = x.size(1), hd = x.size(2);
+  return reshape(permute(reshape(x, {N, H, L, hd}), {0, 2, 1, 3}), {N, L, H * hd});
+}
+
+// Packed self-attention projection (N, L, 3E) -> q, k, v, each (N·H, L, hd), in one copy.
+std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t H) {
+  const int64_t N = qkv.size(0), L = qkv.size(1), E = qkv.size(2) / 3;
+  // (N, L, 3, H, hd) -> (3, N, H, L, hd) -> (3, N·H, L, hd)
+  Tensor t = reshape(permute(reshape(qkv, {N, L, 3, H, E / H}), {2, 0, 3, 1, 4}), {3, N * H, L, E / H});
+  return {squeeze(narrow(t, 0, 0, 1), 0), squeeze(narrow(t, 0, 1, 1), 0), squeeze(narrow(t, 0, 2, 1), 0)};
+}
+
+// Folds attn_mask and key_padding_mask into one additive float mask in `dtype`:
+// (L, S) when only a 2-d attn_mask is given, else (N·H, L, S). Undefined when there is none.
+Tensor combine_masks(const Tensor& attn_mask, const Tensor& kpm, int64_t N, int64_t H, int64_t L, int64_t S, DType dtype) {
+  if (!attn_mask.defined() && !kpm.defined()) return Tensor();
+  const bool per_batch = kpm.defined() || attn_mask.dim() == 3;
+  Tensor m = per_batch ? Tensor::zeros({N * H, L, S}, dtype) : Tensor::zeros({L, S}, dtype);
+  AG_DISPATCH_FLOAT(dtype, "MultiheadAttention", [&] {
+    scalar_t* pm = m.data<scalar_t>();
+    const scalar_t ninf = -std::numeric_limits<scalar_t>::infinity();
+    if (attn_mask.defined()) {
+      const auto am = attn_mask.to_double_vector();  // (L, S) or (N·H, L, S)
+      const bool is_bool = attn_mask.dtype() == DType::Bool;
+      const int64_t reps = per_batch ? N * H : 1, block = L * S;
+      const bool am3 = attn_mask.dim() == 3;
+      for (int64_t r = 0; r < reps; ++r)
+        for (int64_t i = 0; i < block; ++i) {
+          const double v = am[(am3 ? r * block : 0) + i];
+          pm[r * block + i] += is_bool ? (v != 0 ? ninf : scalar_t(0)) : static_cast<scalar_t>(v);
+        }
+    }
+    if (kpm.defined()) {
+      const auto kp = kpm.to_double_vector();  // (N, S)
+      const bool is_bool = kpm.dtype() == DType::Bool;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < L; ++i)
+            for (int64_t j = 0; j < S; ++j) {
+              const double v = kp[n * S + j];
+              pm[((n * H + h) * L + i) * S + j] += is_bool ? (v != 0 ? ninf : scalar_t(0)) : static_cast<scalar_t>(v);
+            }
+    }
+  });
+  return m;
+}
+
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias, bool bf, DType dtype, Generator& gen)
+    : embed_dim(E), num_heads(H), head_dim(H > 0 ? E / H : 0), dropout(p), batch_first(bf), gen_(&gen) {
+  if (E <= 0 || H <= 0) throw std::invalid_argument("MultiheadAttention: embed_dim and num_heads must be positive");
+  if (E % H != 0)
+    throw std::invalid_argument("MultiheadAttention: embed_dim (" + std::to_string(E) + ") must be divisible by num_heads (" +
+                                std::to_string(H) + ")");
+  if (!(p >= 0 && p <= 1)) throw std::invalid_argument("MultiheadAttention: dropout must be in [0, 1]");
+  in_proj_weight = register_parameter("in_proj_weight", Tensor::empty({3 * E, E}, dtype));
+  init::xavier_uniform_(in_proj_weight, 1.0, gen);
+  if (bias) in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * E}, dtype));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, bias, dtype, gen));
+  if (bias) init::zeros_(out_proj->bias);
+}
+
+MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                       const Tensor& key_padding_mask, bool need_weights,
+                                                       const Tensor& attn_mask, bool average_attn_weights,
+                                                       bool is_causal) const {
+  const char* op = "MultiheadAttention";
+  const int64_t E = embed_dim, H = num_heads;
+  for (const Tensor* t : {&query, &key, &value}) {
+    if (!t->defined()) throw std::invalid_argument(std::string(op) + ": query, key and value are required");
+    if (t->dtype() != in_proj_weight.dtype())
+      throw std::invalid_argument(std::string(op) + ": input " + describe(*t) + " does not match the parameters' dtype " +
+                                  dtype_name(in_proj_weight.dtype()));
+  }
+  // ---- canonical layout: batch-first (N, L, E), (N, S, E) --------------------------------------
+  const bool unbatched = query.dim() == 2;
+  const int64_t want = unbatched ? 2 : 3;
+  if (query.dim() != want && !(query.dim() == 3))
+    throw std::invalid_argument(std::string(op) + ": query must be 2-d (L, E) or 3-d, got " + describe(query));
+  if (key.dim() != query.dim() || value.dim() != query.dim())
+    throw std::invalid_argument(std::string(op) + ": query, key and value must have the same rank, got " +
+                                describe(query) + ", " + describe(key) + ", " + describe(value));
+  auto canon = [&](const Tensor& t) { return unbatched ? unsqueeze(t, 0) : (batch_first ? t : transpose(t, 0, 1)); };
+  const Tensor q_in = canon(query), k_in = canon(key), v_in = canon(value);
+  const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
+  const std::string layout = unbatched ? "(L, E)" : (batch_first ? "(N, L, E)" : "(L, N, E)");
+  if (q_in.size(2) != E)
+    throw std::invalid_argument(std::string(op) + ": query " + describe(query) + " must be " + layout + " with E = " +
+                                std::to_string(E));
+  if (k_in.size(0) != N || k_in.size(2) != E || v_in.size(0) != N || v_in.size(1) != S || v_in.size(2) != E)
+    throw std::invalid_argument(std::string(op) + ": key " + describe(key) + " and value " + describe(value) +
+                                " must both be " + (unbatched ? "(S, E)" : batch_first ? "(N, S, E)" : "(S, N, E)") +
+                                " with N = " + std::to_string(N) + ", E = " + std::to_string(E));
+
+  // ---- masks -------------------------------------------------------------------------------------
+  Tensor kpm = key_padding_mask;
+  if (kpm.defined()) {
+    if (unbatched && kpm.dim() == 1) kpm = unsqueeze(kpm, 0);
+    if (kpm.dim() != 2 || kpm.size(0) != N || kpm.size(1) != S)
+      throw std::invalid_argument(std::string(op) + ": key_padding_mask must have shape (N, S) = " + dims({N, S}) +
+                                  ", got " + describe(key_padding_mask));
+    if (kpm.dtype() != DType::Bool && kpm.dtype() != query.dtype())
+      throw std::invalid_argument(std::string(op) + ": key_padding_mask must be bool or " + dtype_name(query.dtype()) +
+                                  ", got " + describe(key_padding_mask));
+  }
+  if (attn_mask.defined()) {
+    const bool ok2 = attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S;
+    const bool ok3 = attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L && attn_mask.size(2) == S;
+    if (!ok2 && !ok3)
+      throw std::invalid_argument(std::string(op) + ": attn_mask must have shape (L, S) = " + dims({L, S}) +
+                                  " or (N·num_heads, L, S) = " + dims({N * H, L, S}) + ", got " + describe(attn_mask));
+    if (attn_mask.dtype() != DType::Bool && attn_mask.dtype() != query.dtype())
+      throw std::invalid_argument(std::string(op) + ": attn_mask must be bool or " + dtype_name(query.dtype()) +
+                                  ", got " + describe(attn_mask));
+  }
+  const Tensor mask = combine_masks(attn_mask, kpm, N, H, L, S, query.dtype());
+
+  // ---- projections: self-attention packs q, k, v into one GEMM --------------------------------
+  Tensor q, k, v;  // (N·H, L|S, hd)
+  if (query.same(key) && key.same(value)) {
+    const auto qkv = split_qkv(linear(q_in, in_proj_weight, in_proj_bias), H);  // (N, L, 3E)
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
+    q = split_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)), H);
+    k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
+    v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
+  }
+
+  // ---- attention: P = softmax(q·kᵀ/√hd + mask), context = P·v ---------------------------------
+  Tensor P = attention_probs(q, k, mask, 1.0 / std::sqrt(static_cast<double>(head_dim)), is_causal);  // (N·H, L, S)
+  P = ag::dropout(P, dropout, is_training(), *gen_);
+  const Tensor ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
+  Tensor out = out_proj->forward(ctx);                 // (N, L, E)
+
+  Output res;
+  res.output = unbatched ? squeeze(out, 0) : (batch_first ? out : transpose(out, 0, 1).contiguous());
+  if (need_weights) {
+    Tensor w = reshape(P, {N, H, L, S});
+    if (average_attn_weights) w = mean(w, {1});  // (N, L, S)
+    res.weights = unbatched ? squeeze(w, 0) : w;
+  }
+  return res;
+}
+
+Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64_t capacity) const {
+  const int64_t E = embed_dim, H = num_heads, hd = head_dim;
+  if (x.dim() != 3 || x.size(2) != E)
+    throw std::invalid_argument("MultiheadAttention::forward_cached: x must be (N, T, E) with E = " + std::to_string(E) +
+                                ", got " + describe(x));
+  const int64_t N = x.size(0), T = x.size(1);
+  if (!cache.k.defined() || cache.k.size(0) != N * H || cache.k.dtype() != x.dtype() || cache.k.size(1) != capacity) {
+    cache.k = Tensor::zeros({N * H, capacity, hd}, x.dtype());
+    cache.v = Tensor::zeros({N * H, capacity, hd}, x.dtype());
+    cache.len = 0;
+  }
+  if (cache.len + T > capacity)
+    throw std::invalid_argument("MultiheadAttention::forward_cached: " + std::to_string(cache.len + T) +
+                                " positions exceed the cache capacity " + std::to_string(capacity));
+  const auto qkv = split_qkv(linear(x, in_proj_weight, in_proj_bias), H);  // each (N·H, T, hd)
+  // Append this step's keys and values: cache[:, len : len+T, :] = k, v
+  const size_t row_bytes = static_cast<size_t>(T * hd) * dtype_size(x.dtype());
+  for (int i = 1; i <= 2; ++i) {
+    const Tensor src = qkv[i].contiguous();
+    Tensor& dst = i == 1 ? cache.k : cache.v;
+    for (int64_t b = 0; b < N * H; ++b)
+      std::memcpy(static_cast<char*>(dst.raw_data()) + (b * capacity + cache.len) * hd * dtype_size(x.dtype()),
+                  static_cast<const char*>(src.raw_data()) + b * row_bytes, row_bytes);
+  }
+  const int64_t S = cache.len + T;
+  const Tensor K = narrow(cache.k, 1, 0, S), V = narrow(cache.v, 1, 0, S);  // (N·H, S, hd)
+  // New query t sits at position len + t: it sees keys 0 .. len + t.
+  const Tensor P = attention_probs(qkv[0], K, Tensor(), 1.0 / std::sqrt(static_cast<double>(hd)), true, cache.len);
+  cache.len = S;
+  return out_proj->forward(merge_heads(matmul(P, V), N, H));  // (N, T, E)
+}
+
+}  // namespace ag::nn

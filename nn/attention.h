@@ -1,0 +1,59 @@
+// MultiheadAttention with the semantics of torch.nn.MultiheadAttention:
+//   parameters  in_proj_weight (3E, E) with rows [q; k; v], in_proj_bias (3E),
+//               out_proj.weight (E, E), out_proj.bias (E);
+//   init        Xavier-uniform in_proj_weight, zero biases, out_proj.weight as Linear;
+//   shapes      query (L, N, E), key/value (S, N, E); (N, L, E) with batch_first; or unbatched (L, E);
+//   masks       attn_mask bool (true = may NOT attend) or float (added to the scores), (L, S) or
+//               (N·H, L, S) with row n·H + h; key_padding_mask bool (N, S), true = ignore that key;
+//   weights     averaged over heads (N, L, S), or per head (N, H, L, S).
+// Differences, on purpose:
+//   * is_causal=true builds the causal mask (key j hidden from query i when j > i). In PyTorch
+//     it is only a hint that attn_mask already is causal; here no attn_mask is needed.
+//   * A query whose keys are all masked gets zero weights and a zero context, so its output is
+//     out_proj.bias, and its gradients are finite. PyTorch returns NaN there.
+// Everything runs on the CPU; there are no devices to mismatch, but dtypes must agree.
+#pragma once
+#include <memory>
+
+#include "nn/linear.h"
+#include "nn/module.h"
+
+namespace ag::nn {
+
+// Keys and values of one attention layer for incremental decoding, preallocated to capacity.
+struct KVCache {
+  Tensor k, v;      // (N·H, capacity, head_dim)
+  int64_t len = 0;  // positions filled
+  void reset() { len = 0; }
+};
+
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
+                     bool batch_first = false, DType dtype = DType::Float32, Generator& gen = default_generator());
+
+  struct Output {
+    Tensor output;   // like query
+    Tensor weights;  // (N, L, S) averaged, (N, H, L, S) per head; no N when unbatched; undefined if !need_weights
+  };
+  Output forward(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_padding_mask = Tensor(),
+                 bool need_weights = true, const Tensor& attn_mask = Tensor(), bool average_attn_weights = true,
+                 bool is_causal = false) const;
+
+  // Causal self-attention over new positions x (N, T, E) (batch-first, whatever batch_first
+  // says), attending to everything in `cache` plus themselves. Appends their keys and values
+  // to the cache, allocating it with `capacity` positions on first use. For inference.
+  Tensor forward_cached(const Tensor& x, KVCache& cache, int64_t capacity) const;
+
+  int64_t embed_dim, num_heads, head_dim;
+  double dropout;
+  bool batch_first;
+  Tensor in_proj_weight;  // (3E, E)
+  Tensor in_proj_bias;    // (3E), or undefined
+  std::shared_ptr<Linear> out_proj;
+
+ private:
+  Generator* gen_;
+};
+
+}  // namespace ag::nn

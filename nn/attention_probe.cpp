@@ -1,0 +1,94 @@
+#include "nn/attention_probe.h"
+
+#include <set>
+
+#include "autograd/ops.h"
+#include "nn/attention.h"
+
+namespace ag::nn {
+
+namespace {
+bool flag(const SafeTensorsFile& f, const std::string& key, bool fallback) {
+  auto it = f.metadata().find(key);
+  if (it == f.metadata().end()) return fallback;
+  if (it->second == "true") return true;
+  if (it->second == "false") return false;
+  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be \"true\" or \"false\", got \"" + it->second + "\"");
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensorsFile& f) {
+  const std::string& src = f.source();
+  static const std::set<std::string> known = {"query", "key", "value", "in_proj_weight", "in_proj_bias", "out_proj.weight",
+                                              "out_proj.bias", "attn_mask", "key_padding_mask", "grad_output"};
+  for (const auto& n : f.names())
+    if (!known.count(n)) throw std::runtime_error(src + ": unknown tensor '" + n + "' in the case");
+  for (const char* n : {"query", "key", "value", "in_proj_weight", "out_proj.weight"})
+    if (!f.has(n)) throw std::runtime_error(src + ": required tensor '" + std::string(n) + "' is missing");
+  auto it = f.metadata().find("num_heads");
+  if (it == f.metadata().end()) throw std::runtime_error(src + ": __metadata__ needs 'num_heads'");
+  int64_t H = 0;
+  try {
+    size_t used = 0;
+    H = std::stoll(it->second, &used);
+    if (used != it->second.size() || H <= 0) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw std::runtime_error(src + ": __metadata__ 'num_heads' must be a positive integer, got \"" + it->second + "\"");
+  }
+  const bool batch_first = flag(f, "batch_first", false), is_causal = flag(f, "is_causal", false),
+             average = flag(f, "average_attn_weights", true);
+
+  // Every float tensor shares one dtype, F32 or F64.
+  const std::string fdt = f.info("query").dtype;
+  if (fdt != "F32" && fdt != "F64") throw std::runtime_error(src + ": query must be F32 or F64, got " + fdt);
+  for (const auto& n : f.names()) {
+    const std::string& dt = f.info(n).dtype;
+    const bool mask = n == "attn_mask" || n == "key_padding_mask";
+    if ((mask && dt == "BOOL") || (dt == fdt && n != "key_padding_mask")) continue;
+    throw std::runtime_error(src + ": tensor '" + n + "' has dtype " + dt + "; expected " +
+                             (n == "key_padding_mask" ? "BOOL" : mask ? "BOOL or " + fdt : fdt));
+  }
+  const DType dtype = fdt == "F32" ? DType::Float32 : DType::Float64;
+  auto get = [&](const char* n) { return f.has(n) ? f.get(n) : Tensor(); };
+
+  const Tensor w_in = get("in_proj_weight"), w_out = get("out_proj.weight");
+  if (w_in.dim() != 2 || w_in.size(0) != 3 * w_in.size(1))
+    throw std::runtime_error(src + ": in_proj_weight must be (3E, E), got " + shape_str(w_in.shape()));
+  const int64_t E = w_in.size(1);
+  const bool bias = f.has("in_proj_bias");
+  if (bias != f.has("out_proj.bias"))
+    throw std::runtime_error(src + ": give both in_proj_bias and out_proj.bias, or neither");
+  try {
+    MultiheadAttention mha(E, H, 0.0, bias, batch_first, dtype);
+    std::map<std::string, Tensor> state{{"in_proj_weight", w_in}, {"out_proj.weight", w_out}};
+    if (bias) {
+      state["in_proj_bias"] = get("in_proj_bias");
+      state["out_proj.bias"] = get("out_proj.bias");
+    }
+    mha.load_state_dict(state);
+    mha.eval();
+    Tensor q = get("query").requires_grad_(), k = get("key").requires_grad_(), v = get("value").requires_grad_();
+    auto out = mha.forward(q, k, v, get("key_padding_mask"), true, get("attn_mask"), average, is_causal);
+    Tensor g = get("grad_output");
+    if (g.defined()) {
+      if (g.shape() != out.output.shape())
+        throw std::runtime_error("grad_output " + shape_str(g.shape()) + " must be shaped like the output " +
+                                 shape_str(out.output.shape()));
+      out.output.backward(g);
+    } else {
+      sum(out.output).backward();
+    }
+    auto grad_or_zeros = [](const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape(), t.dtype()); };
+    std::vector<std::pair<std::string, Tensor>> res = {{"output", out.output.detach()},
+                                                       {"attn_weights", out.weights.detach()},
+                                                       {"grad.query", grad_or_zeros(q)},
+                                                       {"grad.key", grad_or_zeros(k)},
+                                                       {"grad.value", grad_or_zeros(v)}};
+    for (auto& [name, p] : mha.named_parameters()) res.emplace_back("grad." + name, grad_or_zeros(p));
+    return res;
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(src + ": " + e.what());
+  }
+}
+
+}  // namespace ag::nn

@@ -1,0 +1,23 @@
+// The attention probe: one MultiheadAttention forward and backward on tensors from a
+// safetensors CASE file, returning the RESULT tensors. `attograd attention` wraps it; the
+// parity tests run it on cases written by PyTorch.
+//
+// CASE tensors: query, key, value, in_proj_weight, out_proj.weight (required); in_proj_bias,
+//   out_proj.bias, attn_mask (BOOL or the float dtype), key_padding_mask (BOOL), grad_output
+//   (optional; without it the gradient is that of output.sum()). Floats are all F32 or all F64.
+// CASE __metadata__: num_heads (required); batch_first, is_causal, average_attn_weights as
+//   "true"/"false" (defaults false, false, true).
+// RESULT: output, attn_weights, and grad.<name> for query, key, value and each parameter present.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/safetensors.h"
+
+namespace ag::nn {
+
+// Throws std::runtime_error naming the case (its source) and the problem.
+std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensorsFile& case_file);
+
+}  // namespace ag::nn

@@ -1,0 +1,21 @@
+#include "nn/layer_norm.h"
+
+#include "autograd/ops.h"
+
+namespace ag::nn {
+
+LayerNorm::LayerNorm(int64_t d, double e, bool affine, DType dtype) : dim(d), eps(e) {
+  if (d <= 0) throw std::invalid_argument("LayerNorm: dim must be positive, got " + std::to_string(d));
+  if (affine) {
+    weight = register_parameter("weight", Tensor::ones({d}, dtype));
+    bias = register_parameter("bias", Tensor::zeros({d}, dtype));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const {
+  if (x.dim() == 0 || x.size(-1) != dim)
+    throw std::invalid_argument("LayerNorm: input " + describe(x) + " must end in dim " + std::to_string(dim));
+  return layer_norm(x, weight, bias, eps);
+}
+
+}  // namespace ag::nn
