@@ -1,0 +1,184 @@
+#include "models/transformer_lm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
+
+namespace ag::models {
+
+void GPTConfig::validate() const {
+  auto positive = [](int64_t v, const char* name) {
+    if (v <= 0) throw std::invalid_argument(std::string("GPTConfig: ") + name + " must be positive, got " + std::to_string(v));
+  };
+  positive(vocab_size, "vocab_size");
+  positive(n_layer, "n_layer");
+  positive(n_head, "n_head");
+  positive(n_embd, "n_embd");
+  positive(block_size, "block_size");
+  if (n_embd % n_head != 0)
+    throw std::invalid_argument("GPTConfig: n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" +
+                                std::to_string(n_head) + ")");
+  if (!(dropout >= 0 && dropout < 1)) throw std::invalid_argument("GPTConfig: dropout must be in [0, 1)");
+}
+
+// ---- MLP ------------------------------------------------------------------------------------------
+
+MLP::MLP(int64_t E, double p, DType dtype, Generator& gen) {
+  fc = register_module("fc", std::make_shared<nn::Linear>(E, 4 * E, true, dtype, gen));
+  proj = register_module("proj", std::make_shared<nn::Linear>(4 * E, E, true, dtype, gen));
+  drop = register_module("drop", std::make_shared<nn::Dropout>(p, gen));
+}
+
+Tensor MLP::forward(const Tensor& x) const { return drop->forward(proj->forward(gelu(fc->forward(x)))); }
+
+// ---- Block ----------------------------------------------------------------------------------------
+
+Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg.block_size) {
+  ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
+  attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(cfg.n_embd, cfg.n_head, cfg.dropout, true,
+                                                                          /*batch_first=*/true, dtype, gen));
+  ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
+  mlp = register_module("mlp", std::make_shared<MLP>(cfg.n_embd, cfg.dropout, dtype, gen));
+  resid_drop = register_module("resid_drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
+}
+
+Tensor Block::forward(const Tensor& x) const {
+  const Tensor h = ln1->forward(x);
+  const Tensor a = attn->forward(h, h, h, Tensor(), /*need_weights=*/false, Tensor(), true, /*is_causal=*/true).output;
+  const Tensor x1 = x + resid_drop->forward(a);
+  return x1 + mlp->forward(ln2->forward(x1));
+}
+
+Tensor Block::forward_cached(const Tensor& x, nn::KVCache& cache) const {
+  const Tensor x1 = x + attn->forward_cached(ln1->forward(x), cache, block_size);
+  return x1 + mlp->forward(ln2->forward(x1));
+}
+
+// ---- TransformerLM ---------------------------------------------------------------------------------
+
+TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen) : cfg_(cfg) {
+  cfg.validate();
+  tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.n_embd, dtype, gen));
+  pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(cfg.block_size, cfg.n_embd, dtype, gen));
+  drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
+  blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
+  for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
+
+  // nanoGPT's init, in registration order so that a seed fixes every value.
+  const double resid_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
+  for (auto& [name, p] : named_parameters()) {
+    const bool is_ln = name.find("ln1.") != std::string::npos || name.find("ln2.") != std::string::npos ||
+                       name.rfind("ln_f.", 0) == 0;
+    const bool is_resid = name.ends_with("attn.out_proj.weight") || name.ends_with("mlp.proj.weight");
+    if (is_ln) continue;  // weight 1, bias 0 already
+    if (p.dim() >= 2) nn::init::normal_(p, 0.0, is_resid ? resid_std : 0.02, gen);
+    else nn::init::zeros_(p);
+  }
+}
+
+Tensor TransformerLM::embed(const Tensor& idx, int64_t pos0) const {
+  if (idx.dtype() != DType::Int64 || idx.dim() != 2)
+    throw std::invalid_argument("TransformerLM: idx must be int64 (B, T), got " + describe(idx));
+  const int64_t T = idx.size(1);
+  if (pos0 + T > cfg_.block_size)
+    throw std::invalid_argument("TransformerLM: sequence of " + std::to_string(pos0 + T) + " positions exceeds block_size " +
+                                std::to_string(cfg_.block_size));
+  Tensor pos = Tensor::empty({T}, DType::Int64);
+  for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = pos0 + t;
+  return drop->forward(tok_emb->forward(idx) + pos_emb->forward(pos));  // (B, T, E) + (T, E)
+}
+
+Tensor TransformerLM::head(const Tensor& x) const {
+  return linear(ln_f->forward(x), tok_emb->weight);  // (B, T, E) · (V, E)ᵀ -> (B, T, V)
+}
+
+Tensor TransformerLM::forward(const Tensor& idx) const {
+  Tensor x = embed(idx, 0);
+  for (const auto& b : *blocks) x = b->forward(x);
+  return head(x);
+}
+
+Tensor TransformerLM::loss(const Tensor& idx, const Tensor& targets) const {
+  if (targets.shape() != idx.shape())
+    throw std::invalid_argument("TransformerLM::loss: targets " + describe(targets) + " must match idx " + describe(idx));
+  const Tensor logits = forward(idx);  // (B, T, V)
+  const int64_t BT = idx.numel();
+  return cross_entropy(reshape(logits, {BT, cfg_.vocab_size}), reshape(targets, {BT}));
+}
+
+Tensor TransformerLM::forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const {
+  Tensor x = embed(idx, pos0);
+  for (size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, caches[i]);
+  return head(x);
+}
+
+int64_t sample_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen) {
+  const int64_t V = static_cast<int64_t>(logits.size());
+  if (temperature <= 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
+  std::vector<double> l(logits);
+  for (double& v : l) v /= temperature;
+  if (top_k > 0 && top_k < V) {
+    std::vector<double> sorted(l);
+    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
+    const double kth = sorted[top_k - 1];
+    for (double& v : l)
+      if (v < kth) v = -std::numeric_limits<double>::infinity();
+  }
+  const double m = *std::max_element(l.begin(), l.end());
+  double s = 0;
+  for (double& v : l) s += (v = std::exp(v - m));
+  double u = gen.uniform() * s;
+  for (int64_t i = 0; i < V; ++i) {
+    u -= l[i];
+    if (u < 0) return i;
+  }
+  for (int64_t i = V - 1; i >= 0; --i)  // rounding left u ≥ 0: the last token with mass
+    if (l[i] > 0) return i;
+  return V - 1;
+}
+
+std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,
+                                             Generator& gen) const {
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt must hold at least one token");
+  for (int64_t t : prompt)
+    if (t < 0 || t >= cfg_.vocab_size)
+      throw std::invalid_argument("generate: token id " + std::to_string(t) + " outside the vocabulary of " +
+                                  std::to_string(cfg_.vocab_size));
+  NoGradGuard no_grad;
+  const int64_t block = cfg_.block_size, keep = std::max<int64_t>(1, block / 2);
+  std::vector<int64_t> seq = prompt;
+  // The window is seq[start, end); it is what the model conditions on.
+  int64_t start = std::max<int64_t>(0, static_cast<int64_t>(seq.size()) - block);
+  std::vector<nn::KVCache> caches(blocks->size());
+  int64_t cached = 0;  // tokens of the window already in the caches
+  auto ids_of = [&](int64_t from, int64_t to) {
+    std::vector<int64_t> v(seq.begin() + from, seq.begin() + to);
+    return Tensor::from_vector(v, {1, to - from});
+  };
+  for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
+    const int64_t end = static_cast<int64_t>(seq.size());
+    if (end - start > block) {  // window full: restart it from the last `keep` tokens
+      start = end - keep;
+      cached = 0;
+      for (auto& c : caches) c.reset();
+    }
+    Tensor logits;  // (1, T, V)
+    if (opt.use_cache) {
+      logits = forward_cached(ids_of(start + cached, end), cached, caches);
+      cached = end - start;
+    } else {
+      logits = forward(ids_of(start, end));
+    }
+    const int64_t T = logits.size(1);
+    const auto last = narrow(narrow(logits, 1, T - 1, 1), 0, 0, 1).to_double_vector();
+    seq.push_back(sample_token(last, opt.temperature, opt.top_k, gen));
+  }
+  return seq;
+}
+
+}  // namespace ag::models

@@ -1,0 +1,96 @@
+// TransformerLM: a GPT-style character language model built from attograd's nn modules.
+//
+//   x = tok_emb(idx) + pos_emb(0..T-1)                      (B, T, E)
+//   for each block:  x = x + attn(ln1(x), causal)            MultiheadAttention, batch_first
+//                    x = x + mlp(ln2(x))                     Linear(E,4E) -> GELU(erf) -> Linear(4E,E)
+//   logits = ln_f(x) · tok_embᵀ                              (B, T, V), head tied, no bias
+//
+// Parameter names match a PyTorch twin (tests/parity/twin.py) so that
+// load_state_dict(strict=True) works there: tok_emb.weight, pos_emb.weight,
+// blocks.{i}.ln1.*, blocks.{i}.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
+// blocks.{i}.ln2.*, blocks.{i}.mlp.fc.*, blocks.{i}.mlp.proj.*, ln_f.*.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nn/activation.h"
+#include "nn/attention.h"
+#include "nn/embedding.h"
+#include "nn/layer_norm.h"
+#include "nn/linear.h"
+#include "nn/module_list.h"
+
+namespace ag::models {
+
+struct GPTConfig {
+  int64_t vocab_size = 65;
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  int64_t block_size = 64;
+  double dropout = 0.0;
+  void validate() const;  // throws std::invalid_argument naming the bad field
+};
+
+class MLP : public nn::Module {
+ public:
+  MLP(int64_t n_embd, double dropout, DType dtype, Generator& gen);
+  Tensor forward(const Tensor& x) const;  // (B, T, E) -> (B, T, E)
+  std::shared_ptr<nn::Linear> fc, proj;
+  std::shared_ptr<nn::Dropout> drop;
+};
+
+class Block : public nn::Module {
+ public:
+  Block(const GPTConfig& cfg, DType dtype, Generator& gen);
+  Tensor forward(const Tensor& x) const;                               // (B, T, E), causal
+  Tensor forward_cached(const Tensor& x, nn::KVCache& cache) const;    // (B, T_new, E), inference
+  std::shared_ptr<nn::LayerNorm> ln1, ln2;
+  std::shared_ptr<nn::MultiheadAttention> attn;
+  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<nn::Dropout> resid_drop;
+  int64_t block_size;
+};
+
+// Options for generate(). temperature 0 means greedy (argmax).
+struct SampleOptions {
+  int64_t max_new_tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;     // 0: no top-k filtering
+  bool use_cache = true;  // false: recompute the whole window for every token (for testing)
+};
+
+class TransformerLM : public nn::Module {
+ public:
+  // Initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual projections at
+  // 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0; all draws from gen.
+  TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
+
+  Tensor forward(const Tensor& idx) const;                        // int64 (B, T) -> logits (B, T, V)
+  Tensor loss(const Tensor& idx, const Tensor& targets) const;    // mean next-token cross-entropy
+  // Appends max_new_tokens sampled tokens to `prompt` (ids); needs a non-empty prompt.
+  // The model sees at most block_size tokens: when the window is full it restarts from the
+  // last block_size/2 tokens, with or without the KV cache, so both paths see the same context.
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const SampleOptions& opt, Generator& gen) const;
+
+  const GPTConfig& config() const { return cfg_; }
+
+  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
+  std::shared_ptr<nn::Dropout> drop;
+  std::shared_ptr<nn::ModuleList<Block>> blocks;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+
+ private:
+  // Logits (B, T, V) for ids whose first position is `pos0`, through the caches.
+  Tensor forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const;
+  Tensor embed(const Tensor& idx, int64_t pos0) const;  // (B, T, E)
+  Tensor head(const Tensor& x) const;                   // ln_f then the tied projection
+
+  GPTConfig cfg_;
+};
+
+// Picks the next token from logits (V) of the last position.
+int64_t sample_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen);
+
+}  // namespace ag::models

@@ -1,0 +1,23 @@
+// ModuleList: children named "0", "1", ..., so parameters read "blocks.0.attn.in_proj_weight".
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace ag::nn {
+
+template <class M>
+class ModuleList : public Module {
+ public:
+  void push_back(std::shared_ptr<M> m) { items_.push_back(register_module(std::to_string(items_.size()), std::move(m))); }
+  size_t size() const { return items_.size(); }
+  M& operator[](size_t i) const { return *items_.at(i); }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<M>> items_;
+};
+
+}  // namespace ag::nn

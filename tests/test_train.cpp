@@ -1,0 +1,234 @@
+// Optimizers, the schedule, clipping, model checkpoints and reproducible training runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "autograd/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
+#include "train/trainer.h"
+
+using namespace ag;
+using namespace ag::train;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("attograd_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A small corpus with enough structure to learn from.
+std::string write_corpus(const fs::path& dir) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
+  const fs::path p = dir / "corpus.txt";
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::vector<std::string> read_lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+}  // namespace
+
+TEST(Optim, AdamWMatchesPyTorchsUpdateAndDecaysMatricesOnly) {
+  Tensor w = Tensor::from_vector(std::vector<double>{1.0, -2.0, 0.5, 3.0}, {2, 2}, DType::Float64).requires_grad_();
+  Tensor b = Tensor::from_vector(std::vector<double>{0.5, -0.5}, {2}, DType::Float64).requires_grad_();
+  AdamW opt({{"w", w}, {"b", b}}, 0.1, 0.9, 0.99, 1e-8, 0.5);
+  const double g[4] = {0.3, -0.1, 0.2, 0.4}, gb[2] = {1.0, -2.0};
+  double mw = 0, vw = 0, mb = 0, vb = 0, ew = 1.0, eb = 0.5;  // element 0 of each, by hand
+  for (int step = 1; step <= 3; ++step) {
+    w.set_grad(Tensor::from_vector(std::vector<double>(g, g + 4), {2, 2}, DType::Float64));
+    b.set_grad(Tensor::from_vector(std::vector<double>(gb, gb + 2), {2}, DType::Float64));
+    opt.step();
+    auto upd = [&](double& p, double& m, double& v, double gr, double decay) {
+      p *= 1 - 0.1 * decay;
+      m = 0.9 * m + 0.1 * gr;
+      v = 0.99 * v + 0.01 * gr * gr;
+      p -= 0.1 / (1 - std::pow(0.9, step)) * m / (std::sqrt(v) / std::sqrt(1 - std::pow(0.99, step)) + 1e-8);
+    };
+    upd(ew, mw, vw, g[0], 0.5);
+    upd(eb, mb, vb, gb[0], 0.0);  // 1-d: no weight decay
+    EXPECT_NEAR(w.at({0, 0}), ew, 1e-14);
+    EXPECT_NEAR(b.at({0}), eb, 1e-14);
+  }
+  EXPECT_EQ(opt.step_count, 3);
+}
+
+TEST(Optim, SGDWithMomentum) {
+  Tensor w = Tensor::from_vector(std::vector<double>{1.0}, {1}, DType::Float64).requires_grad_();
+  SGD opt({{"w", w}}, 0.1, 0.9);
+  w.set_grad(Tensor::from_vector(std::vector<double>{2.0}, {1}, DType::Float64));
+  opt.step();  // buf = 2, w = 1 - 0.2
+  EXPECT_NEAR(w.item(), 0.8, 1e-15);
+  w.set_grad(Tensor::from_vector(std::vector<double>{1.0}, {1}, DType::Float64));
+  opt.step();  // buf = 0.9·2 + 1 = 2.8, w = 0.8 - 0.28
+  EXPECT_NEAR(w.item(), 0.52, 1e-15);
+}
+
+TEST(Optim, ClipGradNormScalesToTheLimit) {
+  Tensor a = Tensor::zeros({2}, DType::Float64).requires_grad_(), b = Tensor::zeros({1}, DType::Float64).requires_grad_();
+  a.set_grad(Tensor::from_vector(std::vector<double>{3, 0}, {2}, DType::Float64));
+  b.set_grad(Tensor::from_vector(std::vector<double>{4}, {1}, DType::Float64));
+  const double n = clip_grad_norm({{"a", a}, {"b", b}}, 1.0);
+  EXPECT_DOUBLE_EQ(n, 5.0);
+  EXPECT_NEAR(a.grad().at({0}), 3 / (5 + 1e-6), 1e-15);
+  EXPECT_NEAR(b.grad().at({0}), 4 / (5 + 1e-6), 1e-15);
+  EXPECT_DOUBLE_EQ(clip_grad_norm({{"a", a}, {"b", b}}, 10.0), std::sqrt(9 + 16) / (5 + 1e-6));  // below: unchanged
+}
+
+TEST(Optim, WarmupThenCosineToMinLr) {
+  CosineSchedule s{1e-3, 1e-4, 100, 2000};
+  EXPECT_DOUBLE_EQ(s.lr(0), 1e-3 / 101);
+  EXPECT_DOUBLE_EQ(s.lr(99), 1e-3 * 100 / 101);
+  EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
+  EXPECT_NEAR(s.lr(1050), 1e-4 + 0.5 * 9e-4, 1e-15);
+  EXPECT_NEAR(s.lr(2000), 1e-4, 1e-15);
+  EXPECT_DOUBLE_EQ(s.lr(5000), 1e-4);
+}
+
+TEST(Checkpoint, ModelRoundTripAndMetadata) {
+  const fs::path d = temp_dir("ckpt");
+  models::GPTConfig cfg{4, 2, 2, 8, 6, 0.0};
+  models::TransformerLM m(cfg);
+  const auto tok = data::CharTokenizer::from_chars({"\n", "a", "b", "é"});
+  save_model((d / "model.safetensors").string(), m, tok);
+  const auto f = SafeTensorsFile::load((d / "model.safetensors").string());
+  EXPECT_EQ(f.metadata().at("n_layer"), "2");
+  EXPECT_EQ(f.metadata().at("block_size"), "6");
+  EXPECT_EQ(nlohmann::json::parse(f.metadata().at("vocab")), nlohmann::json({"\n", "a", "b", "é"}));
+  EXPECT_EQ(f.info("tok_emb.weight").dtype, "F32");
+  const auto loaded = load_model(d.string());  // a run folder works too
+  EXPECT_TRUE(loaded.tokenizer == tok);
+  EXPECT_FALSE(loaded.model->is_training());
+  for (auto& [n, p] : m.named_parameters())
+    EXPECT_EQ(p.to_double_vector(), loaded.model->state_dict().at(n).to_double_vector()) << n;
+}
+
+TEST(Checkpoint, BadModelFilesAreRefusedWithTheFileName) {
+  const fs::path d = temp_dir("badckpt");
+  models::TransformerLM m(models::GPTConfig{3, 1, 1, 4, 4, 0.0});
+  const auto tok = data::CharTokenizer::from_chars({"a", "b", "c"});
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (auto& [n, p] : m.named_parameters()) ts.emplace_back(n, p);
+  auto meta = model_metadata(m.config(), tok);
+  auto expect_refused = [&](const std::vector<std::pair<std::string, Tensor>>& t, const std::map<std::string, std::string>& md,
+                            const std::string& needle) {
+    const std::string p = (d / "m.safetensors").string();
+    save_safetensors(p, t, md);
+    try {
+      load_model(p);
+      ADD_FAILURE() << "accepted; expected an error mentioning " << needle;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("m.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto md = meta;
+  md.erase("n_embd");
+  expect_refused(ts, md, "n_embd");
+  md = meta;
+  md["vocab"] = "[\"a\", \"b\"";
+  expect_refused(ts, md, "vocab");
+  md = meta;
+  md["vocab"] = "[\"a\", \"b\", \"c\", \"d\"]";  // 4 characters but tok_emb has 3 rows
+  expect_refused(ts, md, "shape");
+  auto missing = ts;
+  missing.pop_back();
+  expect_refused(missing, meta, "missing");
+  auto extra = ts;
+  extra.emplace_back("lm_head.weight", Tensor::zeros({3, 4}));
+  expect_refused(extra, meta, "unexpected tensor 'lm_head.weight'");
+  auto nan = ts;
+  nan[0].second = Tensor::full(nan[0].second.shape(), NAN);
+  expect_refused(nan, meta, "non-finite");
+  EXPECT_THROW(load_model((d / "nope").string()), std::runtime_error);
+}
+
+TEST(Training, TwoShortRunsFromOneSeedAreBitIdentical) {
+  const fs::path d = temp_dir("repro");
+  TrainConfig c;
+  c.data_path = write_corpus(d);
+  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.1};  // dropout on, so its generator is exercised too
+  c.batch_size = 4;
+  c.iters = 10;
+  c.eval_every = 5;
+  c.eval_iters = 2;
+  c.log_every = 1;
+  c.sample_tokens = 20;
+  std::ostringstream log1, log2;
+  c.out_dir = (d / "a").string();
+  const auto s1 = train_lm(c, log1);
+  c.out_dir = (d / "b").string();
+  const auto s2 = train_lm(c, log2);
+  auto losses = [](const fs::path& p) {
+    std::vector<std::string> out;
+    for (const auto& l : read_lines(p)) {
+      auto j = nlohmann::json::parse(l);
+      out.push_back(j["train_loss"].dump() + "/" + j["val_loss"].dump());
+    }
+    return out;
+  };
+  const auto l1 = losses(d / "a" / "metrics.jsonl"), l2 = losses(d / "b" / "metrics.jsonl");
+  EXPECT_EQ(l1.size(), 10u + 3u);  // a line per step and three evaluations (0, 5, 10)
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(s1.sample, s2.sample);
+  std::ifstream f1(d / "a" / "model.safetensors", std::ios::binary), f2(d / "b" / "model.safetensors", std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f1), {}), std::string(std::istreambuf_iterator<char>(f2), {}));
+  // A different seed gives a different run.
+  c.seed = 7;
+  c.out_dir = (d / "c").string();
+  train_lm(c, log1);
+  EXPECT_NE(losses(d / "c" / "metrics.jsonl"), l1);
+}
+
+TEST(Training, MetricsLinesHaveTheDocumentedKeys) {
+  const fs::path d = temp_dir("metrics");
+  TrainConfig c;
+  c.data_path = write_corpus(d);
+  c.out_dir = (d / "run").string();
+  c.model = models::GPTConfig{0, 1, 1, 8, 8, 0.0};
+  c.batch_size = 2;
+  c.iters = 4;
+  c.eval_every = 2;
+  c.eval_iters = 1;
+  c.log_every = 2;
+  c.sample_tokens = 0;
+  std::ostringstream log;
+  train_lm(c, log);
+  const auto lines = read_lines(d / "run" / "metrics.jsonl");
+  ASSERT_FALSE(lines.empty());
+  for (const auto& l : lines) {
+    const auto j = nlohmann::json::parse(l);
+    for (const char* k : {"iter", "train_loss", "val_loss", "lr", "tokens_per_s", "elapsed_s"})
+      EXPECT_TRUE(j.contains(k)) << k << " missing in " << l;
+  }
+  EXPECT_TRUE(fs::exists(d / "run" / "model.safetensors"));
+}
+
+TEST(Training, BadInputGivesClearErrors) {
+  const fs::path d = temp_dir("badtrain");
+  TrainConfig c;
+  c.out_dir = (d / "run").string();
+  c.data_path = (d / "missing.txt").string();
+  std::ostringstream log;
+  EXPECT_THROW(train_lm(c, log), std::runtime_error);
+  std::ofstream(d / "short.txt") << "abc";
+  c.data_path = (d / "short.txt").string();
+  EXPECT_THROW(train_lm(c, log), std::runtime_error);
+  c.data_path = write_corpus(d);
+  c.batch_size = 0;
+  EXPECT_THROW(train_lm(c, log), std::invalid_argument);
+}

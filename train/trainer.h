@@ -1,0 +1,45 @@
+// The training loop of `attograd train`: nanoGPT's loop on a character corpus.
+//   for it in 0 .. iters:
+//     at it % eval_every == 0 and at the end: mean loss over eval_iters batches of each
+//       split (no-grad, eval mode, its own generator), metrics line, checkpoint;
+//     at it == iters: stop;
+//     lr = schedule(it); loss = model(x, y); backward; clip; AdamW step.
+// So `iters` updates are made and the last evaluation sees the model after all of them.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "models/transformer_lm.h"
+
+namespace ag::train {
+
+struct TrainConfig {
+  std::string data_path;
+  std::string out_dir;
+  models::GPTConfig model;  // vocab_size comes from the corpus
+  int64_t batch_size = 12;
+  int64_t iters = 2000;
+  double lr = 1e-3, min_lr = 1e-4;
+  int64_t warmup = 100;
+  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.99;
+  double grad_clip = 1.0;  // 0 disables clipping
+  int64_t eval_every = 250, eval_iters = 20;
+  int64_t log_every = 10;
+  uint64_t seed = 1337;
+  int threads = 0;                // OpenBLAS threads; 0 keeps its default
+  int64_t sample_tokens = 300;    // printed at the end; 0 for none
+  bool progress_bar = true;       // only used when stdout is a terminal
+};
+
+struct TrainSummary {
+  int64_t iters = 0;
+  double train_loss = 0, val_loss = 0;  // of the last evaluation
+  double seconds = 0;
+  double tokens_per_s = 0;
+  std::string sample;
+};
+
+TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
+
+}  // namespace ag::train
