@@ -12,14 +12,19 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "train/checkpoint.h"
+#include "train/interrupt.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/train_state.h"
 
 namespace ag::train {
+
+namespace fs = std::filesystem;
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -32,20 +37,6 @@ std::string format_duration(double s) {
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600), static_cast<long>(t % 3600 / 60));
   else std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60), static_cast<long>(t % 60));
   return buf;
-}
-
-// Mean loss over n random batches of ids, in eval mode and without recording a graph.
-double estimate_loss(models::TransformerLM& model, const std::vector<int64_t>& ids, int64_t batch, int64_t block,
-                     int64_t n, Generator& gen) {
-  NoGradGuard no_grad;
-  model.eval();
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    auto [x, y] = data::get_batch(ids, batch, block, gen);
-    total += model.loss(x, y).item();
-  }
-  model.train();
-  return total / static_cast<double>(n);
 }
 
 void check_config(const TrainConfig& c) {
@@ -66,123 +57,286 @@ void check_config(const TrainConfig& c) {
   if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
 }
-}  // namespace
 
-TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
-  TrainConfig cfg = cfg_in;
-  check_config(cfg);
-  if (cfg.threads > 0) openblas_set_num_threads(cfg.threads);
-  const data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
-  cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  cfg.model.validate();
-  std::filesystem::create_directories(cfg.out_dir);
+// The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
+std::string first_nonfinite_grad(const NamedParams& params) {
+  for (const auto& [name, p] : params) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const Tensor gc = g.contiguous();
+    bool bad = false;
+    AG_DISPATCH_FLOAT(gc.dtype(), "nonfinite check", [&] {
+      const scalar_t* d = gc.data<scalar_t>();
+      scalar_t acc = 0;  // Inf or NaN anywhere makes the product with 0 NaN
+      for (int64_t i = 0, n = gc.numel(); i < n; ++i) acc += d[i] * scalar_t(0);
+      bad = std::isnan(acc);
+    });
+    if (bad) return name;
+  }
+  return "";
+}
 
-  // Separate streams: model init and dropout, training batches, evaluation batches. So
-  // evaluating (or not) never changes the training run.
-  Generator model_gen(cfg.seed), batch_gen(cfg.seed + 1), eval_gen(cfg.seed + 2);
-  models::TransformerLM model(cfg.model, DType::Float32, model_gen);
-  model.train();
-  AdamW opt(model.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay);
-  const CosineSchedule sched{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters};
+// Keeps the lines of a metrics.jsonl whose iter ≤ last_iter (what a resumed run has already
+// accounted for); later lines belong to steps that will be run again.
+void truncate_metrics(const fs::path& path, int64_t last_iter) {
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      if (nlohmann::json::parse(line).at("iter").get<int64_t>() <= last_iter) kept += line + "\n";
+    } catch (const std::exception&) {
+      // a torn last line from a crash: drop it
+    }
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc) << kept;
+}
 
-  const std::string model_path = (std::filesystem::path(cfg.out_dir) / "model.safetensors").string();
-  std::ofstream metrics((std::filesystem::path(cfg.out_dir) / "metrics.jsonl").string(), std::ios::trunc);
-  if (!metrics) throw std::runtime_error(cfg.out_dir + "/metrics.jsonl: cannot open for writing");
-  const bool tty = cfg.progress_bar && isatty(STDOUT_FILENO) && &out == &std::cout;
+// One training run, new or resumed. Owns everything that an exact resume must restore.
+class Run {
+ public:
+  Run(const TrainConfig& cfg, data::Corpus corpus, std::ostream& out)
+      : cfg_(cfg),
+        corpus_(std::move(corpus)),
+        out_(out),
+        model_gen_(cfg.seed),
+        batch_gen_(cfg.seed + 1),
+        eval_gen_(cfg.seed + 2),
+        model_(cfg.model, DType::Float32, model_gen_),
+        opt_(model_.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
+        dir_(cfg.out_dir) {
+    model_.train();
+  }
 
-  out << "attograd train: " << corpus.path << " (" << corpus.num_tokens() << " characters, vocab "
-      << cfg.model.vocab_size << ", train " << corpus.train_ids.size() << ", val " << corpus.val_ids.size() << ")\n"
-      << "model: " << cfg.model.n_layer << " layers, " << cfg.model.n_head << " heads, " << cfg.model.n_embd
-      << " wide, block " << cfg.model.block_size << ", " << model.num_parameters() << " parameters\n"
-      << "run: batch " << cfg.batch_size << ", " << cfg.iters << " iters, lr " << cfg.lr << " -> " << cfg.min_lr
-      << ", warmup " << cfg.warmup << ", seed " << cfg.seed << ", out " << cfg.out_dir << "\n";
-  out.flush();
+  void resume_from(const std::string& state_path, const RunPosition& pos) {
+    restore_train_state(state_path, model_, opt_);
+    pos_ = pos;
+    model_gen_.set_state(pos.rng_model);
+    batch_gen_.set_state(pos.rng_batch);
+    eval_gen_.set_state(pos.rng_eval);
+  }
 
-  const auto t_start = Clock::now();
-  const double tokens_per_step = static_cast<double>(cfg.batch_size * cfg.model.block_size);
+  TrainSummary run(bool fresh_metrics);
+
+ private:
+  double estimate_loss(const std::vector<int64_t>& ids);
+  void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
+  void save_checkpoint(bool new_best);
+  std::string path(const char* name) const { return (dir_ / name).string(); }
+
+  TrainConfig cfg_;
+  data::Corpus corpus_;
+  std::ostream& out_;
+  Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
+  models::TransformerLM model_;
+  AdamW opt_;
+  CosineSchedule sched_;
+  RunPosition pos_;
+  fs::path dir_;
+  std::ofstream metrics_;
+  Clock::time_point t_start_ = Clock::now();
+  double tokens_per_s_ = 0;
+};
+
+// Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
+// its own generator, so evaluating never changes the training batches.
+double Run::estimate_loss(const std::vector<int64_t>& ids) {
+  NoGradGuard no_grad;
+  model_.eval();
+  double total = 0;
+  for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
+    auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
+    total += model_.loss(x, y).item();
+  }
+  model_.train();
+  return total / static_cast<double>(cfg_.eval_iters);
+}
+
+void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, double lr) {
+  nlohmann::json j = {{"iter", it}, {"train_loss", train_loss}, {"val_loss", nullptr}, {"lr", lr},
+                      {"tokens_per_s", tokens_per_s_}, {"elapsed_s", seconds_since(t_start_)}};
+  if (val_loss) j["val_loss"] = *val_loss;
+  metrics_ << j.dump() << "\n";
+  metrics_.flush();
+}
+
+// Writes the train state first (self-contained), then the model, then the best model. Each
+// file is replaced atomically, so a crash at any moment leaves the previous good one.
+void Run::save_checkpoint(bool new_best) {
+  pos_.rng_model = model_gen_.state();
+  pos_.rng_batch = batch_gen_.state();
+  pos_.rng_eval = eval_gen_.state();
+  save_train_state(path("train_state.safetensors"), cfg_, model_, opt_, pos_, corpus_.tokenizer);
+  save_model(path("model.safetensors"), model_, corpus_.tokenizer);
+  if (new_best) save_model(path("model.best.safetensors"), model_, corpus_.tokenizer);
+}
+
+TrainSummary Run::run(bool fresh_metrics) {
+  fs::create_directories(dir_);
+  const fs::path metrics_path = dir_ / "metrics.jsonl";
+  if (fresh_metrics) std::ofstream(metrics_path, std::ios::trunc);
+  else truncate_metrics(metrics_path, pos_.iter);
+  metrics_.open(metrics_path, std::ios::app);
+  if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
+  const bool tty = cfg_.progress_bar && isatty(STDOUT_FILENO) && &out_ == &std::cout;
+
+  out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
+       << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
+       << "model: " << cfg_.model.n_layer << " layers, " << cfg_.model.n_head << " heads, " << cfg_.model.n_embd
+       << " wide, block " << cfg_.model.block_size << ", " << model_.num_parameters() << " parameters\n"
+       << "run: batch " << cfg_.batch_size << ", " << cfg_.iters << " iters, lr " << cfg_.lr << " -> " << cfg_.min_lr
+       << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
+  if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
+  out_.flush();
+
+  InterruptGuard interrupts;
+  TrainSummary summary;
+  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
   auto t_log = Clock::now();
   int64_t steps_since_log = 0;
-  double tokens_per_s = 0;
-  TrainSummary summary;
 
-  auto write_metrics = [&](int64_t it, double train_loss, const double* val_loss, double lr) {
-    nlohmann::json j = {{"iter", it},         {"train_loss", train_loss}, {"val_loss", nullptr}, {"lr", lr},
-                        {"tokens_per_s", tokens_per_s}, {"elapsed_s", seconds_since(t_start)}};
-    if (val_loss) j["val_loss"] = *val_loss;
-    metrics << j.dump() << "\n";
-    metrics.flush();
-  };
-
-  for (int64_t it = 0;; ++it) {
-    const double lr = sched.lr(std::min(it, cfg.iters));
-    if (it % cfg.eval_every == 0 || it == cfg.iters) {
-      const double tl = estimate_loss(model, corpus.train_ids, cfg.batch_size, cfg.model.block_size, cfg.eval_iters, eval_gen);
-      const double vl = estimate_loss(model, corpus.val_ids, cfg.batch_size, cfg.model.block_size, cfg.eval_iters, eval_gen);
+  for (int64_t& it = pos_.iter;; ++it) {
+    const double lr = sched_.lr(it);
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) {
+      const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
       summary.train_loss = tl;
       summary.val_loss = vl;
       write_metrics(it, tl, &vl, lr);
-      save_model(model_path, model, corpus.tokenizer);
+      const bool best = vl < pos_.best_val_loss;
+      if (best) pos_.best_val_loss = vl;
+      pos_.eval_done = true;
+      save_checkpoint(best);
       char line[160];
       std::snprintf(line, sizeof line, "eval  iter %5ld  train %.4f  val %.4f  (%s)", static_cast<long>(it), tl, vl,
-                    format_duration(seconds_since(t_start)).c_str());
-      out << (tty ? "\r\033[K" : "") << line << "\n";
-      out.flush();
+                    format_duration(seconds_since(t_start_)).c_str());
+      out_ << (tty ? "\r\033[K" : "") << line << "\n";
+      out_.flush();
       t_log = Clock::now();  // evaluation time is not training throughput
       steps_since_log = 0;
     }
-    if (it == cfg.iters) break;
+    if (it == cfg_.iters) break;
 
-    opt.set_lr(lr);
-    auto [x, y] = data::get_batch(corpus.train_ids, cfg.batch_size, cfg.model.block_size, batch_gen);
-    Tensor loss = model.loss(x, y);
+    // ---- one step ----
+    opt_.set_lr(lr);
+    auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+    Tensor loss = model_.loss(x, y);
     const double loss_v = loss.item();
-    opt.zero_grad();
+    opt_.zero_grad();
     loss.backward();
-    if (cfg.grad_clip > 0) clip_grad_norm(opt.params(), cfg.grad_clip);
-    opt.step();
+    if (cfg_.after_backward) cfg_.after_backward(model_);
+    const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
+    if (!bad.empty()) {
+      char msg[512];
+      std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s", 
+                    std::isfinite(loss_v) ? "gradient" : "loss", static_cast<long>(it), loss_v, bad.c_str());
+      if (!cfg_.skip_nonfinite)
+        throw NonFiniteError(std::string(msg) + "; stopped without updating. The last good checkpoint in " +
+                             dir_.string() + " is kept (use --skip-nonfinite to skip such steps)");
+      ++pos_.skipped_updates;
+      out_ << (tty ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
+      opt_.zero_grad();
+    } else {
+      if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
+      opt_.step();
+    }
+    pos_.eval_done = false;
     ++steps_since_log;
+    if (cfg_.after_step) cfg_.after_step(it);
 
-    const bool log_now = (it + 1) % cfg.log_every == 0 || it + 1 == cfg.iters;
+    const bool log_now = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
     if (log_now || tty) {
       const double dt = seconds_since(t_log);
-      if (log_now && dt > 0) tokens_per_s = tokens_per_step * static_cast<double>(steps_since_log) / dt;
-      const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg.iters);
-      const double eta = tokens_per_s > 0 ? (total - done) * tokens_per_step / tokens_per_s : 0;
+      if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log) / dt;
+      const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
+      const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
       char line[200];
       if (tty) {
         const int width = 24, filled = static_cast<int>(width * done / total);
         std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
                       std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
-                      static_cast<long>(cfg.iters), loss_v, lr, tokens_per_s, format_duration(eta).c_str());
-        out << line;
-        out.flush();
+                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+        out_ << line;
       } else if (log_now) {
         std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
-                      static_cast<long>(cfg.iters), loss_v, lr, tokens_per_s, format_duration(eta).c_str());
-        out << line;
-        out.flush();
+                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+        out_ << line;
       }
+      out_.flush();
       if (log_now) {
         write_metrics(it + 1, loss_v, nullptr, lr);
         t_log = Clock::now();
         steps_since_log = 0;
       }
     }
+
+    if (InterruptGuard::requested()) {
+      ++it;  // this step is complete: the run continues at the next one
+      save_checkpoint(false);
+      out_ << (tty ? "\r\033[K" : "") << "\ninterrupted (signal " << InterruptGuard::signal_number() << ") after iter "
+           << it << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+           << dir_.string() << "\n";
+      out_.flush();
+      summary.interrupted = true;
+      summary.iters = it;
+      summary.skipped_updates = pos_.skipped_updates;
+      return summary;
+    }
   }
-  summary.iters = cfg.iters;
-  summary.seconds = seconds_since(t_start);
-  summary.tokens_per_s = tokens_per_s;
-  out << "done: " << cfg.iters << " iters in " << format_duration(summary.seconds) << ", val loss "
-      << summary.val_loss << ", model " << model_path << "\n";
-  if (cfg.sample_tokens > 0) {
-    Generator sample_gen(cfg.seed);
-    model.eval();
-    const int64_t nl = corpus.tokenizer.id_of(U'\n');
-    const auto ids = model.generate({nl >= 0 ? nl : 0}, {cfg.sample_tokens, 0.8, 0, true}, sample_gen);
-    summary.sample = corpus.tokenizer.decode(ids);
-    out << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
+
+  summary.iters = cfg_.iters;
+  summary.seconds = seconds_since(t_start_);
+  summary.tokens_per_s = tokens_per_s_;
+  summary.skipped_updates = pos_.skipped_updates;
+  out_ << "done: " << cfg_.iters << " iters in " << format_duration(summary.seconds) << ", val loss " << summary.val_loss
+       << ", model " << path("model.safetensors");
+  if (pos_.skipped_updates) out_ << ", " << pos_.skipped_updates << " updates skipped (non-finite)";
+  out_ << "\n";
+  if (cfg_.sample_tokens > 0) {
+    Generator sample_gen(cfg_.seed);
+    model_.eval();
+    const int64_t nl = corpus_.tokenizer.id_of(U'\n');
+    const auto ids = model_.generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    summary.sample = corpus_.tokenizer.decode(ids);
+    out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
   }
   return summary;
+}
+}  // namespace
+
+TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
+  TrainConfig cfg = cfg_in;
+  check_config(cfg);
+  if (cfg.threads > 0) openblas_set_num_threads(cfg.threads);
+  data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
+  cfg.model.vocab_size = corpus.tokenizer.vocab_size();
+  cfg.model.validate();
+  Run run(cfg, std::move(corpus), out);
+  return run.run(/*fresh_metrics=*/true);
+}
+
+TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
+                       std::ostream& out) {
+  const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
+  if (!fs::exists(state_path))
+    throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+  LoadedTrainState st = read_train_state(state_path);
+  TrainConfig cfg = st.config;
+  cfg.out_dir = dir;
+  cfg.threads = threads;
+  cfg.progress_bar = progress_bar;
+  if (!data_path.empty()) cfg.data_path = data_path;
+  check_config(cfg);
+  if (threads > 0) openblas_set_num_threads(threads);
+  data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
+  if (!(corpus.tokenizer == st.tokenizer))
+    throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
+                             " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
+                             ") in " + state_path);
+  Run run(cfg, std::move(corpus), out);
+  run.resume_from(state_path, st.pos);
+  return run.run(/*fresh_metrics=*/false);
 }
 
 }  // namespace ag::train

@@ -7,7 +7,9 @@
 // So `iters` updates are made and the last evaluation sees the model after all of them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 
 #include "models/transformer_lm.h"
@@ -30,6 +32,15 @@ struct TrainConfig {
   int threads = 0;                // OpenBLAS threads; 0 keeps its default
   int64_t sample_tokens = 300;    // printed at the end; 0 for none
   bool progress_bar = true;       // only used when stdout is a terminal
+  bool skip_nonfinite = false;    // skip updates whose loss or gradients are NaN/Inf, and count them
+  // Hooks for tests: after backward (before clipping and the update), and after each step.
+  std::function<void(models::TransformerLM&)> after_backward;
+  std::function<void(int64_t iter)> after_step;
+};
+
+// Thrown when the loss or a gradient is NaN or Inf (without skip_nonfinite).
+struct NonFiniteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 struct TrainSummary {
@@ -37,9 +48,17 @@ struct TrainSummary {
   double train_loss = 0, val_loss = 0;  // of the last evaluation
   double seconds = 0;
   double tokens_per_s = 0;
+  int64_t skipped_updates = 0;
+  bool interrupted = false;  // stopped by SIGINT/SIGTERM after writing a checkpoint
   std::string sample;
 };
 
+// A new run in cfg.out_dir (its metrics.jsonl is started afresh).
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
+
+// Continues the run in dir from dir/train_state.safetensors, exactly. data_path, when not
+// empty, replaces the corpus path saved in the state (its vocabulary must match).
+TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
+                       std::ostream& out);
 
 }  // namespace ag::train

@@ -1,0 +1,57 @@
+// `attograd eval --checkpoint PATH --text-file FILE`: mean next-character cross-entropy of a
+// text under the model. Windows start at 0, block, 2·block, ...; window i predicts
+// t[i+1 : i+block+1] from t[i : i+block]; the last one is shorter. The mean is over every
+// predicted character.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "cli/commands.h"
+#include "data/batch.h"
+#include "train/checkpoint.h"
+
+namespace ag::cli {
+
+int cmd_eval(int argc, char** argv) {
+  cxxopts::Options options("attograd eval", "Mean next-character cross-entropy (nats and bits) of a text file.");
+  options.add_options()("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())(
+      "text-file", "UTF-8 text to score", cxxopts::value<std::string>())("h,help", "show this help");
+  const auto r = parse_command_line(options, argc, argv);
+  if (r.count("help")) {
+    std::cout << options.help() << std::endl;
+    return 0;
+  }
+  if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
+  if (!r.count("text-file")) throw UsageError("--text-file FILE is required");
+  const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
+  const std::string path = r["text-file"].as<std::string>();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto ids = loaded.tokenizer.encode(std::string_view(ss.str()), path);
+  if (ids.size() < 2) throw std::runtime_error(path + ": needs at least 2 characters to predict one");
+
+  NoGradGuard no_grad;
+  const int64_t block = loaded.model->config().block_size;
+  double total = 0;  // summed over predicted characters
+  int64_t count = 0;
+  for (const auto& [start, len] : data::eval_windows(static_cast<int64_t>(ids.size()), block)) {
+    std::vector<int64_t> x(ids.begin() + start, ids.begin() + start + len);
+    std::vector<int64_t> y(ids.begin() + start + 1, ids.begin() + start + len + 1);
+    const Tensor loss = loaded.model->loss(Tensor::from_vector(x, {1, len}), Tensor::from_vector(y, {1, len}));
+    total += loss.item() * static_cast<double>(len);
+    count += len;
+  }
+  const double nats = total / static_cast<double>(count);
+  std::printf("loss %.6f\n", nats);
+  std::printf("bits per character %.6f (%ld characters predicted, %s)\n", nats / std::log(2.0), static_cast<long>(count),
+              loaded.path.c_str());
+  return 0;
+}
+
+}  // namespace ag::cli

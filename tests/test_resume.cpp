@@ -1,0 +1,222 @@
+// Exact resume, interruption, non-finite values, crash-safe checkpoints and bad train states.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "autograd/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/train_state.h"
+#include "train/trainer.h"
+
+using namespace ag;
+using namespace ag::train;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("attograd_resume_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string corpus(const fs::path& dir, const std::string& extra = "") {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
+  const fs::path p = dir / "corpus.txt";
+  std::ofstream(p) << text << extra;
+  return p.string();
+}
+
+TrainConfig small_run(const fs::path& dir, const std::string& name) {
+  TrainConfig c;
+  c.data_path = corpus(dir);
+  c.out_dir = (dir / name).string();
+  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.1};  // with dropout: its generator must resume too
+  c.batch_size = 4;
+  c.iters = 300;
+  c.warmup = 20;
+  c.eval_every = 100;
+  c.eval_iters = 2;
+  c.log_every = 1;
+  c.sample_tokens = 0;
+  c.progress_bar = false;
+  return c;
+}
+
+// (iter, train_loss, val_loss) of every metrics line, as exact JSON text.
+std::vector<std::string> losses(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    out.push_back(j["iter"].dump() + " " + j["train_loss"].dump() + " " + j["val_loss"].dump());
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
+  const fs::path d = fresh_dir("exact");
+  std::ostringstream log;
+  const TrainConfig straight = small_run(d, "straight");
+  train_lm(straight, log);
+  const std::string want_model = bytes_of(fs::path(straight.out_dir) / "model.safetensors");
+  const auto want_losses = losses(straight.out_dir);
+  ASSERT_EQ(want_losses.size(), 300u + 4u);
+
+  // Interrupt with a real SIGINT after step k (mid-interval, right before and at an eval,
+  // the first and the last step), then resume.
+  for (int64_t k : {0, 57, 99, 100, 299}) {
+    SCOPED_TRACE("interrupted after iter " + std::to_string(k));
+    TrainConfig c = small_run(d, "cut" + std::to_string(k));
+    c.after_step = [k](int64_t it) {
+      if (it == k) std::raise(SIGINT);
+    };
+    const auto first = train_lm(c, log);
+    EXPECT_TRUE(first.interrupted);
+    EXPECT_EQ(first.iters, k + 1);
+    const auto second = resume_lm(c.out_dir, "", 0, false, log);
+    EXPECT_FALSE(second.interrupted);
+    EXPECT_EQ(bytes_of(fs::path(c.out_dir) / "model.safetensors"), want_model);
+    EXPECT_EQ(losses(c.out_dir), want_losses);
+  }
+  EXPECT_NE(log.str().find("resume with: attograd train --resume"), std::string::npos);
+  // Keeps the best model by validation loss next to the latest.
+  EXPECT_TRUE(fs::exists(fs::path(straight.out_dir) / "model.best.safetensors"));
+  EXPECT_NO_THROW(load_model((fs::path(straight.out_dir) / "model.best.safetensors").string()));
+}
+
+TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
+  const fs::path d = fresh_dir("nan");
+  TrainConfig c = small_run(d, "run");
+  c.iters = 40;
+  c.eval_every = 10;
+  c.after_backward = [](models::TransformerLM& m) {
+    static int calls = 0;
+    if (++calls == 25) {  // iter 24
+      Tensor g = m.blocks->operator[](0).mlp->fc->weight.grad();
+      g.data<float>()[3] = NAN;
+    }
+  };
+  std::ostringstream log;
+  try {
+    train_lm(c, log);
+    FAIL() << "a NaN gradient went through";
+  } catch (const NonFiniteError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("iter 24"), std::string::npos) << m;
+    EXPECT_NE(m.find("blocks.0.mlp.fc.weight"), std::string::npos) << m;
+  }
+  // The last good checkpoint (iter 20) is intact and resumable.
+  const auto st = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
+  EXPECT_EQ(st.pos.iter, 20);
+  EXPECT_NO_THROW(load_model(c.out_dir));
+}
+
+TEST(Resume, SkipNonFiniteSkipsAndCounts) {
+  const fs::path d = fresh_dir("skip");
+  TrainConfig c = small_run(d, "run");
+  c.iters = 30;
+  c.skip_nonfinite = true;
+  c.after_backward = [](models::TransformerLM& m) {
+    static int calls = 0;
+    ++calls;
+    if (calls == 5 || calls == 9) Tensor(m.tok_emb->weight.grad()).data<float>()[0] = INFINITY;
+  };
+  std::ostringstream log;
+  const auto s = train_lm(c, log);
+  EXPECT_EQ(s.skipped_updates, 2);
+  EXPECT_TRUE(std::isfinite(s.val_loss));
+  EXPECT_NE(log.str().find("update skipped"), std::string::npos);
+}
+
+TEST(Resume, KillNineDuringCheckpointWritesLeavesALoadableModel) {
+  const fs::path d = fresh_dir("kill");
+  models::TransformerLM m(models::GPTConfig{5, 2, 2, 32, 32, 0.0});
+  const auto tok = data::CharTokenizer::from_chars({"a", "b", "c", "d", "e"});
+  const std::string path = (d / "model.safetensors").string();
+  save_model(path, m, tok);
+  for (int round = 0; round < 8; ++round) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // child: rewrite the checkpoint forever
+      for (;;) save_model(path, m, tok);
+    }
+    usleep(2000 + 3000 * round);
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    EXPECT_NO_THROW(load_model(path)) << "round " << round;
+  }
+}
+
+TEST(Resume, BadTrainStatesAreRefused) {
+  const fs::path d = fresh_dir("badstate");
+  TrainConfig c = small_run(d, "run");
+  c.iters = 5;
+  std::ostringstream log;
+  train_lm(c, log);
+  const fs::path state = fs::path(c.out_dir) / "train_state.safetensors";
+  const auto good = SafeTensorsFile::load(state.string());
+  auto rewrite = [&](auto edit_tensors, auto edit_meta) {
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (const auto& n : good.names()) ts.emplace_back(n, good.get(n));
+    auto md = good.metadata();
+    edit_tensors(ts);
+    edit_meta(md);
+    save_safetensors(state.string(), ts, md);
+  };
+  auto expect_error = [&](const std::string& needle, const std::string& data = "") {
+    try {
+      resume_lm(c.out_dir, data, 0, false, log);
+      ADD_FAILURE() << "resumed; expected an error about " << needle;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto none = [](auto&) {};
+  // A train state from a different configuration: tensors do not fit n_embd.
+  rewrite(none, [](auto& md) {
+    auto j = nlohmann::json::parse(md["config"]);
+    j["n_embd"] = 32;
+    md["config"] = j.dump();
+  });
+  expect_error("different configuration");
+  rewrite(none, [&](auto& md) { md = good.metadata(); });  // back to good
+  // Missing and extra tensors.
+  rewrite([](auto& ts) { ts.pop_back(); }, none);
+  expect_error("is missing");
+  rewrite([&](auto& ts) { ts.emplace_back("model.extra", Tensor::zeros({1})); }, none);
+  expect_error("unexpected tensor 'model.extra'");
+  // Broken metadata.
+  rewrite([](auto&) {}, [](auto& md) { md.erase("rng.batch"); });
+  expect_error("rng.batch");
+  rewrite([](auto&) {}, [](auto& md) { md["config"] = "{not json"; });
+  expect_error("config");
+  // A corpus whose vocabulary differs from the state's.
+  rewrite([](auto&) {}, [&](auto& md) { md = good.metadata(); });
+  const std::string other = (d / "other.txt").string();
+  std::ofstream(other) << bytes_of(corpus(d)) << "XYZ";
+  expect_error("does not match the train state", other);
+  // Truncated, empty and random files.
+  const std::string full = bytes_of(state);
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << full.substr(0, full.size() / 2);
+  expect_error("train_state.safetensors");
+  std::ofstream(state, std::ios::binary | std::ios::trunc);
+  expect_error("train_state.safetensors");
+  std::ofstream(state, std::ios::binary | std::ios::trunc) << "\x13\x37 random bytes, not a safetensors file at all";
+  expect_error("train_state.safetensors");
+  fs::remove(state);
+  expect_error("not found");
+}

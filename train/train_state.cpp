@@ -1,0 +1,176 @@
+#include "train/train_state.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "autograd/safetensors.h"
+
+namespace ag::train {
+
+using nlohmann::json;
+
+std::string config_to_json(const TrainConfig& c) {
+  const json j = {{"data_path", c.data_path},   {"n_layer", c.model.n_layer},     {"n_head", c.model.n_head},
+                  {"n_embd", c.model.n_embd},   {"block_size", c.model.block_size}, {"vocab_size", c.model.vocab_size},
+                  {"dropout", c.model.dropout}, {"batch_size", c.batch_size},     {"iters", c.iters},
+                  {"lr", c.lr},                 {"min_lr", c.min_lr},             {"warmup", c.warmup},
+                  {"weight_decay", c.weight_decay}, {"beta1", c.beta1},           {"beta2", c.beta2},
+                  {"grad_clip", c.grad_clip},   {"eval_every", c.eval_every},     {"eval_iters", c.eval_iters},
+                  {"log_every", c.log_every},   {"seed", c.seed},                 {"skip_nonfinite", c.skip_nonfinite},
+                  {"sample_tokens", c.sample_tokens}};
+  return j.dump();
+}
+
+TrainConfig config_from_json(const std::string& text, const std::string& source) {
+  try {
+    const json j = json::parse(text);
+    TrainConfig c;
+    c.data_path = j.at("data_path").get<std::string>();
+    c.model.n_layer = j.at("n_layer").get<int64_t>();
+    c.model.n_head = j.at("n_head").get<int64_t>();
+    c.model.n_embd = j.at("n_embd").get<int64_t>();
+    c.model.block_size = j.at("block_size").get<int64_t>();
+    c.model.vocab_size = j.at("vocab_size").get<int64_t>();
+    c.model.dropout = j.at("dropout").get<double>();
+    c.batch_size = j.at("batch_size").get<int64_t>();
+    c.iters = j.at("iters").get<int64_t>();
+    c.lr = j.at("lr").get<double>();
+    c.min_lr = j.at("min_lr").get<double>();
+    c.warmup = j.at("warmup").get<int64_t>();
+    c.weight_decay = j.at("weight_decay").get<double>();
+    c.beta1 = j.at("beta1").get<double>();
+    c.beta2 = j.at("beta2").get<double>();
+    c.grad_clip = j.at("grad_clip").get<double>();
+    c.eval_every = j.at("eval_every").get<int64_t>();
+    c.eval_iters = j.at("eval_iters").get<int64_t>();
+    c.log_every = j.at("log_every").get<int64_t>();
+    c.seed = j.at("seed").get<uint64_t>();
+    c.skip_nonfinite = j.at("skip_nonfinite").get<bool>();
+    c.sample_tokens = j.at("sample_tokens").get<int64_t>();
+    c.model.validate();
+    return c;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
+  }
+}
+
+namespace {
+std::string rng_to_json(const Generator::State& s) {
+  json a = json::array();
+  for (uint64_t w : s) a.push_back(std::to_string(w));  // strings: JSON numbers lose 64-bit precision
+  return a.dump();
+}
+
+Generator::State rng_from_json(const std::string& text, const std::string& what) {
+  Generator::State s{};
+  const json a = json::parse(text);
+  if (!a.is_array() || a.size() != s.size()) throw std::runtime_error(what + " must be an array of " + std::to_string(s.size()));
+  for (size_t i = 0; i < s.size(); ++i) {
+    const std::string w = a[i].get<std::string>();
+    size_t used = 0;
+    s[i] = std::stoull(w, &used);
+    if (used != w.size()) throw std::runtime_error(what + " holds a bad word \"" + w + "\"");
+  }
+  if ((s[0] | s[1] | s[2] | s[3]) == 0) throw std::runtime_error(what + " is all zero");
+  return s;
+}
+
+std::string fmt_double(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
+  auto it = f.metadata().find(key);
+  if (it == f.metadata().end()) throw std::runtime_error(f.source() + ": __metadata__ lacks '" + key + "'");
+  return it->second;
+}
+}  // namespace
+
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+                      const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  const auto params = model.named_parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    tensors.emplace_back("model." + params[i].first, params[i].second.detach());
+    tensors.emplace_back("adam.exp_avg." + params[i].first, opt.exp_avg[i]);
+    tensors.emplace_back("adam.exp_avg_sq." + params[i].first, opt.exp_avg_sq[i]);
+  }
+  const std::map<std::string, std::string> md = {
+      {"format", "attograd.train_state"},
+      {"iter", std::to_string(pos.iter)},
+      {"eval_done", pos.eval_done ? "true" : "false"},
+      {"adam_step", std::to_string(opt.step_count)},
+      {"best_val_loss", fmt_double(pos.best_val_loss)},
+      {"skipped_updates", std::to_string(pos.skipped_updates)},
+      {"rng.model", rng_to_json(pos.rng_model)},
+      {"rng.batch", rng_to_json(pos.rng_batch)},
+      {"rng.eval", rng_to_json(pos.rng_eval)},
+      {"config", config_to_json(cfg)},
+      {"vocab", json(tok.chars()).dump()}};
+  save_safetensors(path, tensors, md);
+}
+
+LoadedTrainState read_train_state(const std::string& path) {
+  const SafeTensorsFile f = SafeTensorsFile::load(path);
+  LoadedTrainState s;
+  if (meta(f, "format") != "attograd.train_state")
+    throw std::runtime_error(path + ": not an attograd train state (format \"" + meta(f, "format") + "\")");
+  s.config = config_from_json(meta(f, "config"), path);
+  try {
+    s.tokenizer = data::CharTokenizer::from_chars(json::parse(meta(f, "vocab")).get<std::vector<std::string>>());
+    s.pos.iter = std::stoll(meta(f, "iter"));
+    s.pos.eval_done = meta(f, "eval_done") == "true";
+    s.pos.skipped_updates = std::stoll(meta(f, "skipped_updates"));
+    const std::string& b = meta(f, "best_val_loss");
+    s.pos.best_val_loss = b == "inf" ? std::numeric_limits<double>::infinity() : std::stod(b);
+    s.pos.rng_model = rng_from_json(meta(f, "rng.model"), "rng.model");
+    s.pos.rng_batch = rng_from_json(meta(f, "rng.batch"), "rng.batch");
+    s.pos.rng_eval = rng_from_json(meta(f, "rng.eval"), "rng.eval");
+    std::stoll(meta(f, "adam_step"));
+  } catch (const std::runtime_error& e) {
+    if (std::string(e.what()).rfind(path, 0) == 0) throw;
+    throw std::runtime_error(path + ": bad __metadata__: " + e.what());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": bad __metadata__: " + e.what());
+  }
+  if (s.tokenizer.vocab_size() != s.config.model.vocab_size)
+    throw std::runtime_error(path + ": the vocab holds " + std::to_string(s.tokenizer.vocab_size()) +
+                             " characters but the configuration says vocab_size " +
+                             std::to_string(s.config.model.vocab_size));
+  if (s.pos.iter < 0 || s.pos.iter > s.config.iters)
+    throw std::runtime_error(path + ": iter " + std::to_string(s.pos.iter) + " is outside the run's 0.." +
+                             std::to_string(s.config.iters));
+  return s;
+}
+
+void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt) {
+  const SafeTensorsFile f = SafeTensorsFile::load(path);
+  std::set<std::string> expected;
+  const auto params = model.named_parameters();
+  std::map<std::string, Tensor> weights;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, p] = params[i];
+    for (const std::string& key : {"model." + name, "adam.exp_avg." + name, "adam.exp_avg_sq." + name}) {
+      expected.insert(key);
+      if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
+      const auto& info = f.info(key);
+      if (info.dtype != "F32" || Shape(info.shape) != p.shape())
+        throw std::runtime_error(path + ": tensor '" + key + "' is " + info.dtype + shape_str(info.shape) +
+                                 " but the run's configuration needs F32" + shape_str(p.shape()) +
+                                 " (a train state from a different configuration?)");
+    }
+    weights[name] = f.get("model." + name);
+    opt.exp_avg[i].copy_(f.get("adam.exp_avg." + name));
+    opt.exp_avg_sq[i].copy_(f.get("adam.exp_avg_sq." + name));
+  }
+  for (const auto& n : f.names())
+    if (!expected.count(n)) throw std::runtime_error(path + ": unexpected tensor '" + n + "'");
+  model.load_state_dict(weights);
+  opt.step_count = std::stoll(f.metadata().at("adam_step"));
+}
+
+}  // namespace ag::train

@@ -1,0 +1,49 @@
+// train_state.safetensors: everything `attograd train --resume DIR` needs to continue a run
+// exactly as if it had never stopped. It is self-contained (it holds the weights as well), so
+// a crash between writing it and writing model.safetensors can never pair mismatched files.
+//
+//   tensors     model.<name>, adam.exp_avg.<name>, adam.exp_avg_sq.<name>     (F32)
+//   __metadata__ format, iter (next iteration to run), eval_done (the evaluation of `iter`
+//               already happened), adam_step, best_val_loss, skipped_updates,
+//               rng.model / rng.batch / rng.eval (generator states), config (JSON), vocab (JSON)
+#pragma once
+#include <limits>
+#include <string>
+
+#include "data/tokenizer.h"
+#include "models/transformer_lm.h"
+#include "train/optimizer.h"
+#include "train/trainer.h"
+
+namespace ag::train {
+
+// Where a run stands between two iterations.
+struct RunPosition {
+  int64_t iter = 0;
+  bool eval_done = false;
+  double best_val_loss = std::numeric_limits<double>::infinity();
+  int64_t skipped_updates = 0;
+  Generator::State rng_model{}, rng_batch{}, rng_eval{};
+};
+
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+                      const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
+
+struct LoadedTrainState {
+  TrainConfig config;  // as saved (data_path and out_dir included)
+  RunPosition pos;
+  data::CharTokenizer tokenizer;
+};
+
+// Reads the metadata and checks every tensor against the saved configuration; throws
+// std::runtime_error naming the file and the problem.
+LoadedTrainState read_train_state(const std::string& path);
+// Copies weights and AdamW state from the file into a model and optimizer built from
+// read_train_state(path).config.
+void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt);
+
+// The run configuration as JSON (everything that shapes the run's numbers).
+std::string config_to_json(const TrainConfig& cfg);
+TrainConfig config_from_json(const std::string& json, const std::string& source);
+
+}  // namespace ag::train
