@@ -7,7 +7,7 @@ CMAKE_FLAGS  ?=
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench clean
+.PHONY: all deps build test train test-sanitize bench clean fuzz
 
 all: build
 
@@ -34,3 +34,15 @@ train: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log
+
+# libFuzzer on the safetensors reader for FUZZ_SECONDS, from the committed seed corpus.
+FUZZ_SECONDS ?= 60
+BUILD_FUZZ   ?= build-fuzz
+fuzz:
+	@ATTOGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev" scripts/setup-deps.sh
+	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DATTOGRAD_FUZZ=ON \
+	  -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_FUZZ).configure.log 2>&1 || { cat $(BUILD_FUZZ).configure.log; exit 1; }
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_safetensors
+	@mkdir -p $(BUILD_FUZZ)/corpus
+	@cd $(BUILD_FUZZ) && ./fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
+	  -print_final_stats=1 corpus ../tests/fuzz/corpus 2>&1 | tail -n 15

@@ -72,7 +72,7 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
     Tensor g = get("grad_output");
     if (g.defined()) {
       if (g.shape() != out.output.shape())
-        throw std::runtime_error("grad_output " + shape_str(g.shape()) + " must be shaped like the output " +
+        throw std::runtime_error(src + ": grad_output " + shape_str(g.shape()) + " must be shaped like the output " +
                                  shape_str(out.output.shape()));
       out.output.backward(g);
     } else {

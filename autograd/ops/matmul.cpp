@@ -51,8 +51,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   out_shape.push_back(N);
   Tensor out = Tensor::empty(out_shape, a.dtype());
 
-  auto [A, la] = blas_operand(a);
-  auto [B, lb] = blas_operand(b);
+  // (plain variables, not structured bindings: lambdas below capture them)
+  const auto opa = blas_operand(a), opb = blas_operand(b);
+  const Tensor& A = opa.first;
+  const Tensor& B = opb.first;
+  const MatLayout la = opa.second, lb = opb.second;
   // Per-batch element offsets of A and B (stride 0 along broadcast batch dims).
   const int64_t nb = shape_numel(batch), nbd = static_cast<int64_t>(batch.size());
   auto batch_strides = [&](const Tensor& t) {

@@ -1,0 +1,33 @@
+// The subcommands of the `attograd` program. main.cpp dispatches `attograd <command> ...` to
+// one of these with argv[0] = the command's name, so each can hand (argc, argv) straight to
+// cxxopts.
+//
+// Conventions shared by every command (main.cpp enforces the last two):
+//   * `--help` prints the command's options to stdout and returns 0;
+//   * a bad command line throws UsageError (or a cxxopts parsing error): exit status 2, with a
+//     hint to run --help;
+//   * any other failure throws: main prints "attograd <command>: error: <message>" to stderr
+//     and exits 1. A command may also return 1 itself after printing why (a failed check).
+#pragma once
+#include <stdexcept>
+
+#include <cxxopts.hpp>
+
+namespace ag::cli {
+
+// An option value that parses but makes no sense (unknown mask name, E not divisible by H...).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// options.parse(argc, argv), plus a UsageError for leftover positional arguments, which
+// cxxopts would otherwise ignore without a word ("attograd attention case.safetensors").
+cxxopts::ParseResult parse_command_line(cxxopts::Options& options, int argc, char** argv);
+
+int cmd_attention(int argc, char** argv);  // cli/cmd_attention.cpp
+int cmd_gradcheck(int argc, char** argv);  // cli/cmd_gradcheck.cpp
+int cmd_train(int argc, char** argv);      // cli/cmd_train.cpp
+int cmd_sample(int argc, char** argv);     // cli/cmd_sample.cpp
+int cmd_eval(int argc, char** argv);       // cli/cmd_eval.cpp
+
+}  // namespace ag::cli

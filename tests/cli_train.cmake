@@ -1,0 +1,53 @@
+# Command-line tests of train, sample and eval (see tests/cli.cmake for attograd_cli_test).
+set(ATTOGRAD_SMALL_CORPUS ${ATTOGRAD_CLI_SRC}/small_corpus.txt)
+set(TINY_MODEL --layers 1 --heads 2 --embd 16 --block 16 --batch 4 --eval-iters 2 --no-progress)
+
+attograd_cli_test(cli.train.help EXIT 0 STDOUT "--data.*--skip-nonfinite.*--resume" COMMAND ${AG} train --help)
+attograd_cli_test(cli.sample.help EXIT 0 STDOUT "--checkpoint.*--temperature.*--top-k" COMMAND ${AG} sample --help)
+attograd_cli_test(cli.eval.help EXIT 0 STDOUT "--checkpoint.*--text-file" COMMAND ${AG} eval --help)
+
+attograd_cli_test(cli.train.small EXIT 0
+                  STDOUT "eval  iter     0.*iter    20/40.*eval  iter    40.*done: 40 iters.*---- sample"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out small_run --iters 40 --eval-every 20
+                          --log-every 20 --sample-tokens 40 ${TINY_MODEL})
+set_tests_properties(cli.train.small PROPERTIES FIXTURES_SETUP small_run)
+attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* tokens/s \\(KV cache\\)"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 50 --temperature 0)
+attograd_cli_test(cli.eval.small EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
+                  COMMAND ${AG} eval --checkpoint small_run/model.safetensors --text-file ${ATTOGRAD_SMALL_CORPUS})
+set_tests_properties(cli.sample.small cli.eval.small PROPERTIES FIXTURES_REQUIRED small_run)
+
+# ---- bad input: a clear message naming the file or the text, status 1 (2 for usage) -------
+file(WRITE ${ATTOGRAD_CLI_OUT}/empty.txt "")
+file(WRITE ${ATTOGRAD_CLI_OUT}/short.txt "too short")
+attograd_cli_test(cli.train.missing_corpus EXIT 1 STDERR "nope\\.txt"
+                  COMMAND ${AG} train --data nope.txt --out bad_run ${TINY_MODEL})
+attograd_cli_test(cli.train.empty_corpus EXIT 1 STDERR "empty\\.txt.*empty"
+                  COMMAND ${AG} train --data empty.txt --out bad_run ${TINY_MODEL})
+attograd_cli_test(cli.train.short_corpus EXIT 1 STDERR "short\\.txt"
+                  COMMAND ${AG} train --data short.txt --out bad_run ${TINY_MODEL})
+attograd_cli_test(cli.train.directory_corpus EXIT 1 STDERR "directory"
+                  COMMAND ${AG} train --data ${ATTOGRAD_CLI_SRC} --out bad_run ${TINY_MODEL})
+attograd_cli_test(cli.train.bad_heads EXIT 1 STDERR "divisible"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --embd 10 --heads 3)
+attograd_cli_test(cli.train.resume_with_flags EXIT 2 STDERR "--lr cannot be combined with --resume"
+                  COMMAND ${AG} train --resume small_run --lr 0.1)
+attograd_cli_test(cli.train.missing_data_flag EXIT 2 STDERR "--data FILE is required" COMMAND ${AG} train --out x)
+attograd_cli_test(cli.sample.prompt_outside_vocab EXIT 1 STDERR "prompt: character 'Z' \\(U\\+005A\\).*not in the vocabulary"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt "the Zebra")
+attograd_cli_test(cli.sample.missing_checkpoint EXIT 1 STDERR "no_such_run"
+                  COMMAND ${AG} sample --checkpoint no_such_run)
+attograd_cli_test(cli.sample.bad_checkpoint_file EXIT 1 STDERR "empty\\.txt"
+                  COMMAND ${AG} sample --checkpoint empty.txt)
+file(WRITE ${ATTOGRAD_CLI_OUT}/outside_vocab.txt "The engine counts Zebras\n")
+attograd_cli_test(cli.eval.text_outside_vocab EXIT 1 STDERR "outside_vocab\\.txt.*not in the vocabulary"
+                  COMMAND ${AG} eval --checkpoint small_run --text-file outside_vocab.txt)
+set_tests_properties(cli.sample.prompt_outside_vocab cli.eval.text_outside_vocab cli.train.resume_with_flags
+                     PROPERTIES FIXTURES_REQUIRED small_run)
+
+# ---- Ctrl-C: checkpoint and exit 0; resume; a second Ctrl-C stops at once --------------------
+add_test(NAME cli.train.interrupt
+         COMMAND bash ${ATTOGRAD_CLI_SRC}/interrupt.sh $<TARGET_FILE:attograd> ${ATTOGRAD_SMALL_CORPUS}
+                 ${ATTOGRAD_CLI_OUT}/interrupt)
+set_tests_properties(cli.train.interrupt PROPERTIES PASS_REGULAR_EXPRESSION "PASS: interrupt" TIMEOUT 120
+                     ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
