@@ -1,5 +1,6 @@
 #include "autograd/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -51,13 +52,26 @@ std::string describe(const Tensor& t) {
   return std::string(dtype_name(t.dtype())) + shape_str(t.shape());
 }
 
+namespace {
+std::atomic<int64_t> g_current_bytes{0}, g_peak_bytes{0};
+}
+
+MemoryStats memory_stats() { return {g_current_bytes.load(), g_peak_bytes.load()}; }
+void reset_peak_memory() { g_peak_bytes = g_current_bytes.load(); }
+
 Storage::Storage(size_t n) : nbytes(n) {
   // 64-byte alignment suits AVX-512 loads and BLAS; round the size up as aligned_alloc needs.
   const size_t bytes = ((n + 63) / 64) * 64;
   data = bytes ? std::aligned_alloc(64, bytes) : nullptr;
   if (bytes && !data) throw std::bad_alloc();
+  const int64_t now = g_current_bytes += static_cast<int64_t>(nbytes);
+  for (int64_t peak = g_peak_bytes.load(); now > peak && !g_peak_bytes.compare_exchange_weak(peak, now);) {
+  }
 }
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  std::free(data);
+  g_current_bytes -= static_cast<int64_t>(nbytes);
+}
 
 // ---- factories -------------------------------------------------------------------------------
 

@@ -21,6 +21,14 @@ std::string shape_str(const Shape& s);  // "[2, 3]"
 int64_t shape_numel(const Shape& s);
 Shape contiguous_strides(const Shape& s);
 
+// Bytes held by tensor storages in this process: now, and the most since the last reset.
+struct MemoryStats {
+  int64_t current_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+MemoryStats memory_stats();
+void reset_peak_memory();  // peak := current
+
 // Owns one 64-byte-aligned buffer.
 struct Storage {
   explicit Storage(size_t nbytes);

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "autograd/kernels/dispatch.h"
+#include "autograd/kernels/vec.h"
+#include "autograd/parallel.h"
 
 namespace ag::train {
 
@@ -36,6 +38,16 @@ void AdamW::step() {
     if (!g.defined()) continue;
     const Tensor gc = g.contiguous();
     const double decay = decays(i) ? 1 - lr_ * weight_decay : 1.0;
+    if (p.dtype() == DType::Float32) {  // the vectorised kernel, same formula
+      float *w = p.data<float>(), *m = exp_avg[i].data<float>(), *v = exp_avg_sq[i].data<float>();
+      const float* gr = gc.data<float>();
+      parallel::parallel_for(p.numel(), 32768, [&](int64_t b, int64_t e) {
+        kernels::vec::adamw_step(w + b, m + b, v + b, gr + b, e - b, static_cast<float>(beta1),
+                                 static_cast<float>(beta2), static_cast<float>(decay), static_cast<float>(step_size),
+                                 static_cast<float>(bc2_sqrt), static_cast<float>(eps));
+      });
+      continue;
+    }
     AG_DISPATCH_FLOAT(p.dtype(), "AdamW", [&] {
       scalar_t* w = p.data<scalar_t>();
       scalar_t* m = exp_avg[i].data<scalar_t>();
@@ -87,7 +99,12 @@ double clip_grad_norm(const NamedParams& params, double max_norm) {
   for (const auto& [_, p] : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
-    for (double v : g.to_double_vector()) total += v * v;
+    const Tensor gc = g.contiguous();
+    if (gc.dtype() == DType::Float32) {
+      total += kernels::vec::sum_squares(gc.data<float>(), gc.numel());
+    } else {
+      for (double v : gc.to_double_vector()) total += v * v;
+    }
   }
   const double norm = std::sqrt(total);
   const double coef = max_norm / (norm + 1e-6);

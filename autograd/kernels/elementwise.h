@@ -5,9 +5,13 @@
 
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "autograd/tensor.h"
 
 namespace ag::kernels {
+
+// Element-wise loops shorter than this stay on one thread.
+constexpr int64_t kParallelGrain = 32768;
 
 // t itself when contiguous, else a contiguous copy of its values (never recorded).
 inline Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.detach().contiguous(); }
@@ -35,7 +39,9 @@ Tensor map_float(const Tensor& a, const char* op, F f) {
   AG_DISPATCH_FLOAT(a.dtype(), op, [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* py = out.data<scalar_t>();
-    for (int64_t i = 0, n = out.numel(); i < n; ++i) py[i] = f(px[i]);
+    parallel::parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
+    });
   });
   return out;
 }
@@ -53,7 +59,9 @@ Tensor map2_float(const Tensor& a, const Tensor& b, const char* op, F f) {
     const scalar_t* px = x.data<scalar_t>();
     const scalar_t* py = y.data<scalar_t>();
     scalar_t* pz = out.data<scalar_t>();
-    for (int64_t i = 0, n = out.numel(); i < n; ++i) pz[i] = f(px[i], py[i]);
+    parallel::parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) pz[i] = f(px[i], py[i]);
+    });
   });
   return out;
 }
@@ -83,7 +91,9 @@ Tensor zip_float(const Tensor& a, const Tensor& b, const char* op, F f) {
     if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
       const scalar_t* px = a.data<scalar_t>();
       const scalar_t* py = b.data<scalar_t>();
-      for (int64_t i = 0; i < n; ++i) pz[i] = f(px[i], py[i]);
+      parallel::parallel_for(n, kParallelGrain, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) pz[i] = f(px[i], py[i]);
+      });
       return;
     }
     if (b.numel() == 1 && a.shape() == out_shape && a.is_contiguous()) {

@@ -2,7 +2,10 @@
 #pragma once
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdint>
+
+#include "autograd/parallel.h"
 
 namespace ag::kernels {
 
@@ -18,6 +21,21 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
               static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
               C, static_cast<int>(ldc));
+}
+
+// Below this many multiply-adds a GEMM runs on one thread: splitting costs more than it saves.
+constexpr int64_t kParallelGemmWork = int64_t(1) << 20;
+
+// C = alpha·op(A)·op(B) + beta·C with the rows of C split across attograd's threads (each
+// part is an ordinary single-threaded BLAS call on a block of rows).
+template <class T>
+void gemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+               int64_t ldb, T beta, T* C, int64_t ldc) {
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(N * K, 1));
+  parallel::parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
+    // Row r of op(A) starts at A + r·lda when A is stored as is, at A + r when transposed.
+    gemm(ta, tb, r1 - r0, N, K, alpha, A + (ta ? r0 : r0 * lda), lda, B, ldb, beta, C + r0 * ldc, ldc);
+  });
 }
 
 }  // namespace ag::kernels

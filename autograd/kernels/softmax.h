@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/vec.h"
+
 namespace ag::kernels {
 
 // y = softmax(x) over n entries. A row whose entries are all −inf (every key masked) gets
@@ -17,11 +20,9 @@ void softmax_row(const T* x, T* y, int64_t n) {
     std::fill(y, y + n, T(0));
     return;
   }
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_fast(x[j] - m);  // vectorises; −inf gives exactly 0
   T s = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    y[j] = std::exp(x[j] - m);
-    s += y[j];
-  }
+  for (int64_t j = 0; j < n; ++j) s += y[j];
   const T inv = T(1) / s;
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
@@ -32,6 +33,12 @@ void softmax_row_backward(const T* y, const T* g, T* dx, int64_t n) {
   T dot = 0;
   for (int64_t j = 0; j < n; ++j) dot += g[j] * y[j];
   for (int64_t j = 0; j < n; ++j) dx[j] = y[j] * (g[j] - dot);
+}
+
+// float32 rows go to the run-time dispatched kernels of vec.h (same formulas).
+inline void softmax_row(const float* x, float* y, int64_t n) { vec::softmax_row(x, y, n); }
+inline void softmax_row_backward(const float* y, const float* g, float* dx, int64_t n) {
+  vec::softmax_row_backward(y, g, dx, n);
 }
 
 }  // namespace ag::kernels

@@ -9,6 +9,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace ag {
 
@@ -39,26 +40,28 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
     const scalar_t* pk = K.data<scalar_t>();
     const scalar_t* pm = M.defined() ? M.data<scalar_t>() : nullptr;
     scalar_t* pp = P.data<scalar_t>();
-    for (int64_t b = 0; b < B; ++b) {
-      scalar_t* Pb = pp + b * L * S;
-      // scores (L, S) = scale · q_b (L, D) @ k_b (S, D)ᵀ, written into P then normalised in place
-      if (L * S > 0) {
-        if (D > 0)
-          kernels::gemm(false, true, L, S, D, static_cast<scalar_t>(scale), pq + b * L * D, D, pk + b * S * D, D,
-                        scalar_t(0), Pb, S);
-        else
-          std::fill(Pb, Pb + L * S, scalar_t(0));
+    parallel::parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        scalar_t* Pb = pp + b * L * S;
+        // scores (L, S) = scale · q_b (L, D) @ k_b (S, D)ᵀ, written into P then normalised in place
+        if (L * S > 0) {
+          if (D > 0)
+            kernels::gemm(false, true, L, S, D, static_cast<scalar_t>(scale), pq + b * L * D, D, pk + b * S * D, D,
+                          scalar_t(0), Pb, S);
+          else
+            std::fill(Pb, Pb + L * S, scalar_t(0));
+        }
+        const scalar_t* mb = pm ? pm + (mask_batched ? b * L * S : 0) : nullptr;
+        for (int64_t i = 0; i < L; ++i) {
+          scalar_t* row = Pb + i * S;
+          if (mb)
+            for (int64_t j = 0; j < S; ++j) row[j] += mb[i * S + j];
+          if (causal)  // query i sits at position i + causal_offset: it may not see later keys
+            for (int64_t j = std::max<int64_t>(0, i + causal_offset + 1); j < S; ++j) row[j] = ninf;
+          kernels::softmax_row(row, row, S);
+        }
       }
-      const scalar_t* mb = pm ? pm + (mask_batched ? b * L * S : 0) : nullptr;
-      for (int64_t i = 0; i < L; ++i) {
-        scalar_t* row = Pb + i * S;
-        if (mb)
-          for (int64_t j = 0; j < S; ++j) row[j] += mb[i * S + j];
-        if (causal)  // query i sits at position i + causal_offset: it may not see later keys
-          for (int64_t j = std::max<int64_t>(0, i + causal_offset + 1); j < S; ++j) row[j] = ninf;
-        kernels::softmax_row(row, row, S);
-      }
-    }
+    });
   });
   if (should_record({&q, &k})) {
     const bool gq = q.requires_grad(), gk = k.requires_grad();
@@ -71,30 +74,32 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
              Tensor dq = gq ? Tensor::empty(Q.shape(), Q.dtype()) : Tensor();
              Tensor dk = gk ? Tensor::empty(K.shape(), K.dtype()) : Tensor();
              AG_DISPATCH_FLOAT(Q.dtype(), "attention_probs_backward", [&] {
-               std::vector<scalar_t> ds(static_cast<size_t>(L * S));  // (L, S) for one batch entry
                const scalar_t sc = static_cast<scalar_t>(scale);
-               for (int64_t b = 0; b < B; ++b) {
-                 const scalar_t* Pb = P.data<scalar_t>() + b * L * S;
-                 const scalar_t* Gb = G.data<scalar_t>() + b * L * S;
-                 for (int64_t i = 0; i < L; ++i)
-                   kernels::softmax_row_backward(Pb + i * S, Gb + i * S, ds.data() + i * S, S);
-                 if (gq) {
-                   scalar_t* dqb = dq.data<scalar_t>() + b * L * D;
-                   if (S > 0 && D > 0)
-                     kernels::gemm(false, false, L, D, S, sc, ds.data(), S, K.data<scalar_t>() + b * S * D, D,
-                                   scalar_t(0), dqb, D);
-                   else
-                     std::fill(dqb, dqb + L * D, scalar_t(0));
+               parallel::parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+                 std::vector<scalar_t> ds(static_cast<size_t>(L * S));  // (L, S) for one batch entry
+                 for (int64_t b = b0; b < b1; ++b) {
+                   const scalar_t* Pb = P.data<scalar_t>() + b * L * S;
+                   const scalar_t* Gb = G.data<scalar_t>() + b * L * S;
+                   for (int64_t i = 0; i < L; ++i)
+                     kernels::softmax_row_backward(Pb + i * S, Gb + i * S, ds.data() + i * S, S);
+                   if (gq) {
+                     scalar_t* dqb = dq.data<scalar_t>() + b * L * D;
+                     if (S > 0 && D > 0)
+                       kernels::gemm(false, false, L, D, S, sc, ds.data(), S, K.data<scalar_t>() + b * S * D, D,
+                                     scalar_t(0), dqb, D);
+                     else
+                       std::fill(dqb, dqb + L * D, scalar_t(0));
+                   }
+                   if (gk) {
+                     scalar_t* dkb = dk.data<scalar_t>() + b * S * D;
+                     if (L > 0 && D > 0)
+                       kernels::gemm(true, false, S, D, L, sc, ds.data(), S, Q.data<scalar_t>() + b * L * D, D,
+                                     scalar_t(0), dkb, D);
+                     else
+                       std::fill(dkb, dkb + S * D, scalar_t(0));
+                   }
                  }
-                 if (gk) {
-                   scalar_t* dkb = dk.data<scalar_t>() + b * S * D;
-                   if (L > 0 && D > 0)
-                     kernels::gemm(true, false, S, D, L, sc, ds.data(), S, Q.data<scalar_t>() + b * L * D, D,
-                                   scalar_t(0), dkb, D);
-                   else
-                     std::fill(dkb, dkb + S * D, scalar_t(0));
-                 }
-               }
+               });
              });
              return Grads{dq, dk};
            });

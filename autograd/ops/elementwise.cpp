@@ -3,8 +3,11 @@
 #include <cmath>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/vec.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace ag {
 
@@ -188,16 +191,20 @@ Tensor relu(const Tensor& a) {
   return out;
 }
 
-// GELU. Exact: x·Φ(x), Φ(x) = ½(1 + erf(x/√2)). Approximate: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
+// GELU. Exact: x·Φ(x), Φ(x) = ½·erfc(−x/√2). Approximate: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
+// float32 uses the vectorisable erfc/exp of kernels/fast_math.h; float64 uses libm.
 namespace {
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kGeluC = 0.044715;
 
+inline float normal_cdf(float x) { return 0.5f * kernels::erfc_f32(-x * static_cast<float>(kInvSqrt2)); }
+inline double normal_cdf(double x) { return 0.5 * std::erfc(-x * kInvSqrt2); }
+
 template <class T> T gelu_fwd(T x, bool approx) {
   if (approx) return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x)));
-  return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+  return x * normal_cdf(x);
 }
 // d/dx of gelu_fwd.
 template <class T> T gelu_grad(T x, bool approx) {
@@ -207,17 +214,38 @@ template <class T> T gelu_grad(T x, bool approx) {
     const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluC) * x * x);
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
   }
-  const T cdf = T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2)));
-  const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
-  return cdf + x * pdf;
+  const T pdf = T(kInvSqrt2Pi) * kernels::exp_fast(T(-0.5) * x * x);  // φ(x)
+  return normal_cdf(x) + x * pdf;                                     // Φ(x) + x·φ(x)
 }
 }  // namespace
 
 Tensor gelu(const Tensor& a, bool approximate) {
-  Tensor out = map_float(a, "gelu", [approximate](auto x) { return gelu_fwd(x, approximate); });
+  kernels::check_float(a, "gelu");
+  const bool fast = !approximate && a.dtype() == DType::Float32;  // the vectorised float32 kernel
+  Tensor out;
+  if (fast) {
+    const Tensor x = kernels::dense(a);
+    out = Tensor::empty(a.shape(), a.dtype());
+    const float* px = x.data<float>();
+    float* py = out.data<float>();
+    parallel::parallel_for(a.numel(), kernels::kParallelGrain,
+                           [&](int64_t b, int64_t e) { kernels::vec::gelu_forward(px + b, py + b, e - b); });
+  } else {
+    out = map_float(a, "gelu", [approximate](auto x) { return gelu_fwd(x, approximate); });
+  }
   if (should_record({&a})) {
-    record(out, approximate ? "gelu_tanh" : "gelu", {a}, [a = a.detach(), approximate](const Tensor& g) {
+    record(out, approximate ? "gelu_tanh" : "gelu", {a}, [a = a.detach(), approximate, fast](const Tensor& g) {
       // out = gelu(a)  =>  da = g * gelu'(a)
+      if (fast) {
+        const Tensor x = kernels::dense(a), G = kernels::dense(g);
+        Tensor dx = Tensor::empty(a.shape(), a.dtype());
+        const float *px = x.data<float>(), *pg = G.data<float>();
+        float* pd = dx.data<float>();
+        parallel::parallel_for(a.numel(), kernels::kParallelGrain, [&](int64_t b, int64_t e) {
+          kernels::vec::gelu_backward(px + b, pg + b, pd + b, e - b);
+        });
+        return Grads{dx};
+      }
       return Grads{map2_float(g, a, "gelu_backward", [approximate](auto gv, auto x) {
         return gv * gelu_grad(x, approximate);
       })};

@@ -71,24 +71,30 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const scalar_t* pb = B.template data<scalar_t>();
     scalar_t* pc = out.data<scalar_t>();
     if (M * N == 0) return;
-    std::vector<int64_t> idx(nbd, 0);
-    int64_t oa = 0, ob = 0;
-    for (int64_t i = 0; i < nb; ++i) {
-      if (K == 0) {
-        for (int64_t j = 0; j < M * N; ++j) pc[i * M * N + j] = 0;
-      } else {
+    if (K == 0) {
+      std::fill(pc, pc + nb * M * N, scalar_t(0));
+      return;
+    }
+    if (nb == 1) {  // one product: split its rows across threads
+      kernels::gemm_rows(la.trans, lb.trans, M, N, K, scalar_t(1), pa, la.ld, pb, lb.ld, scalar_t(0), pc, N);
+      return;
+    }
+    // Many products: whole products per thread. Element offsets of batch i in A and B come
+    // from its multi-index (stride 0 along broadcast batch dims).
+    const int64_t grain = std::max<int64_t>(1, kernels::kParallelGemmWork / std::max<int64_t>(M * N * K, 1));
+    parallel::parallel_for(nb, grain, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) {
+        int64_t oa = 0, ob = 0, rest = i;
+        for (int64_t d = nbd - 1; d >= 0; --d) {
+          const int64_t id = rest % batch[d];
+          rest /= batch[d];
+          oa += id * sa[d];
+          ob += id * sb[d];
+        }
         kernels::gemm(la.trans, lb.trans, M, N, K, scalar_t(1), pa + oa, la.ld, pb + ob, lb.ld, scalar_t(0),
                       pc + i * M * N, N);
       }
-      for (int64_t d = nbd - 1; d >= 0; --d) {
-        oa += sa[d];
-        ob += sb[d];
-        if (++idx[d] < batch[d]) break;
-        oa -= sa[d] * batch[d];
-        ob -= sb[d] * batch[d];
-        idx[d] = 0;
-      }
-    }
+    });
   });
 
   if (should_record({&a, &b})) {
@@ -138,8 +144,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       return;
     }
     // (rows, in) @ (out, in)ᵀ -> (rows, out)
-    kernels::gemm(false, true, rows, out_f, in_f, scalar_t(1), X.data<scalar_t>(), in_f, W.data<scalar_t>(), in_f, beta,
-                  py, out_f);
+    kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), X.data<scalar_t>(), in_f, W.data<scalar_t>(), in_f,
+                       beta, py, out_f);
   });
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();

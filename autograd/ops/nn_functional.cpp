@@ -7,6 +7,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace ag {
 
@@ -28,7 +29,10 @@ Tensor softmax(const Tensor& a, int64_t dim) {
   AG_DISPATCH_FLOAT(a.dtype(), "softmax", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* py = y.data<scalar_t>();
-    for (int64_t r = 0; r < rows; ++r) kernels::softmax_row(px + r * C, py + r * C, C);
+    parallel::parallel_for(rows, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(C, 1)),
+                           [&](int64_t r0, int64_t r1) {
+                             for (int64_t r = r0; r < r1; ++r) kernels::softmax_row(px + r * C, py + r * C, C);
+                           });
   });
   if (should_record({&a})) {
     record(y, "softmax", {a}, [y = y.detach(), rows, C](const Tensor& g) {
@@ -61,7 +65,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
       scalar_t m = -std::numeric_limits<scalar_t>::infinity();
       for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
       double s = 0;
-      for (int64_t j = 0; j < C; ++j) s += std::exp(static_cast<double>(xr[j] - m));
+      for (int64_t j = 0; j < C; ++j) s += kernels::exp_fast(xr[j] - m);
       const scalar_t lse = m + static_cast<scalar_t>(std::log(s));
       for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] - lse;
     }
@@ -118,13 +122,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<
       const scalar_t* xr = px + i * C;
       scalar_t m = -std::numeric_limits<scalar_t>::infinity();
       for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
+      scalar_t* pr = pp + i * C;
+      for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast(xr[j] - m);  // vectorises
       double s = 0;
-      for (int64_t j = 0; j < C; ++j) {
-        const double e = std::exp(static_cast<double>(xr[j] - m));
-        pp[i * C + j] = static_cast<scalar_t>(e);
-        s += e;
-      }
-      for (int64_t j = 0; j < C; ++j) pp[i * C + j] = static_cast<scalar_t>(pp[i * C + j] / s);
+      for (int64_t j = 0; j < C; ++j) s += pr[j];
+      const scalar_t inv = static_cast<scalar_t>(1.0 / s);
+      for (int64_t j = 0; j < C; ++j) pr[j] *= inv;
       if (ignore_index && pt[i] == *ignore_index) continue;
       // loss_i = −log softmax(x)_t = log Σ exp(x − m) + m − x_t
       total += std::log(s) + static_cast<double>(m) - static_cast<double>(xr[pt[i]]);
@@ -169,27 +172,38 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const Tensor B = bias.defined() ? kernels::dense(bias) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());  // (rows)
-  AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
-    const scalar_t* px = X.data<scalar_t>();
-    const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
-    const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
-    scalar_t* py = y.data<scalar_t>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const scalar_t* xr = px + r * C;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < C; ++j) m += xr[j];
-      m /= static_cast<double>(C);
-      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
-      v /= static_cast<double>(C);  // biased variance, as PyTorch
-      const double rs = 1.0 / std::sqrt(v + eps);
-      mean.data<scalar_t>()[r] = static_cast<scalar_t>(m);
-      rstd.data<scalar_t>()[r] = static_cast<scalar_t>(rs);
-      for (int64_t j = 0; j < C; ++j) {
-        const scalar_t xhat = static_cast<scalar_t>((xr[j] - m) * rs);
-        py[r * C + j] = (pw ? pw[j] : scalar_t(1)) * xhat + (pb ? pb[j] : scalar_t(0));
+  if (x.dtype() == DType::Float32) {  // run-time dispatched vector kernel, same formula
+    const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
+                *pb = B.defined() ? B.data<float>() : nullptr;
+    float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
+    parallel::parallel_for(rows, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(C, 1)),
+                           [&](int64_t r0, int64_t r1) {
+                             kernels::vec::layer_norm_forward(px + r0 * C, pw, pb, py + r0 * C, pm + r0, pr + r0,
+                                                              r1 - r0, C, static_cast<float>(eps));
+                           });
+  } else {
+    AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+      const scalar_t* px = X.data<scalar_t>();
+      const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
+      const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
+      scalar_t* py = y.data<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const scalar_t* xr = px + r * C;
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < C; ++j) m += xr[j];
+        m /= static_cast<double>(C);
+        for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+        v /= static_cast<double>(C);  // biased variance, as PyTorch
+        const double rs = 1.0 / std::sqrt(v + eps);
+        mean.data<scalar_t>()[r] = static_cast<scalar_t>(m);
+        rstd.data<scalar_t>()[r] = static_cast<scalar_t>(rs);
+        for (int64_t j = 0; j < C; ++j) {
+          const scalar_t xhat = static_cast<scalar_t>((xr[j] - m) * rs);
+          py[r * C + j] = (pw ? pw[j] : scalar_t(1)) * xhat + (pb ? pb[j] : scalar_t(0));
+        }
       }
-    }
-  });
+    });
+  }
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
@@ -202,6 +216,30 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
              Tensor dx = gx ? Tensor::empty(X.shape(), X.dtype()) : Tensor();
              Tensor dw = gw ? Tensor::zeros({C}, X.dtype()) : Tensor();
              Tensor db = gb ? Tensor::zeros({C}, X.dtype()) : Tensor();
+             if (X.dtype() == DType::Float32) {
+               // Rows split into a fixed number of parts, each summing its own dw and db; the
+               // parts are then added in order, so the result depends only on the thread count.
+               const int64_t parts = std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1));
+               std::vector<float> partial(static_cast<size_t>(2 * parts * C), 0.0f);  // (parts, 2, C)
+               const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
+                           *pm = mean.data<float>(), *pr = rstd.data<float>(), *pg = G.data<float>();
+               float* pdx = gx ? dx.data<float>() : nullptr;
+               parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+                 for (int64_t part = p0; part < p1; ++part) {
+                   const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+                   float* pdw = partial.data() + (2 * part) * C;
+                   kernels::vec::layer_norm_backward(px + r0 * C, pw, pm + r0, pr + r0, pg + r0 * C,
+                                                     pdx ? pdx + r0 * C : nullptr, gw ? pdw : nullptr,
+                                                     gb ? pdw + C : nullptr, r1 - r0, C);
+                 }
+               });
+               for (int64_t part = 0; part < parts; ++part)
+                 for (int64_t j = 0; j < C; ++j) {
+                   if (gw) dw.data<float>()[j] += partial[(2 * part) * C + j];
+                   if (gb) db.data<float>()[j] += partial[(2 * part + 1) * C + j];
+                 }
+               return Grads{dx, dw, db};
+             }
              AG_DISPATCH_FLOAT(X.dtype(), "layer_norm_backward", [&] {
                const scalar_t* px = X.data<scalar_t>();
                const scalar_t* pg = G.data<scalar_t>();

@@ -1,0 +1,135 @@
+#include "autograd/kernels/vec.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/kernels/fast_math.h"
+
+// ifunc-based dispatch needs GCC on x86-64 with glibc; elsewhere the plain build is used.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define AG_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define AG_MULTIVERSION
+#endif
+
+namespace ag::kernels::vec {
+
+namespace {
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr int kLanes = 16;  // independent partial sums: vectorisable without reassociating
+
+// Σ x[i] over n in kLanes partial sums, then added in a fixed order (deterministic).
+inline float lane_sum(const float* x, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += x[i + k];
+  for (; i < n; ++i) acc[0] += x[i];
+  float s = 0;
+  for (float a : acc) s += a;
+  return s;
+}
+}  // namespace
+
+AG_MULTIVERSION void gelu_forward(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (0.5f * erfc_f32(-x[i] * kInvSqrt2));
+}
+
+AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float cdf = 0.5f * erfc_f32(-x[i] * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x[i] * x[i]);
+    dx[i] = g[i] * (cdf + x[i] * pdf);
+  }
+}
+
+AG_MULTIVERSION void softmax_row(const float* x, float* y, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  if (m == -std::numeric_limits<float>::infinity()) {  // every key masked: attend to nothing
+    for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_f32(x[j] - m);
+  const float inv = 1.0f / lane_sum(y, n);
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+AG_MULTIVERSION void softmax_row_backward(const float* __restrict y, const float* __restrict g, float* __restrict dx,
+                                          int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dx[j] = g[j] * y[j];
+  const float dot = lane_sum(dx, n);
+  for (int64_t j = 0; j < n; ++j) dx[j] = y[j] * (g[j] - dot);
+}
+
+AG_MULTIVERSION void layer_norm_forward(const float* __restrict x, const float* __restrict w, const float* __restrict b,
+                                        float* __restrict y, float* __restrict mean, float* __restrict rstd,
+                                        int64_t rows, int64_t C, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    float* yr = y + r * C;
+    const float m = lane_sum(xr, C) / static_cast<float>(C);
+    for (int64_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * (xr[j] - m);  // scratch: squared deviations
+    const float var = lane_sum(yr, C) / static_cast<float>(C);          // biased, as PyTorch
+    const float rs = 1.0f / std::sqrt(var + eps);
+    mean[r] = m;
+    rstd[r] = rs;
+    if (w && b)
+      for (int64_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+    else
+      for (int64_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * rs * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+  }
+}
+
+AG_MULTIVERSION void layer_norm_backward(const float* __restrict x, const float* __restrict w,
+                                         const float* __restrict mean, const float* __restrict rstd,
+                                         const float* __restrict g, float* __restrict dx, float* __restrict dw,
+                                         float* __restrict db, int64_t rows, int64_t C) {
+  float* xhat = new float[2 * C];  // one row of x̂ and one of dx̂
+  float* dxhat = xhat + C;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    const float* gr = g + r * C;
+    const float m = mean[r], rs = rstd[r];
+    for (int64_t j = 0; j < C; ++j) {
+      xhat[j] = (xr[j] - m) * rs;
+      dxhat[j] = gr[j] * (w ? w[j] : 1.0f);
+    }
+    if (dw)
+      for (int64_t j = 0; j < C; ++j) dw[j] += gr[j] * xhat[j];
+    if (db)
+      for (int64_t j = 0; j < C; ++j) db[j] += gr[j];
+    if (!dx) continue;
+    const float mean_dxhat = lane_sum(dxhat, C) / static_cast<float>(C);
+    float* dr = dx + r * C;
+    for (int64_t j = 0; j < C; ++j) dr[j] = dxhat[j] * xhat[j];  // scratch
+    const float mean_dxhat_xhat = lane_sum(dr, C) / static_cast<float>(C);
+    for (int64_t j = 0; j < C; ++j) dr[j] = rs * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+  }
+  delete[] xhat;
+}
+
+AG_MULTIVERSION void adamw_step(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict g,
+                                int64_t n, float beta1, float beta2, float decay, float step_size, float bc2_sqrt,
+                                float eps) {
+  for (int64_t k = 0; k < n; ++k) {
+    w[k] *= decay;                                                   // decoupled weight decay
+    m[k] = beta1 * m[k] + (1.0f - beta1) * g[k];                     // first moment
+    v[k] = beta2 * v[k] + (1.0f - beta2) * g[k] * g[k];              // second moment
+    w[k] -= step_size * m[k] / (std::sqrt(v[k]) / bc2_sqrt + eps);   // bias-corrected step
+  }
+}
+
+AG_MULTIVERSION double sum_squares(const float* x, int64_t n) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += static_cast<double>(x[i + k]) * x[i + k];
+  for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * x[i];
+  double s = 0;
+  for (double a : acc) s += a;
+  return s;
+}
+
+}  // namespace ag::kernels::vec

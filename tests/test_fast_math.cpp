@@ -1,0 +1,38 @@
+// The vectorisable float32 exp/erfc kernels against libm (reference beside the fast kernel).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/kernels/fast_math.h"
+
+using ag::kernels::erfc_f32;
+using ag::kernels::exp_f32;
+
+TEST(FastMath, ExpWithinTwoUlpOfLibm) {
+  double worst = 0;
+  for (float x = -87.0f; x < 88.5f; x += 0.001953125f) {
+    const double ref = std::exp(static_cast<double>(x));
+    const double rel = std::fabs(exp_f32(x) - ref) / ref;
+    worst = std::max(worst, rel);
+  }
+  EXPECT_LT(worst, 2.5e-7);  // 2 ulp of float is 2.4e-7 at worst
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-INFINITY), 0.0f);  // masked scores give exactly 0
+  EXPECT_EQ(exp_f32(-100.0f), 0.0f);
+  EXPECT_EQ(exp_f32(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(exp_f32(NAN)));
+}
+
+TEST(FastMath, ErfcRelativeErrorIsSmall) {
+  double worst_core = 0, worst_tail = 0;
+  for (float x = -6.0f; x < 9.0f; x += 0.0009765625f) {
+    const double ref = std::erfc(static_cast<double>(x));
+    if (ref < 1e-30) continue;
+    const double rel = std::fabs(erfc_f32(x) - ref) / ref;
+    (std::fabs(x) < 3 ? worst_core : worst_tail) = std::max(std::fabs(x) < 3 ? worst_core : worst_tail, rel);
+  }
+  EXPECT_LT(worst_core, 1e-6);
+  EXPECT_LT(worst_tail, 1e-5);
+  EXPECT_EQ(erfc_f32(-INFINITY), 2.0f);
+  EXPECT_EQ(erfc_f32(INFINITY), 0.0f);
+}
