@@ -4,7 +4,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace ag {
 
@@ -105,6 +107,23 @@ static double l2_norm(const Tensor& g) {
   return std::sqrt(s);
 }
 
+// acc += g in place. Only for an accumulator nobody else can see: its handle and its storage
+// are held by the engine alone (so no view or user handle observes the change).
+static bool add_in_place(Tensor& acc, const Tensor& g) {
+  if (acc.impl_ptr().use_count() != 1 || acc.impl().storage.use_count() != 1 || !acc.is_contiguous() ||
+      acc.dtype() != g.dtype() || acc.shape() != g.shape())
+    return false;
+  const Tensor gd = g.is_contiguous() ? g : g.contiguous();
+  AG_DISPATCH_FLOAT(acc.dtype(), "accumulate", [&] {
+    scalar_t* a = acc.data<scalar_t>();
+    const scalar_t* b = gd.data<scalar_t>();
+    parallel::parallel_for(acc.numel(), 32768, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) a[i] += b[i];
+    });
+  });
+  return true;
+}
+
 // Adds g into a leaf's .grad. The first gradient is stored as its own contiguous copy, so a
 // later in-place accumulation can never write into a tensor that someone else still holds.
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
@@ -112,9 +131,10 @@ static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
     leaf.grad = g.to(leaf.dtype).clone().impl_ptr();
     return;
   }
-  Tensor acc(leaf.grad);
-  Tensor sum = add(acc, g.to(leaf.dtype));
-  leaf.grad = sum.impl_ptr();
+  Tensor acc(std::move(leaf.grad));  // moved out: a user's handle is then the only other owner
+  const Tensor gl = g.to(leaf.dtype);
+  if (!add_in_place(acc, gl)) acc = add(acc, gl);
+  leaf.grad = acc.impl_ptr();
 }
 
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
@@ -164,7 +184,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         accumulate_leaf(*e.leaf, gi);
       } else if (!e.node->grad.defined()) {
         e.node->grad = gi;
-      } else {
+      } else if (!add_in_place(e.node->grad, gi)) {
         e.node->grad = add(e.node->grad, gi);
       }
     }

@@ -330,9 +330,33 @@ void Tensor::fill_(double value) {
 void Tensor::copy_(const Tensor& src) {
   if (src.shape() != shape())
     throw std::invalid_argument("Tensor::copy_: shape mismatch, destination " + describe(*this) + ", source " + describe(src));
-  if (!is_contiguous()) throw std::invalid_argument("Tensor::copy_: destination must be contiguous, got " + describe(*this));
   Tensor c = copy_to_contiguous(src, dtype());
-  if (numel()) std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+  if (numel() == 0) return;
+  if (is_contiguous()) {
+    std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+    return;
+  }
+  // Strided destination (a view such as a narrow): walk it with a carry counter.
+  const Shape& s = shape();
+  const Shape& st = strides();
+  const int64_t nd = dim(), inner = s[nd - 1], inner_st = st[nd - 1], esz = static_cast<int64_t>(dtype_size(dtype()));
+  char* base = static_cast<char*>(impl().storage->data);
+  const char* from = static_cast<const char*>(c.raw_data());
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = impl().offset;
+  for (int64_t i = 0, n = numel(); i < n; i += inner) {
+    if (inner_st == 1) {
+      std::memcpy(base + off * esz, from + i * esz, static_cast<size_t>(inner * esz));
+    } else {
+      for (int64_t j = 0; j < inner; ++j) std::memcpy(base + (off + j * inner_st) * esz, from + (i + j) * esz, esz);
+    }
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      off += st[d];
+      if (++idx[d] < s[d]) break;
+      off -= st[d] * s[d];
+      idx[d] = 0;
+    }
+  }
 }
 
 // ---- autograd ------------------------------------------------------------------------------------

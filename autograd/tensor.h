@@ -104,7 +104,7 @@ class Tensor {
   Tensor to(DType dtype) const;  // conversion (differentiable between float dtypes)
   // In-place helpers used by optimizers and initialisers; never recorded in the graph.
   void fill_(double value);
-  void copy_(const Tensor& src);  // same shape; converts dtype
+  void copy_(const Tensor& src);  // same shape; converts dtype; the destination may be a strided view
 
   // ---- autograd -----------------------------------------------------------------------------
   bool requires_grad() const { return impl().requires_grad; }

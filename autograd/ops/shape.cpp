@@ -105,14 +105,10 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   if (should_record({&a})) {
     record(out, "narrow", {a}, [in_shape = a.shape(), d, start, length](const Tensor& g) {
       // out = a[start : start+length] along d  =>  da is g placed there, zeros elsewhere
-      std::vector<Tensor> parts;
-      Shape before = in_shape, after = in_shape;
-      before[d] = start;
-      after[d] = in_shape[d] - start - length;
-      if (start) parts.push_back(Tensor::zeros(before, g.dtype()));
-      parts.push_back(g);
-      if (after[d]) parts.push_back(Tensor::zeros(after, g.dtype()));
-      return Grads{parts.size() == 1 ? g : concat(parts, d)};
+      if (length == in_shape[d]) return Grads{g};
+      Tensor da = Tensor::zeros(in_shape, g.dtype());
+      make_view(da, g.shape(), da.strides(), start * da.strides()[d]).copy_(g);
+      return Grads{da};
     });
   }
   return out;
