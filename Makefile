@@ -7,12 +7,17 @@ CMAKE_FLAGS  ?=
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench clean fuzz
+.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz
 
 all: build
 
 deps:
 	@scripts/setup-deps.sh
+
+# Optional: Graphviz, so that `attograd graph --out FILE.svg|.png` can render (nothing needs it).
+.PHONY: deps-graphviz
+deps-graphviz:
+	@ATTOGRAD_EXTRA_PACKAGES=graphviz scripts/setup-deps.sh
 
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
@@ -46,3 +51,13 @@ fuzz:
 	@mkdir -p $(BUILD_FUZZ)/corpus
 	@cd $(BUILD_FUZZ) && ./fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
 	  -print_final_stats=1 corpus ../tests/fuzz/corpus 2>&1 | tail -n 15
+
+# attograd next to PyTorch on the same models and cores (bench/compare.py). PyTorch comes from
+# $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x there), or Debian's
+# python3-torch; BENCH_FLAGS=--quick for a smoke run.
+BENCH_FLAGS ?=
+bench: build
+	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)
+
+bench-torch2:
+	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy

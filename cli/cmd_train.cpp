@@ -32,9 +32,10 @@ int cmd_train(int argc, char** argv) {
     ("eval-iters", "batches per split in each evaluation", cxxopts::value<int64_t>()->default_value(std::to_string(d.eval_iters)))
     ("log-every", "log a line every N steps", cxxopts::value<int64_t>()->default_value(std::to_string(d.log_every)))
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value(std::to_string(d.seed)))
-    ("threads", "OpenBLAS threads (0: its default)", cxxopts::value<int>()->default_value("0"))
+    ("threads", "threads (0: one per core); OpenBLAS runs single-threaded inside them", cxxopts::value<int>()->default_value("0"))
     ("sample-tokens", "characters to sample at the end (0: none)", cxxopts::value<int64_t>()->default_value(std::to_string(d.sample_tokens)))
     ("skip-nonfinite", "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping")
+    ("grad-report", "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line")
     ("resume", "continue the run in this folder exactly (from its train_state.safetensors)", cxxopts::value<std::string>())
     ("no-progress", "plain log lines even on a terminal")
     ("h,help", "show this help");
@@ -48,7 +49,7 @@ int cmd_train(int argc, char** argv) {
     // The saved configuration is the run: only where to find the corpus and how to run may change.
     for (const char* flag : {"out", "layers", "heads", "embd", "block", "batch", "iters", "lr", "min-lr", "warmup",
                              "weight-decay", "beta1", "beta2", "grad-clip", "dropout", "eval-every", "eval-iters",
-                             "log-every", "seed", "sample-tokens", "skip-nonfinite"})
+                             "log-every", "seed", "sample-tokens", "skip-nonfinite", "grad-report"})
       if (r.count(flag))
         throw UsageError(std::string("--") + flag + " cannot be combined with --resume: the run continues with its saved configuration");
     train::resume_lm(r["resume"].as<std::string>(), r.count("data") ? r["data"].as<std::string>() : "",
@@ -82,6 +83,7 @@ int cmd_train(int argc, char** argv) {
   c.sample_tokens = r["sample-tokens"].as<int64_t>();
   c.progress_bar = !r.count("no-progress");
   c.skip_nonfinite = r.count("skip-nonfinite") > 0;
+  c.grad_report = r.count("grad-report") > 0;
   train::train_lm(c, std::cout);
   return 0;
 }

@@ -29,5 +29,9 @@ int cmd_gradcheck(int argc, char** argv);  // cli/cmd_gradcheck.cpp
 int cmd_train(int argc, char** argv);      // cli/cmd_train.cpp
 int cmd_sample(int argc, char** argv);     // cli/cmd_sample.cpp
 int cmd_eval(int argc, char** argv);       // cli/cmd_eval.cpp
+int cmd_graph(int argc, char** argv);      // cli/cmd_graph.cpp
+int cmd_attend(int argc, char** argv);     // cli/cmd_attend.cpp
+int cmd_plot(int argc, char** argv);       // cli/cmd_plot.cpp
+int cmd_bench(int argc, char** argv);      // cli/cmd_bench.cpp
 
 }  // namespace ag::cli

@@ -22,10 +22,16 @@ constexpr Command kCommands[] = {
     {"train", "train a character-level GPT on a text file (nanoGPT's CPU defaults)", ag::cli::cmd_train},
     {"sample", "generate text from a checkpoint, with a KV cache", ag::cli::cmd_sample},
     {"eval", "mean next-character cross-entropy of a text file under a checkpoint", ag::cli::cmd_eval},
+    {"bench", "measure training, forward, sampling and attention throughput", ag::cli::cmd_bench},
     {"attention", "run MultiheadAttention forward and backward on a safetensors CASE, write the RESULT",
      ag::cli::cmd_attention},
     {"gradcheck", "compare analytic and numeric float64 gradients of attention or of single ops",
      ag::cli::cmd_gradcheck},
+    {"graph", "write the autograd graph of a forward pass, with gradient norms, as Graphviz DOT (and SVG/PNG)",
+     ag::cli::cmd_graph},
+    {"attend", "write a checkpoint's attention weights on a prompt as safetensors and PNG heatmaps",
+     ag::cli::cmd_attend},
+    {"plot", "plot a run's train/val loss and learning rate against the step (PNG)", ag::cli::cmd_plot},
 };
 
 void print_usage(std::FILE* out) {

@@ -46,10 +46,12 @@ Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg
   resid_drop = register_module("resid_drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
 }
 
-Tensor Block::forward(const Tensor& x) const {
+Tensor Block::forward(const Tensor& x, Tensor* attn_weights) const {
   const Tensor h = ln1->forward(x);
-  const Tensor a = attn->forward(h, h, h, Tensor(), /*need_weights=*/false, Tensor(), true, /*is_causal=*/true).output;
-  const Tensor x1 = x + resid_drop->forward(a);
+  auto a = attn->forward(h, h, h, Tensor(), /*need_weights=*/attn_weights != nullptr, Tensor(),
+                         /*average_attn_weights=*/false, /*is_causal=*/true);
+  if (attn_weights) *attn_weights = a.weights;
+  const Tensor x1 = x + resid_drop->forward(a.output);
   return x1 + mlp->forward(ln2->forward(x1));
 }
 
@@ -100,6 +102,13 @@ Tensor TransformerLM::head(const Tensor& x) const {
 Tensor TransformerLM::forward(const Tensor& idx) const {
   Tensor x = embed(idx, 0);
   for (const auto& b : *blocks) x = b->forward(x);
+  return head(x);
+}
+
+Tensor TransformerLM::forward_with_attention(const Tensor& idx, std::vector<Tensor>& attn_weights) const {
+  attn_weights.assign(blocks->size(), Tensor());
+  Tensor x = embed(idx, 0);
+  for (size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward(x, &attn_weights[i]);
   return head(x);
 }
 

@@ -44,7 +44,9 @@ class MLP : public nn::Module {
 class Block : public nn::Module {
  public:
   Block(const GPTConfig& cfg, DType dtype, Generator& gen);
-  Tensor forward(const Tensor& x) const;                               // (B, T, E), causal
+  // (B, T, E), causal. With attn_weights, also stores the attention's per-head weights
+  // (B, H, T, T) there.
+  Tensor forward(const Tensor& x, Tensor* attn_weights = nullptr) const;
   Tensor forward_cached(const Tensor& x, nn::KVCache& cache) const;    // (B, T_new, E), inference
   std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<nn::MultiheadAttention> attn;
@@ -68,6 +70,9 @@ class TransformerLM : public nn::Module {
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
   Tensor forward(const Tensor& idx) const;                        // int64 (B, T) -> logits (B, T, V)
+  // forward(idx), also returning each block's attention weights per head, (B, H, T, T) with
+  // row i the weights of query i over the keys (zero for the keys j > i it may not see).
+  Tensor forward_with_attention(const Tensor& idx, std::vector<Tensor>& attn_weights) const;
   Tensor loss(const Tensor& idx, const Tensor& targets) const;    // mean next-token cross-entropy
   // Appends max_new_tokens sampled tokens to `prompt` (ids); needs a non-empty prompt.
   // The model sees at most block_size tokens: when the window is full it restarts from the

@@ -110,4 +110,8 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
+void name_parameters(const Module& m) {
+  for (auto& [n, t] : m.named_parameters()) t.set_name(n);
+}
+
 }  // namespace ag::nn

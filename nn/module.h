@@ -57,4 +57,8 @@ class Module {
   bool training_ = true;
 };
 
+// Labels every parameter tensor with its dotted name (Tensor::set_name), so that tools that
+// see only tensors, such as the graph export, can say which parameter a leaf is.
+void name_parameters(const Module& m);
+
 }  // namespace ag::nn

@@ -18,7 +18,7 @@ std::string config_to_json(const TrainConfig& c) {
                   {"weight_decay", c.weight_decay}, {"beta1", c.beta1},           {"beta2", c.beta2},
                   {"grad_clip", c.grad_clip},   {"eval_every", c.eval_every},     {"eval_iters", c.eval_iters},
                   {"log_every", c.log_every},   {"seed", c.seed},                 {"skip_nonfinite", c.skip_nonfinite},
-                  {"sample_tokens", c.sample_tokens}};
+                  {"sample_tokens", c.sample_tokens}, {"grad_report", c.grad_report}};
   return j.dump();
 }
 
@@ -48,6 +48,7 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
     c.seed = j.at("seed").get<uint64_t>();
     c.skip_nonfinite = j.at("skip_nonfinite").get<bool>();
     c.sample_tokens = j.at("sample_tokens").get<int64_t>();
+    c.grad_report = j.value("grad_report", false);  // absent from states written before it existed
     c.model.validate();
     return c;
   } catch (const std::exception& e) {

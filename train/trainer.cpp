@@ -14,9 +14,11 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "train/checkpoint.h"
+#include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -124,6 +126,7 @@ class Run {
   double estimate_loss(const std::vector<int64_t>& ids);
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
+  void write_grad_report(int64_t it, bool tty);
   std::string path(const char* name) const { return (dir_ / name).string(); }
 
   TrainConfig cfg_;
@@ -138,6 +141,11 @@ class Run {
   std::ofstream metrics_;
   Clock::time_point t_start_ = Clock::now();
   double tokens_per_s_ = 0;
+  // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
+  // evaluation at pending_report_iter_.
+  std::string pending_report_;
+  std::string pending_summary_;
+  int64_t pending_report_iter_ = -1;
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
@@ -171,6 +179,17 @@ void Run::save_checkpoint(bool new_best) {
   save_train_state(path("train_state.safetensors"), cfg_, model_, opt_, pos_, corpus_.tokenizer);
   save_model(path("model.safetensors"), model_, corpus_.tokenizer);
   if (new_best) save_model(path("model.best.safetensors"), model_, corpus_.tokenizer);
+}
+
+void Run::write_grad_report(int64_t it, bool tty) {
+  if (pending_report_iter_ != it) return;  // no step ran before this evaluation (iter 0, or just resumed)
+  const std::string name = "grad_report_iter" + std::to_string(it) + ".txt";
+  std::ofstream f(dir_ / name, std::ios::trunc);
+  f << pending_report_;
+  if (!f.flush()) throw std::runtime_error(path(name.c_str()) + ": cannot write the gradient report");
+  out_ << (tty ? "\r\033[K" : "") << "grads iter " << it << "  " << pending_summary_ << "  (" << name << ")\n";
+  out_.flush();
+  pending_report_iter_ = -1;
 }
 
 TrainSummary Run::run(bool fresh_metrics) {
@@ -213,6 +232,7 @@ TrainSummary Run::run(bool fresh_metrics) {
                     format_duration(seconds_since(t_start_)).c_str());
       out_ << (tty ? "\r\033[K" : "") << line << "\n";
       out_.flush();
+      if (cfg_.grad_report) write_grad_report(it, tty);
       t_log = Clock::now();  // evaluation time is not training throughput
       steps_since_log = 0;
     }
@@ -226,6 +246,15 @@ TrainSummary Run::run(bool fresh_metrics) {
     opt_.zero_grad();
     loss.backward();
     if (cfg_.after_backward) cfg_.after_backward(model_);
+    if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
+      const GradReport rep = grad_report(opt_.params());
+      char head[200];
+      std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
+                    static_cast<long>(it), static_cast<long>(it + 1), loss_v);
+      pending_report_ = head + format_grad_report(rep);
+      pending_summary_ = grad_report_summary(rep);
+      pending_report_iter_ = it + 1;
+    }
     const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
     if (!bad.empty()) {
       char msg[512];
@@ -308,7 +337,7 @@ TrainSummary Run::run(bool fresh_metrics) {
 TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   TrainConfig cfg = cfg_in;
   check_config(cfg);
-  if (cfg.threads > 0) openblas_set_num_threads(cfg.threads);
+  if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   cfg.model.validate();
@@ -328,7 +357,7 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   cfg.progress_bar = progress_bar;
   if (!data_path.empty()) cfg.data_path = data_path;
   check_config(cfg);
-  if (threads > 0) openblas_set_num_threads(threads);
+  if (threads > 0) parallel::set_num_threads(threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   if (!(corpus.tokenizer == st.tokenizer))
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +

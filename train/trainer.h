@@ -5,6 +5,8 @@
 //     at it == iters: stop;
 //     lr = schedule(it); loss = model(x, y); backward; clip; AdamW step.
 // So `iters` updates are made and the last evaluation sees the model after all of them.
+// With grad_report, the step before each evaluation also takes a gradient report (before
+// clipping), which that evaluation writes.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,10 +31,12 @@ struct TrainConfig {
   int64_t eval_every = 250, eval_iters = 20;
   int64_t log_every = 10;
   uint64_t seed = 1337;
-  int threads = 0;                // OpenBLAS threads; 0 keeps its default
+  int threads = 0;                // attograd threads (OpenBLAS single-threaded inside); 0: one per core
   int64_t sample_tokens = 300;    // printed at the end; 0 for none
   bool progress_bar = true;       // only used when stdout is a terminal
   bool skip_nonfinite = false;    // skip updates whose loss or gradients are NaN/Inf, and count them
+  bool grad_report = false;       // at each evaluation, write out_dir/grad_report_iter<N>.txt (the
+                                  // gradients of the step before it; train/grad_report.h) and a summary line
   // Hooks for tests: after backward (before clipping and the update), and after each step.
   std::function<void(models::TransformerLM&)> after_backward;
   std::function<void(int64_t iter)> after_step;

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""`make bench`: attograd next to PyTorch on the same models, configurations and 2 cores.
+
+Runs every measurement in a fresh process (peak memory is per process):
+  * attograd: `attograd bench train|forward --config C --threads T` for T in 1, 2, then
+    `bench sample`, `bench attention --len T` for T = 64 .. 1024, and `bench sgemm`;
+  * PyTorch: bench/torch_baseline.py with the interpreter given by --torch-python (default: the
+    first of $TORCH_PYTHON, .venv-torch/bin/python, /usr/bin/python3 that imports torch), at
+    each of its thread settings and modes.
+Then prints one side-by-side table: each side at its own best setting, and the ratio.
+Needs only the standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_json(cmd: list[str], env: dict | None = None) -> list[dict]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.stderr.write(f"bench: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}\n")
+    out = []
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def find_torch_python(given: str | None) -> str | None:
+    candidates = [given] if given else [os.environ.get("TORCH_PYTHON"), os.path.join(ROOT, ".venv-torch/bin/python"),
+                                        "/usr/bin/python3"]
+    for py in candidates:
+        if py and os.path.exists(py):
+            ok = subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0
+            if ok:
+                return py
+    return None
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--attograd", default=os.path.join(ROOT, "build/attograd"))
+    ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--configs", default="default,large")
+    ap.add_argument("--seconds", type=float, default=8.0, help="measuring time per attograd benchmark")
+    ap.add_argument("--quick", action="store_true", help="smoke run: a few steps of everything, default config only")
+    ap.add_argument("--no-torch", action="store_true", help="attograd's side only")
+    ap.add_argument("--out", default=None, help="also write every JSON line to this file")
+    a = ap.parse_args()
+
+    configs = ["default"] if a.quick else a.configs.split(",")
+    secs = ["--seconds", "0.5", "--max-steps", "3"] if a.quick else ["--seconds", str(a.seconds)]
+    ag = a.attograd
+    lines: list[dict] = []
+
+    # ---- attograd --------------------------------------------------------------------------
+    for c in configs:
+        for what in ("train", "forward"):
+            for t in (1, 2):
+                lines += run_json([ag, "bench", what, "--config", c, "--threads", str(t), "--json"] + secs)
+        lines += run_json([ag, "bench", "sample", "--config", c, "--json", "--tokens", "50" if a.quick else "500"])
+    for T in ([64] if a.quick else [64, 128, 256, 512, 1024]):
+        lines += run_json([ag, "bench", "attention", "--len", str(T), "--json"] + secs)
+    lines += run_json([ag, "bench", "sgemm", "--json"])
+
+    # ---- PyTorch ---------------------------------------------------------------------------
+    torch_py = None if a.no_torch else find_torch_python(a.torch_python)
+    if torch_py:
+        cmd = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py,
+               "--configs", ",".join(configs)]
+        if a.quick:
+            cmd.append("--quick")
+        env = dict(os.environ)
+        env.setdefault("OPENBLAS_CORETYPE", "SkylakeX")  # as attograd, where OpenBLAS lacks this CPU
+        for rec in run_json(cmd, env):
+            rec["side"] = "torch"
+            rec["bench"] = "train"  # each PyTorch line carries both training and forward figures
+            lines.append(rec)
+    elif not a.no_torch:
+        print("bench: no Python with torch found (install python3-torch, or pip's torch into .venv-torch); "
+              "showing attograd only", file=sys.stderr)
+
+    if a.out:
+        with open(a.out, "w") as f:
+            for rec in lines:
+                f.write(json.dumps(rec) + "\n")
+
+    # ---- the table -------------------------------------------------------------------------
+    def best(side: str, bench: str, config: str, key: str):
+        cands = [r for r in lines if r.get("side") == side and r.get("config") == config and key in r
+                 and (r.get("bench", bench) == bench) and not r.get("error")]
+        return max(cands, key=lambda r: r[key]) if cands else None
+
+    print(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores")
+    print("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
+    hdr = f"{'config':<8} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} {'setting':<34} {'ratio':>6}"
+    print(hdr)
+    print("-" * len(hdr))
+    for c in configs:
+        for what, key_ag, key_t in (("train", "tokens_per_s", "tokens_per_s"), ("forward", "tokens_per_s", "fwd_tokens_per_s")):
+            ra = best("attograd", what, c, key_ag)
+            rt = best("torch", "train", c, key_t)
+            ag_s = f"{ra[key_ag]:15.0f}" if ra else f"{'-':>15}"
+            ag_set = f"{ra['threads']} thr" if ra else ""
+            if rt:
+                mode = rt.get("mode", "eager")
+                t_set = f"torch {rt.get('torch', '?')} {mode} {rt.get('torch_threads', '?')}x{rt.get('openblas_threads', '?')}"
+                t_s = f"{rt[key_t]:14.0f}"
+                ratio = f"{ra[key_ag] / rt[key_t]:6.2f}" if ra else ""
+            else:
+                t_set, t_s, ratio = "", f"{'-':>14}", ""
+            print(f"{c:<8} {what:<8} {ag_s} {ag_set:<10} {t_s} {t_set:<34} {ratio:>6}")
+    print()
+    for c in configs:
+        ra = best("attograd", "train", c, "tokens_per_s")
+        rt = best("torch", "train", c, "tokens_per_s")
+        if ra:
+            print(f"{c}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
+                  f"{ra['sgemm_peak_gflops']:.0f} GFLOP/s sgemm peak, peak RSS {ra['peak_rss_mb']:.0f} MB"
+                  + (f"; PyTorch {rt['ms_per_step']:.1f} ms/step, peak RSS {rt['peak_rss_mb']:.0f} MB" if rt else ""))
+    samples = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "sample"]
+    for r in samples:
+        print(f"{r['config']}: sampling with the KV cache, {r['tokens_per_s']:.0f} tokens/s (batch 1)")
+    att = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "attention"]
+    if att:
+        print("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal):")
+        print(f"{'T':>6} {'ms':>9} {'tensor peak MB':>15} {'RSS MB':>8}")
+        for r in att:
+            print(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f}")
+    sg = [r for r in lines if r.get("bench") == "sgemm"]
+    if sg:
+        print(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048']:.0f} GFLOP/s at 2048³, "
+              f"{sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

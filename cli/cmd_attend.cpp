@@ -1,0 +1,92 @@
+// `attograd attend --checkpoint PATH --text TEXT --out DIR`: runs the model on a prompt and
+// writes every layer's and head's attention weights: DIR/attention.safetensors (layer{i}, F32
+// (H, T, T); see viz/attention_maps.h), one heatmap per head DIR/layer{i}_head{h}.png with the
+// characters on both axes, and all of them in DIR/attention_grid.png.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "train/checkpoint.h"
+#include "viz/attention_maps.h"
+
+namespace ag::cli {
+
+namespace fs = std::filesystem;
+
+int cmd_attend(int argc, char** argv) {
+  cxxopts::Options options("attograd attend", "Write the attention weights of every layer and head on a prompt, "
+                                              "as safetensors and as PNG heatmaps.");
+  // clang-format off
+  options.add_options()
+    ("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())
+    ("text", "the prompt (at most block_size characters, all in the vocabulary)", cxxopts::value<std::string>())
+    ("text-file", "read the prompt from this UTF-8 file instead", cxxopts::value<std::string>())
+    ("out", "folder for attention.safetensors and the PNG files (created if missing)", cxxopts::value<std::string>())
+    ("cell", "pixels per cell of the single-head heatmaps (0: chosen from the length)", cxxopts::value<int>()->default_value("0"))
+    ("no-png", "write only attention.safetensors")
+    ("h,help", "show this help");
+  // clang-format on
+  const auto r = parse_command_line(options, argc, argv);
+  if (r.count("help")) {
+    std::cout << options.help() << std::endl;
+    return 0;
+  }
+  if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
+  if (r.count("text") == r.count("text-file")) throw UsageError("give the prompt with exactly one of --text and --text-file");
+  if (!r.count("out")) throw UsageError("--out DIR is required");
+  const int cell = r["cell"].as<int>();
+  if (cell < 0 || cell > 64) throw UsageError("--cell must be in 0..64");
+
+  std::string text;
+  if (r.count("text")) {
+    text = r["text"].as<std::string>();
+  } else {
+    const std::string path = r["text-file"].as<std::string>();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
+  const viz::AttentionMaps maps = viz::capture_attention(*loaded.model, loaded.tokenizer, text);
+
+  const fs::path dir = r["out"].as<std::string>();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir.string() + ": cannot create the folder: " + ec.message());
+  const std::string st = (dir / "attention.safetensors").string();
+  viz::save_attention(st, maps, loaded.tokenizer, loaded.path);
+  const auto& cfg = loaded.model->config();
+  std::cout << "attend: " << loaded.path << " (" << cfg.n_layer << " layers, " << cfg.n_head << " heads) on "
+            << maps.length() << " characters\n"
+            << "wrote " << st << " (" << (cfg.n_layer > 1 ? "layer0 .. layer" + std::to_string(cfg.n_layer - 1) : "layer0")
+            << ": F32 [" << cfg.n_head << ", " << maps.length() << ", " << maps.length() << "] each)\n";
+  for (int64_t l = 0; l < cfg.n_layer; ++l)
+    for (int64_t h = 0; h < cfg.n_head; ++h) {
+      const auto s = viz::head_stats(maps, l, h);
+      char line[160];
+      std::snprintf(line, sizeof line, "layer %ld head %ld: mean entropy %.2f bits, mean distance back %.2f characters",
+                    static_cast<long>(l), static_cast<long>(h), s.entropy_bits, s.mean_distance);
+      std::cout << line;
+      if (!r.count("no-png")) {
+        const std::string png = "layer" + std::to_string(l) + "_head" + std::to_string(h) + ".png";
+        const auto img = viz::render_attention_head(maps, l, h, cell);
+        img.save_png((dir / png).string());
+        std::cout << "  -> " << png << " (" << img.width() << "x" << img.height() << ")";
+      }
+      std::cout << "\n";
+    }
+  if (!r.count("no-png")) {
+    const std::string grid = (dir / "attention_grid.png").string();
+    const auto img = viz::render_attention_grid(maps);
+    img.save_png(grid);
+    std::cout << "wrote " << grid << " (" << img.width() << "x" << img.height() << ")\n";
+  }
+  return 0;
+}
+
+}  // namespace ag::cli

@@ -1,0 +1,193 @@
+// `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths,
+// measured in this process. bench/compare.py runs each in a fresh process next to
+// bench/torch_baseline.py and prints the side-by-side table (`make bench`).
+#include <cblas.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+#include "cli/blas_core.h"
+#include "cli/commands.h"
+#include "models/transformer_lm.h"
+#include "nn/attention.h"
+#include "train/optimizer.h"
+
+namespace ag::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // kB on Linux
+}
+
+struct BenchConfig {
+  std::string name;
+  models::GPTConfig model;
+  int64_t batch;
+};
+
+BenchConfig config_named(const std::string& name) {
+  if (name == "default") return {name, models::GPTConfig{65, 4, 4, 128, 64, 0.0}, 12};
+  if (name == "large") return {name, models::GPTConfig{65, 6, 6, 384, 256, 0.0}, 16};
+  throw UsageError("--config must be default or large, got '" + name + "'");
+}
+
+// Matmul FLOPs of one forward pass (the backward costs twice that).
+double forward_flops(const models::GPTConfig& c, int64_t B) {
+  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd), BT = static_cast<double>(B) * T;
+  const double per_layer = 2 * BT * E * 3 * E   // q, k, v projections
+                           + 2 * 2 * BT * T * E  // scores and weights·v, all heads
+                           + 2 * BT * E * E      // out_proj
+                           + 2 * 2 * BT * E * 4 * E;  // MLP
+  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
+}
+
+// OpenBLAS on all cores (its own threads), for the peak that MFU is measured against.
+double sgemm_gflops(int64_t n, int reps) {
+  const int saved = openblas_get_num_threads();
+  openblas_set_num_threads(parallel::num_threads());
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  const int in = static_cast<int>(n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
+  const double gflops = 2.0 * static_cast<double>(n * n * n) * reps / since(t0) / 1e9;
+  openblas_set_num_threads(saved);
+  return gflops;
+}
+
+// Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
+template <class F>
+double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& steps) {
+  for (int i = 0; i < warmup; ++i) fn();
+  steps = 0;
+  const auto t0 = Clock::now();
+  while (steps < max_steps && (steps < 3 || since(t0) < seconds)) {
+    fn();
+    ++steps;
+  }
+  return since(t0) / static_cast<double>(steps);
+}
+
+void emit(const nlohmann::json& j, bool as_json) {
+  if (as_json) {
+    std::cout << j.dump() << std::endl;
+    return;
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << "=" << it.value().dump() << "  ";
+  std::cout << std::endl;
+}
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  cxxopts::Options options("attograd bench", "Measure throughput: train | forward | sample | attention | sgemm.");
+  // clang-format off
+  options.add_options()
+    ("what", "train, forward, sample, attention or sgemm", cxxopts::value<std::string>()->default_value("train"))
+    ("config", "model configuration: default (4x128, block 64, batch 12) or large (6x384, block 256, batch 16)",
+     cxxopts::value<std::string>()->default_value("default"))
+    ("seconds", "time spent measuring, per benchmark", cxxopts::value<double>()->default_value("10"))
+    ("max-steps", "stop after this many measured steps", cxxopts::value<int64_t>()->default_value("1000000"))
+    ("threads", "attograd threads (0: one per core); OpenBLAS runs inside them single-threaded", cxxopts::value<int>()->default_value("0"))
+    ("len", "attention: sequence length T", cxxopts::value<int64_t>()->default_value("256"))
+    ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
+    ("json", "one JSON object per line")
+    ("h,help", "show this help");
+  // clang-format on
+  options.parse_positional({"what"});
+  options.positional_help("[train|forward|sample|attention|sgemm]");
+  const auto r = options.parse(argc, argv);
+  if (r.count("help")) {
+    std::cout << options.help() << std::endl;
+    return 0;
+  }
+  const std::string what = r["what"].as<std::string>();
+  const int threads = r["threads"].as<int>();
+  parallel::set_num_threads(threads);  // 0: one per core
+  const double seconds = r["seconds"].as<double>();
+  const int64_t max_steps = r["max-steps"].as<int64_t>();
+  if (!(seconds > 0) || max_steps < 1) throw UsageError("--seconds and --max-steps must be positive");
+  const bool json = r.count("json") > 0;
+  nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", openblas_core_name()},
+                        {"threads", parallel::num_threads()}};
+  Generator gen(1337);
+
+  if (what == "sgemm") {
+    out["gflops_2048"] = sgemm_gflops(2048, 10);
+    out["gflops_512"] = sgemm_gflops(512, 200);
+  } else if (what == "train" || what == "forward") {
+    const BenchConfig bc = config_named(r["config"].as<std::string>());
+    models::TransformerLM model(bc.model, DType::Float32, gen);
+    const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
+    const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
+    const double tokens = static_cast<double>(bc.batch * bc.model.block_size);
+    int64_t steps = 0;
+    double sec = 0, flops = 0;
+    reset_peak_memory();
+    if (what == "train") {
+      model.train();
+      train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
+      sec = time_steps([&] {
+        Tensor loss = model.loss(x, y);
+        opt.zero_grad();
+        loss.backward();
+        train::clip_grad_norm(opt.params(), 1.0);
+        opt.step();
+      }, 3, seconds, max_steps, steps);
+      flops = 3 * forward_flops(bc.model, bc.batch);
+    } else {
+      model.eval();
+      NoGradGuard no_grad;
+      sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
+      flops = forward_flops(bc.model, bc.batch);
+    }
+    const double peak = sgemm_gflops(2048, 5);
+    out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
+                {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
+                {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
+                {"peak_rss_mb", peak_rss_mb()}});
+  } else if (what == "sample") {
+    const BenchConfig bc = config_named(r["config"].as<std::string>());
+    models::TransformerLM model(bc.model, DType::Float32, gen);
+    model.eval();
+    const int64_t n = r["tokens"].as<int64_t>();
+    models::SampleOptions so{n, 1.0, 0, true};
+    (void)model.generate({0}, {8, 1.0, 0, true}, gen);  // warm-up
+    const auto t0 = Clock::now();
+    (void)model.generate({0}, so, gen);
+    const double sec = since(t0);
+    out.update({{"config", bc.name}, {"tokens", n}, {"tokens_per_s", static_cast<double>(n) / sec},
+                {"peak_rss_mb", peak_rss_mb()}});
+  } else if (what == "attention") {
+    const int64_t T = r["len"].as<int64_t>(), E = 128, H = 4, B = 4;
+    if (T < 1) throw UsageError("--len must be positive");
+    nn::MultiheadAttention mha(E, H, 0.0, true, true, DType::Float32, gen);
+    Tensor x = Tensor::randn({B, T, E}, DType::Float32, gen).requires_grad_();
+    int64_t steps = 0;
+    reset_peak_memory();
+    const double sec = time_steps([&] {
+      Tensor o = mha.forward(x, x, x, Tensor(), false, Tensor(), true, true).output;
+      sum(o).backward();
+    }, 2, seconds, max_steps, steps);
+    out.update({{"len", T}, {"batch", B}, {"embed", E}, {"heads", H}, {"steps", steps}, {"ms_fwd_bwd", sec * 1e3},
+                {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
+                {"peak_rss_mb", peak_rss_mb()}});
+  } else {
+    throw UsageError("unknown benchmark '" + what + "' (train, forward, sample, attention, sgemm)");
+  }
+  emit(out, json);
+  return 0;
+}
+
+}  // namespace ag::cli

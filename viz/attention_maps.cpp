@@ -1,0 +1,115 @@
+#include "viz/attention_maps.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/safetensors.h"
+#include "viz/heatmap.h"
+
+namespace ag::viz {
+
+AttentionMaps capture_attention(const models::TransformerLM& model, const data::CharTokenizer& tok, std::string_view text) {
+  if (model.is_training()) throw std::invalid_argument("capture_attention: the model must be in eval mode (dropout)");
+  const std::vector<int64_t> ids = tok.encode(text, "text");
+  const int64_t T = static_cast<int64_t>(ids.size()), block = model.config().block_size;
+  if (T == 0) throw std::runtime_error("text: is empty; give at least one character");
+  if (T > block)
+    throw std::runtime_error("text: has " + std::to_string(T) + " characters but the model's context (block_size) is " +
+                             std::to_string(block) + "; shorten it");
+  AttentionMaps maps;
+  maps.text = std::string(text);
+  for (const auto& cp : data::decode_utf8(text, "text")) maps.chars.push_back(data::encode_utf8(cp));
+  NoGradGuard no_grad;
+  std::vector<Tensor> weights;
+  model.forward_with_attention(Tensor::from_vector(ids, {1, T}), weights);
+  for (const Tensor& w : weights) maps.layers.push_back(squeeze(w, 0).to(DType::Float32).contiguous());  // (H, T, T)
+  return maps;
+}
+
+void save_attention(const std::string& path, const AttentionMaps& maps, const data::CharTokenizer& tok,
+                    const std::string& checkpoint) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (size_t i = 0; i < maps.layers.size(); ++i) tensors.emplace_back("layer" + std::to_string(i), maps.layers[i]);
+  const std::map<std::string, std::string> md = {{"format", "attograd.attention"},
+                                                 {"text", nlohmann::json(maps.text).dump()},
+                                                 {"chars", nlohmann::json(maps.chars).dump()},
+                                                 {"vocab", nlohmann::json(tok.chars()).dump()},
+                                                 {"n_layer", std::to_string(maps.layers.size())},
+                                                 {"n_head", std::to_string(maps.n_head())},
+                                                 {"checkpoint", checkpoint}};
+  save_safetensors(path, tensors, md);
+}
+
+std::string display_char(const std::string& ch) {
+  if (ch == "\n") return "↵";
+  if (ch == " ") return "␣";
+  if (ch == "\t") return "⇥";
+  if (ch.size() == 1 && (static_cast<unsigned char>(ch[0]) < 0x20 || ch[0] == 0x7f)) return "·";
+  return ch;
+}
+
+namespace {
+HeatmapOptions head_options(const AttentionMaps& maps, int64_t layer, int64_t head, int cell) {
+  HeatmapOptions o;
+  o.title = "layer " + std::to_string(layer) + ", head " + std::to_string(head);
+  o.row_title = "query";
+  o.col_title = "key";
+  for (const auto& c : maps.chars) o.row_labels.push_back(display_char(c));
+  o.col_labels = o.row_labels;
+  const int64_t T = maps.length();
+  o.masked.resize(static_cast<size_t>(T * T));
+  for (int64_t q = 0; q < T; ++q)
+    for (int64_t k = q + 1; k < T; ++k) o.masked[static_cast<size_t>(q * T + k)] = true;
+  o.cell = cell;
+  o.gamma = 0.5;  // colour ∝ √weight, so that weights spread over many keys still show
+  return o;
+}
+
+std::vector<double> head_values(const AttentionMaps& maps, int64_t layer, int64_t head) {
+  if (layer < 0 || layer >= static_cast<int64_t>(maps.layers.size()) || head < 0 || head >= maps.n_head())
+    throw std::out_of_range("attention maps: no layer " + std::to_string(layer) + " head " + std::to_string(head));
+  const int64_t T = maps.length();
+  const auto all = maps.layers[layer].to_double_vector();
+  return std::vector<double>(all.begin() + head * T * T, all.begin() + (head + 1) * T * T);
+}
+}  // namespace
+
+Image render_attention_head(const AttentionMaps& maps, int64_t layer, int64_t head, int cell) {
+  const int T = static_cast<int>(maps.length());
+  return render_heatmap(head_values(maps, layer, head), T, T, head_options(maps, layer, head, cell));
+}
+
+Image render_attention_grid(const AttentionMaps& maps, int cell) {
+  const int T = static_cast<int>(maps.length());
+  if (cell <= 0) cell = std::clamp(240 / std::max(T, 1), 4, 16);
+  std::vector<Image> panels;
+  for (int64_t l = 0; l < static_cast<int64_t>(maps.layers.size()); ++l)
+    for (int64_t h = 0; h < maps.n_head(); ++h) {
+      HeatmapOptions o = head_options(maps, l, h, cell);
+      o.row_title = o.col_title = "";
+      if (cell < 9) o.row_labels.clear(), o.col_labels.clear();  // too small to read
+      o.colorbar = false;  // the single-head images have one; all grid panels share the scale
+      panels.push_back(render_heatmap(head_values(maps, l, h), T, T, o));
+    }
+  return tile(panels, static_cast<int>(maps.n_head()));
+}
+
+HeadStats head_stats(const AttentionMaps& maps, int64_t layer, int64_t head) {
+  const auto v = head_values(maps, layer, head);
+  const int64_t T = maps.length();
+  HeadStats s;
+  for (int64_t q = 0; q < T; ++q)
+    for (int64_t k = 0; k <= q; ++k) {
+      const double p = v[static_cast<size_t>(q * T + k)];
+      if (p > 0) s.entropy_bits -= p * std::log2(p);
+      s.mean_distance += p * static_cast<double>(q - k);
+    }
+  s.entropy_bits /= static_cast<double>(T);
+  s.mean_distance /= static_cast<double>(T);
+  return s;
+}
+
+}  // namespace ag::viz

@@ -1,0 +1,61 @@
+#include "viz/loss_plot.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "viz/line_plot.h"
+
+namespace ag::viz {
+
+std::vector<MetricsRow> read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open file (is it a run folder written by attograd train?)");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::vector<MetricsRow> rows;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const auto j = nlohmann::json::parse(lines[k]);
+      MetricsRow r;
+      r.iter = j.at("iter").get<int64_t>();
+      r.train_loss = j.at("train_loss").is_null() ? NAN : j.at("train_loss").get<double>();
+      if (j.contains("val_loss") && !j["val_loss"].is_null()) r.val_loss = j["val_loss"].get<double>();
+      r.lr = j.contains("lr") && !j["lr"].is_null() ? j["lr"].get<double>() : NAN;
+      rows.push_back(r);
+    } catch (const std::exception& e) {
+      if (k + 1 == lines.size() && !lines[k].ends_with("}")) break;  // torn last line
+      throw std::runtime_error(path + ":" + std::to_string(k + 1) + ": not a metrics line: " + e.what());
+    }
+  }
+  if (rows.empty()) throw std::runtime_error(path + ": holds no metrics yet");
+  std::stable_sort(rows.begin(), rows.end(), [](const MetricsRow& a, const MetricsRow& b) { return a.iter < b.iter; });
+  return rows;
+}
+
+Image render_loss_plot(const std::vector<MetricsRow>& rows, const std::string& title, int width, int height) {
+  Series batch{"train (one batch)", {}, {}, Color{150, 190, 230}, 1.0, 0};
+  Series train{"train (eval)", {}, {}, Color{31, 90, 170}, 2.0, 3.5};
+  Series val{"val (eval)", {}, {}, Color{222, 110, 30}, 2.0, 3.5};
+  Series lr{"", {}, {}, Color{90, 90, 90}, 1.5, 0};
+  for (const MetricsRow& r : rows) {
+    if (r.val_loss) {
+      train.x.push_back(static_cast<double>(r.iter)), train.y.push_back(r.train_loss);
+      val.x.push_back(static_cast<double>(r.iter)), val.y.push_back(*r.val_loss);
+    } else {
+      batch.x.push_back(static_cast<double>(r.iter)), batch.y.push_back(r.train_loss);
+    }
+    if (lr.x.empty() || lr.x.back() != static_cast<double>(r.iter)) lr.x.push_back(static_cast<double>(r.iter)), lr.y.push_back(r.lr);
+  }
+  std::vector<Panel> panels;
+  Panel loss{"loss (nats/char)", {}, 3};
+  if (!batch.x.empty()) loss.series.push_back(batch);
+  if (!train.x.empty()) loss.series.push_back(train), loss.series.push_back(val);
+  panels.push_back(loss);
+  panels.push_back(Panel{"learning rate", {lr}, 1});
+  return render_plot(panels, PlotOptions{width, height, title, "step"});
+}
+
+}  // namespace ag::viz
