@@ -51,3 +51,12 @@ add_test(NAME cli.train.interrupt
                  ${ATTOGRAD_CLI_OUT}/interrupt)
 set_tests_properties(cli.train.interrupt PROPERTIES PASS_REGULAR_EXPRESSION "PASS: interrupt" TIMEOUT 120
                      ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+
+# ---- the benchmark command, as a smoke test only (speed is measured by make bench, not here) ----
+attograd_cli_test(cli.bench.train_smoke EXIT 0 STDOUT "\"bench\":\"train\".*\"tokens_per_s\""
+                  COMMAND ${AG} bench train --max-steps 2 --seconds 0.01 --json)
+attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
+                  COMMAND ${AG} bench attention --len 32 --max-steps 2 --seconds 0.01 --json)
+attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
+                  COMMAND ${AG} bench sample --tokens 5 --json)
+attograd_cli_test(cli.bench.unknown EXIT 2 STDERR "unknown benchmark 'nope'" COMMAND ${AG} bench nope)
