@@ -100,8 +100,7 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   }
   // ---- canonical layout: batch-first (N, L, E), (N, S, E) --------------------------------------
   const bool unbatched = query.dim() == 2;
-  const int64_t want = unbatched ? 2 : 3;
-  if (query.dim() != want && !(query.dim() == 3))
+  if (query.dim() != 2 && query.dim() != 3)
     throw std::invalid_argument(std::string(op) + ": query must be 2-d (L, E) or 3-d, got " + describe(query));
   if (key.dim() != query.dim() || value.dim() != query.dim())
     throw std::invalid_argument(std::string(op) + ": query, key and value must have the same rank, got " +

@@ -1,6 +1,8 @@
 // Tests of the data layer: UTF-8 codec, character tokenizer, corpus loading, batches.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "data/tokenizer.h"
 
 namespace fs = std::filesystem;
+using namespace ag::testing_util;
 using namespace ag;
 using namespace ag::data;
 
@@ -22,17 +25,6 @@ namespace {
 
 const std::string kShakespeare = ATTOGRAD_SOURCE_DIR "/../shared/data/tinyshakespeare.txt";
 
-// Runs f, expects a std::runtime_error (or subclass E), and returns its message.
-template <class E = std::runtime_error, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
 
 // A scratch directory under the system temp directory, removed at the end of the test.
 class DataCorpusFile : public ::testing::Test {

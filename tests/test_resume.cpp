@@ -1,5 +1,7 @@
 // Exact resume, interruption, non-finite values, crash-safe checkpoints and bad train states.
 #include <gtest/gtest.h>
+
+#include "tests/test_util.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,19 +19,9 @@
 using namespace ag;
 using namespace ag::train;
 namespace fs = std::filesystem;
+using namespace ag::testing_util;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("attograd_resume_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string corpus(const fs::path& dir, const std::string& extra = "") {
   std::string text;
@@ -68,11 +60,11 @@ std::vector<std::string> losses(const fs::path& run) {
 }  // namespace
 
 TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
-  const fs::path d = fresh_dir("exact");
+  const fs::path d = temp_dir("resume_exact");
   std::ostringstream log;
   const TrainConfig straight = small_run(d, "straight");
   train_lm(straight, log);
-  const std::string want_model = bytes_of(fs::path(straight.out_dir) / "model.safetensors");
+  const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
   const auto want_losses = losses(straight.out_dir);
   ASSERT_EQ(want_losses.size(), 300u + 4u);
 
@@ -89,7 +81,7 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
     EXPECT_EQ(first.iters, k + 1);
     const auto second = resume_lm(c.out_dir, "", 0, false, log);
     EXPECT_FALSE(second.interrupted);
-    EXPECT_EQ(bytes_of(fs::path(c.out_dir) / "model.safetensors"), want_model);
+    EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
     EXPECT_EQ(losses(c.out_dir), want_losses);
   }
   EXPECT_NE(log.str().find("resume with: attograd train --resume"), std::string::npos);
@@ -99,7 +91,7 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
 }
 
 TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
-  const fs::path d = fresh_dir("nan");
+  const fs::path d = temp_dir("resume_nan");
   TrainConfig c = small_run(d, "run");
   c.iters = 40;
   c.eval_every = 10;
@@ -126,7 +118,7 @@ TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
 }
 
 TEST(Resume, SkipNonFiniteSkipsAndCounts) {
-  const fs::path d = fresh_dir("skip");
+  const fs::path d = temp_dir("resume_skip");
   TrainConfig c = small_run(d, "run");
   c.iters = 30;
   c.skip_nonfinite = true;
@@ -143,7 +135,7 @@ TEST(Resume, SkipNonFiniteSkipsAndCounts) {
 }
 
 TEST(Resume, KillNineDuringCheckpointWritesLeavesALoadableModel) {
-  const fs::path d = fresh_dir("kill");
+  const fs::path d = temp_dir("resume_kill");
   models::TransformerLM m(models::GPTConfig{5, 2, 2, 32, 32, 0.0});
   const auto tok = data::CharTokenizer::from_chars({"a", "b", "c", "d", "e"});
   const std::string path = (d / "model.safetensors").string();
@@ -162,7 +154,7 @@ TEST(Resume, KillNineDuringCheckpointWritesLeavesALoadableModel) {
 }
 
 TEST(Resume, BadTrainStatesAreRefused) {
-  const fs::path d = fresh_dir("badstate");
+  const fs::path d = temp_dir("resume_badstate");
   TrainConfig c = small_run(d, "run");
   c.iters = 5;
   std::ostringstream log;
@@ -207,10 +199,10 @@ TEST(Resume, BadTrainStatesAreRefused) {
   // A corpus whose vocabulary differs from the state's.
   rewrite([](auto&) {}, [&](auto& md) { md = good.metadata(); });
   const std::string other = (d / "other.txt").string();
-  std::ofstream(other) << bytes_of(corpus(d)) << "XYZ";
+  std::ofstream(other) << read_bytes(corpus(d)) << "XYZ";
   expect_error("does not match the train state", other);
   // Truncated, empty and random files.
-  const std::string full = bytes_of(state);
+  const std::string full = read_bytes(state);
   std::ofstream(state, std::ios::binary | std::ios::trunc) << full.substr(0, full.size() / 2);
   expect_error("train_state.safetensors");
   std::ofstream(state, std::ios::binary | std::ios::trunc);

@@ -1,6 +1,8 @@
 // Tests of the safetensors reader and writer: round trips, the exact on-disk layout, one test
 // per malformed-file refusal, and durable saving (a failed save never harms the target).
 #include <gtest/gtest.h>
+
+#include "tests/test_util.h"
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -27,21 +29,11 @@
 #include "autograd/tensor.h"
 
 namespace fs = std::filesystem;
+using namespace ag::testing_util;
 using namespace ag;
 
 namespace {
 
-// Runs f, expects exception E, and returns its message.
-template <class E = std::runtime_error, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
 
 // A file from its parts, built by hand (not by our writer): u64 N, header, buffer.
 std::string file_from(const std::string& header, const std::string& buffer = "") {

@@ -1,6 +1,8 @@
 // Optimizers, the schedule, clipping, model checkpoints and reproducible training runs.
 #include <gtest/gtest.h>
 
+#include "tests/test_util.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,14 +19,9 @@
 using namespace ag;
 using namespace ag::train;
 namespace fs = std::filesystem;
+using namespace ag::testing_util;
 
 namespace {
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("attograd_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // A small corpus with enough structure to learn from.
 std::string write_corpus(const fs::path& dir) {
@@ -35,12 +32,6 @@ std::string write_corpus(const fs::path& dir) {
   return p.string();
 }
 
-std::vector<std::string> read_lines(const fs::path& p) {
-  std::ifstream in(p);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
 }  // namespace
 
 TEST(Optim, AdamWMatchesPyTorchsUpdateAndDecaysMatricesOnly) {

@@ -1,5 +1,7 @@
 // Images, text, heatmaps, line plots, loss curves and attention maps (viz/).
 #include <gtest/gtest.h>
+
+#include "tests/test_util.h"
 #include <stb_image.h>
 
 #include <cmath>
@@ -19,14 +21,9 @@
 using namespace ag;
 using namespace ag::viz;
 namespace fs = std::filesystem;
+using namespace ag::testing_util;
 
 namespace {
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("attograd_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // Width and height read straight from the PNG's bytes: the 8-byte signature, then the IHDR
 // chunk (length, "IHDR", width and height as big-endian 32-bit integers).

@@ -32,6 +32,8 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
     mask_batched = ok3;
   }
   const Tensor Q = kernels::dense(q), K = kernels::dense(k);
+  // Batch entries per thread: enough multiply-adds that splitting pays for itself.
+  const int64_t batch_grain = std::max<int64_t>(1, kernels::kParallelGemmWork / std::max<int64_t>(L * S * D, 1));
   const Tensor M = mask.defined() ? kernels::dense(mask) : Tensor();
   Tensor P = Tensor::empty({B, L, S}, q.dtype());  // (B, L, S)
   AG_DISPATCH_FLOAT(q.dtype(), "attention_probs", [&] {
@@ -40,7 +42,7 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
     const scalar_t* pk = K.data<scalar_t>();
     const scalar_t* pm = M.defined() ? M.data<scalar_t>() : nullptr;
     scalar_t* pp = P.data<scalar_t>();
-    parallel::parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+    parallel::parallel_for(B, batch_grain, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         scalar_t* Pb = pp + b * L * S;
         // scores (L, S) = scale · q_b (L, D) @ k_b (S, D)ᵀ, written into P then normalised in place
@@ -66,7 +68,7 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
   if (should_record({&q, &k})) {
     const bool gq = q.requires_grad(), gk = k.requires_grad();
     record(P, "attention_probs", {q, k},
-           [Q = Q.detach(), K = K.detach(), P = P.detach(), scale, gq, gk, B, L, S, D](const Tensor& g) {
+           [Q = Q.detach(), K = K.detach(), P = P.detach(), scale, gq, gk, B, L, S, D, batch_grain](const Tensor& g) {
              // P = softmax(scale·Q·Kᵀ + mask)  =>
              //   dScores = P ⊙ (dP − Σ_j dP_j P_j)   (row-wise softmax backward; masked entries have P = 0)
              //   dQ = scale · dScores @ K,  dK = scale · dScoresᵀ @ Q
@@ -75,7 +77,7 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
              Tensor dk = gk ? Tensor::empty(K.shape(), K.dtype()) : Tensor();
              AG_DISPATCH_FLOAT(Q.dtype(), "attention_probs_backward", [&] {
                const scalar_t sc = static_cast<scalar_t>(scale);
-               parallel::parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+               parallel::parallel_for(B, batch_grain, [&](int64_t b0, int64_t b1) {
                  std::vector<scalar_t> ds(static_cast<size_t>(L * S));  // (L, S) for one batch entry
                  for (int64_t b = b0; b < b1; ++b) {
                    const scalar_t* Pb = P.data<scalar_t>() + b * L * S;

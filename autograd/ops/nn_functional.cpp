@@ -219,7 +219,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
              if (X.dtype() == DType::Float32) {
                // Rows split into a fixed number of parts, each summing its own dw and db; the
                // parts are then added in order, so the result depends only on the thread count.
-               const int64_t parts = std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1));
+               const bool split = rows * C >= 2 * kernels::kParallelGrain;
+               const int64_t parts = split ? std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1)) : 1;
                std::vector<float> partial(static_cast<size_t>(2 * parts * C), 0.0f);  // (parts, 2, C)
                const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
                            *pm = mean.data<float>(), *pr = rstd.data<float>(), *pg = G.data<float>();

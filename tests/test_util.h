@@ -1,0 +1,48 @@
+// Small helpers shared by the test files.
+#pragma once
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ag::testing_util {
+
+// A fresh, empty scratch folder under the system temp folder, unique to this process.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path d = fs::temp_directory_path() / ("attograd_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs f, expects an exception of type E, and returns its message (a test failure otherwise).
+template <class E = std::runtime_error, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
+
+inline std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline std::vector<std::string> read_lines(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+}  // namespace ag::testing_util
