@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <cblas.h>
 #include <unistd.h>
 
 #include <chrono>
