@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "autograd/buffer_cache.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/kernels/dispatch.h"
@@ -62,14 +63,13 @@ void reset_peak_memory() { g_peak_bytes = g_current_bytes.load(); }
 Storage::Storage(size_t n) : nbytes(n) {
   // 64-byte alignment suits AVX-512 loads and BLAS; round the size up as aligned_alloc needs.
   const size_t bytes = ((n + 63) / 64) * 64;
-  data = bytes ? std::aligned_alloc(64, bytes) : nullptr;
-  if (bytes && !data) throw std::bad_alloc();
+  data = bytes ? buffer_cache::allocate(bytes) : nullptr;
   const int64_t now = g_current_bytes += static_cast<int64_t>(nbytes);
   for (int64_t peak = g_peak_bytes.load(); now > peak && !g_peak_bytes.compare_exchange_weak(peak, now);) {
   }
 }
 Storage::~Storage() {
-  std::free(data);
+  buffer_cache::release(data, ((nbytes + 63) / 64) * 64);
   g_current_bytes -= static_cast<int64_t>(nbytes);
 }
 
