@@ -149,8 +149,8 @@ def main() -> int:
             print(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f}")
     sg = [r for r in lines if r.get("bench") == "sgemm"]
     if sg:
-        print(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048']:.0f} GFLOP/s at 2048³, "
-              f"{sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
+        print(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "
+              f"{sg[0]['gflops_2048']:.0f} on {sg[0]['threads']}; {sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
     return 0
 
 

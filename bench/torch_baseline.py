@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""PyTorch side of the side-by-side benchmark: the same TransformerLM (tests/parity/twin.py)
+and the same configurations as attograd, at each thread setting, one JSON object per line.
+
+    /usr/bin/python3 bench/torch_baseline.py                       # Debian's torch 1.13
+    /work/torch2/bin/python bench/torch_baseline.py                # pip's torch 2.x: eager + compile
+    python3 bench/torch_baseline.py --python /usr/bin/python3      # parent without torch
+
+Configurations (dropout 0, vocabulary 65 as tiny shakespeare, random token ids):
+    default  4 layers, 4 heads, 128 wide, block 64, batch 12    (nanoGPT shakespeare_char CPU)
+    large    6 layers, 6 heads, 384 wide, block 256, batch 16   (nanoGPT's GPU model shape)
+
+For every configuration x mode x thread setting a fresh worker process is started (thread pools
+cannot be resized once created): torch.set_num_threads(T) and OPENBLAS_NUM_THREADS=B in its
+environment, for T, B in {1, 2}. The worker measures, after warm-up:
+    * a training step: forward + loss + backward + clip_grad_norm_(1.0) + AdamW step
+      (betas 0.9/0.99, weight decay 0.1 on matrices): ms_per_step (mean), median, tokens_per_s;
+    * a forward pass with the loss, in eval mode under torch.no_grad(): fwd_ms, fwd_tokens_per_s;
+    * peak RSS of the worker (getrusage ru_maxrss): peak_rss_mb; base_rss_mb is the peak right
+      after importing torch and building the model, before any step.
+Modes: eager, and with torch >= 2 also torch.compile (the model is compiled; the first step's
+time, which includes compilation, is reported as compile_s and not counted).
+
+OPENBLAS_CORETYPE: by default workers inherit it from the environment; --openblas-coretype
+VALUE sets it, --openblas-coretype none removes it. Each line records the value in effect and
+torch's BLAS (torch_blas): Debian's torch 1.13 calls OpenBLAS, where OPENBLAS_CORETYPE=SkylakeX
+matters on this machine's CPU; pip's torch 2.x uses MKL and oneDNN, where it should not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TWIN_DIR = os.path.join(os.path.dirname(HERE), "tests", "parity")
+
+CONFIGS = {
+    "default": dict(n_layer=4, n_head=4, n_embd=128, block_size=64, batch_size=12),
+    "large": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=16),
+}
+VOCAB = 65
+THREAD_SETTINGS = "1x1,1x2,2x1,2x2"  # torch threads x OpenBLAS threads
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def _torch_blas(torch) -> str:
+    """torch's BLAS: BLAS_INFO from its build config (mkl is linked statically into pip's
+    wheels), plus for a 'generic' BLAS the shared libraries behind it (numpy's own bundled
+    OpenBLAS, scipy_openblas, is left out: torch does not use it)."""
+    import re
+    m = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    info = m.group(1) if m else "unknown"
+    libs = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = os.path.basename(line.split()[-1]) if "/" in line else ""
+                if "scipy_openblas" not in name and any(k in name for k in ("openblas", "mkl", "blis")):
+                    libs.add(name)
+    except OSError:
+        pass
+    return info + (" (" + ", ".join(sorted(libs)) + ")" if libs else "")
+
+
+def worker(a: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(a.torch_threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    sys.path.insert(0, TWIN_DIR)
+    import twin
+
+    c = CONFIGS[a.config]
+    torch.manual_seed(1337)
+    cfg = twin.GPTConfig(vocab_size=VOCAB, n_layer=c["n_layer"], n_head=c["n_head"], n_embd=c["n_embd"],
+                         block_size=c["block_size"], dropout=0.0)
+    model = twin.TransformerLM(cfg)
+    model.train()
+    opt = twin.make_optimizer(model, lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    run = torch.compile(model) if a.mode == "compile" else model
+    B, T = c["batch_size"], c["block_size"]
+    gen = torch.Generator().manual_seed(0)
+    corpus = torch.randint(0, VOCAB, (100_000,), generator=gen)
+    batches = [twin.get_batch(corpus, B, T, gen) for _ in range(8)]
+    base_rss = _maxrss_mb()
+    load_before = os.getloadavg()[0]
+
+    def train_step(i: int) -> float:
+        x, y = batches[i % len(batches)]
+        loss = run(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    def fwd_step(i: int) -> float:
+        x, y = batches[i % len(batches)]
+        with torch.no_grad():
+            return run(x, y).item()
+
+    def measure(step, warmup: int, steps: int, seconds: float):
+        first = None
+        for i in range(warmup):
+            t0 = time.perf_counter()
+            step(i)
+            if first is None:
+                first = time.perf_counter() - t0
+        times, loss, i = [], float("nan"), 0
+        t_start = time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            loss = step(i)
+            times.append(time.perf_counter() - t0)
+            i += 1
+            if steps > 0:
+                if i >= steps:
+                    break
+            elif i >= 3 and time.perf_counter() - t_start >= seconds:
+                break
+        return times, loss, first
+
+    train_times, loss, first_train = measure(train_step, a.warmup, a.steps, a.seconds)
+    model.eval()
+    fwd_times, _, first_fwd = measure(fwd_step, a.warmup, a.steps, a.seconds / 3)
+    model.train()
+
+    tok = B * T
+    mean_ms = 1e3 * sum(train_times) / len(train_times)
+    fwd_ms = 1e3 * sum(fwd_times) / len(fwd_times)
+    out = {
+        "impl": "pytorch", "torch": torch.__version__, "mode": a.mode, "config": a.config, **c,
+        "vocab_size": VOCAB, "params": sum(p.numel() for p in model.parameters()),
+        "torch_threads": a.torch_threads, "openblas_threads": int(os.environ.get("OPENBLAS_NUM_THREADS", "0")),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch_blas": _torch_blas(torch),
+        "warmup_steps": a.warmup, "steps": len(train_times),
+        "ms_per_step": round(mean_ms, 3), "ms_per_step_median": round(1e3 * statistics.median(train_times), 3),
+        "tokens_per_s": round(tok / (mean_ms / 1e3), 1),
+        "fwd_steps": len(fwd_times), "fwd_ms": round(fwd_ms, 3), "fwd_tokens_per_s": round(tok / (fwd_ms / 1e3), 1),
+        "peak_rss_mb": round(_maxrss_mb(), 1), "base_rss_mb": round(base_rss, 1), "final_loss": round(loss, 4),
+        # 1-minute load average before and after: other work on the machine skews the timings
+        "loadavg_before": round(load_before, 2), "loadavg_after": round(os.getloadavg()[0], 2),
+    }
+    if a.mode == "compile":
+        out["compile_s"] = round(first_train, 2)
+        out["compile_fwd_s"] = round(first_fwd, 2)
+    return out
+
+
+def torch_version(python: str) -> str:
+    r = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{python} cannot import torch:\n{r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default="default,large", help="comma-separated: default, large")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="timed training (and forward) steps per setting; 0 (default): as many as fit in "
+                         "--seconds for training and a third of that for forward, at least 3")
+    ap.add_argument("--seconds", type=float, default=7.0, help="time budget of the training measurement")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (compile: includes compilation)")
+    ap.add_argument("--threads", default=THREAD_SETTINGS,
+                    help=f"TORCHxOPENBLAS thread settings, comma-separated (default {THREAD_SETTINGS})")
+    ap.add_argument("--modes", default="auto", help="eager, compile, or auto (eager, plus compile with torch >= 2)")
+    ap.add_argument("--openblas-coretype", default="inherit",
+                    help="OPENBLAS_CORETYPE for the workers: inherit (default), none (unset), or a value")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 1 warm-up step and 2 timed steps per setting")
+    ap.add_argument("--python", default=sys.executable, help="interpreter with torch for the workers")
+    ap.add_argument("--out", help="also append the JSON lines to this file")
+    # worker-only
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--torch-threads", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.quick:
+        a.steps, a.warmup = 2, 1
+
+    if a.worker:
+        print(json.dumps(worker(a)), flush=True)
+        return 0
+
+    configs = [c.strip() for c in a.configs.split(",") if c.strip()]
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error(f"unknown configuration {c!r} (known: {', '.join(CONFIGS)})")
+    settings = []
+    for s in a.threads.split(","):
+        t, _, b = s.strip().partition("x")
+        settings.append((int(t), int(b)))
+    version = torch_version(a.python)
+    major = int(version.split(".")[0])
+    modes = ["eager"] + (["compile"] if major >= 2 else []) if a.modes == "auto" else a.modes.split(",")
+    if "compile" in modes and major < 2:
+        print(f"torch {version} has no torch.compile; skipping mode compile", file=sys.stderr)
+        modes = [m for m in modes if m != "compile"]
+
+    env = dict(os.environ)
+    if a.openblas_coretype == "none":
+        env.pop("OPENBLAS_CORETYPE", None)
+    elif a.openblas_coretype != "inherit":
+        env["OPENBLAS_CORETYPE"] = a.openblas_coretype
+    out_file = open(a.out, "a") if a.out else None
+    failures = 0
+    for config in configs:
+        for mode in modes:
+            for t, b in settings:
+                cmd = [a.python, os.path.abspath(__file__), "--worker", "--config", config, "--mode", mode,
+                       "--torch-threads", str(t), "--steps", str(a.steps), "--seconds", str(a.seconds),
+                       "--warmup", str(a.warmup)]
+                wenv = dict(env, OPENBLAS_NUM_THREADS=str(b))
+                r = subprocess.run(cmd, env=wenv, capture_output=True, text=True)
+                lines = r.stdout.strip().splitlines()
+                if r.returncode != 0 or not lines:
+                    failures += 1
+                    line = json.dumps({"impl": "pytorch", "torch": version, "mode": mode, "config": config,
+                                       "torch_threads": t, "openblas_threads": b,
+                                       "error": (r.stderr.strip().splitlines() or ["no output"])[-1]})
+                else:
+                    line = lines[-1]
+                print(line, flush=True)
+                if out_file:
+                    out_file.write(line + "\n")
+                    out_file.flush()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
