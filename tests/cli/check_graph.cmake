@@ -1,16 +1,8 @@
 # Runs `attograd graph ...` and checks that the DOT file it wrote declares as many nodes and
 # edges as the graph it reports ("graph: N ops, M leaves, E edges"):
 #   cmake -DDOT=<file.dot> -P check_graph.cmake -- <attograd> graph <args>...
-set(command "")
-set(after_dashes OFF)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_dashes ON)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_after_dashes.cmake)
+attograd_command_after_dashes(command)
 file(REMOVE "${DOT}")
 execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT status EQUAL 0)

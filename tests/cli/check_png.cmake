@@ -6,16 +6,8 @@
 # With a command, it first runs it (it must exit 0 and write the file); SIZE_REGEX then takes
 # the expected width and height from the two groups it matches in the command's stdout.
 # ANY_SIZE checks only that the file is a PNG.
-set(command "")
-set(after_dashes OFF)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_dashes ON)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_after_dashes.cmake)
+attograd_command_after_dashes(command)
 list(LENGTH command command_length)
 if(command_length GREATER 0)
   file(REMOVE "${PNG}")

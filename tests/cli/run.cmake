@@ -12,16 +12,8 @@ if(NOT DEFINED EXPECT_EXIT)
 endif()
 
 # The command is everything after "--" on cmake's own command line.
-set(command "")
-set(after_dashes OFF)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_dashes ON)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_after_dashes.cmake)
+attograd_command_after_dashes(command)
 list(LENGTH command command_length)
 if(command_length EQUAL 0)  # not if(NOT command): that is true for a command named "false"
   message(FATAL_ERROR "run.cmake: no command after --")
