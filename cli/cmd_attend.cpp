@@ -30,10 +30,7 @@ int cmd_attend(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
   if (r.count("text") == r.count("text-file")) throw UsageError("give the prompt with exactly one of --text and --text-file");
   if (!r.count("out")) throw UsageError("--out DIR is required");

@@ -43,10 +43,7 @@ int cmd_attention(int argc, char** argv) {
       ("out", "the RESULT file to write (replaced atomically)", cxxopts::value<std::string>(), "RESULT")
       ("h,help", "print this help");
   const auto args = parse_command_line(options, argc, argv);
-  if (args.count("help")) {
-    std::cout << options.help() << kFormats;
-    return 0;
-  }
+  if (print_help_if_asked(options, args, kFormats)) return 0;
   if (!args.count("in")) throw UsageError("--in CASE.safetensors is required");
   if (!args.count("out")) throw UsageError("--out RESULT.safetensors is required");
   const std::string in = args["in"].as<std::string>(), out = args["out"].as<std::string>();

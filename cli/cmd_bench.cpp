@@ -107,11 +107,8 @@ int cmd_bench(int argc, char** argv) {
   // clang-format on
   options.parse_positional({"what"});
   options.positional_help("[train|forward|sample|attention|sgemm]");
-  const auto r = options.parse(argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  const auto r = parse_command_line(options, argc, argv);
+  if (print_help_if_asked(options, r)) return 0;
   const std::string what = r["what"].as<std::string>();
   const int threads = r["threads"].as<int>();
   parallel::set_num_threads(threads);  // 0: one per core

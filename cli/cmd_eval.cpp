@@ -21,10 +21,7 @@ int cmd_eval(int argc, char** argv) {
   options.add_options()("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())(
       "text-file", "UTF-8 text to score", cxxopts::value<std::string>())("h,help", "show this help");
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
   if (!r.count("text-file")) throw UsageError("--text-file FILE is required");
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());

@@ -35,10 +35,7 @@ int cmd_graph(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (r.count("model") && r.count("attention")) throw UsageError("choose one of --model and --attention");
   if (!r.count("out")) throw UsageError("--out FILE.dot|FILE.svg|FILE.png is required");
   const bool attention = r.count("attention") > 0;

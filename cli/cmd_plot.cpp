@@ -24,10 +24,7 @@ int cmd_plot(int argc, char** argv) {
   options.parse_positional({"dir"});
   options.positional_help("DIR");
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (!r.count("dir")) throw UsageError("the run folder DIR is required");
   const int w = r["width"].as<int>(), h = r["height"].as<int>();
   if (w < 200 || w > 8000 || h < 150 || h > 8000) throw UsageError("--width must be in 200..8000 and --height in 150..8000");

@@ -22,10 +22,7 @@ int cmd_sample(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
   const int64_t n = r["tokens"].as<int64_t>();
   const double temperature = r["temperature"].as<double>();

@@ -41,10 +41,7 @@ int cmd_train(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
-  if (r.count("help")) {
-    std::cout << options.help() << std::endl;
-    return 0;
-  }
+  if (print_help_if_asked(options, r)) return 0;
   if (r.count("resume")) {
     // The saved configuration is the run: only where to find the corpus and how to run may change.
     for (const char* flag : {"out", "layers", "heads", "embd", "block", "batch", "iters", "lr", "min-lr", "warmup",

@@ -24,6 +24,10 @@ struct UsageError : std::runtime_error {
 // cxxopts would otherwise ignore without a word ("attograd attention case.safetensors").
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, int argc, char** argv);
 
+// When the command line asked for --help: prints the options (then `extra`) to stdout and
+// returns true, and the command returns 0.
+bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& args, const char* extra = "\n");
+
 int cmd_attention(int argc, char** argv);  // cli/cmd_attention.cpp
 int cmd_gradcheck(int argc, char** argv);  // cli/cmd_gradcheck.cpp
 int cmd_train(int argc, char** argv);      // cli/cmd_train.cpp

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include "cli/blas_core.h"
@@ -56,6 +57,12 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, int argc, cha
   cxxopts::ParseResult result = options.parse(argc, argv);
   if (!result.unmatched().empty()) throw UsageError("unexpected argument '" + result.unmatched().front() + "'");
   return result;
+}
+
+bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& args, const char* extra) {
+  if (!args.count("help")) return false;
+  std::cout << options.help() << extra << std::flush;
+  return true;
 }
 
 }  // namespace ag::cli

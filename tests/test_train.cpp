@@ -176,8 +176,7 @@ TEST(Training, TwoShortRunsFromOneSeedAreBitIdentical) {
   EXPECT_EQ(l1.size(), 10u + 3u);  // a line per step and three evaluations (0, 5, 10)
   EXPECT_EQ(l1, l2);
   EXPECT_EQ(s1.sample, s2.sample);
-  std::ifstream f1(d / "a" / "model.safetensors", std::ios::binary), f2(d / "b" / "model.safetensors", std::ios::binary);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f1), {}), std::string(std::istreambuf_iterator<char>(f2), {}));
+  EXPECT_EQ(read_bytes(d / "a" / "model.safetensors"), read_bytes(d / "b" / "model.safetensors"));
   // A different seed gives a different run.
   c.seed = 7;
   c.out_dir = (d / "c").string();
