@@ -138,6 +138,23 @@ def main() -> int:
             print(f"{c}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
                   f"{ra['sgemm_peak_gflops']:.0f} GFLOP/s sgemm peak, peak RSS {ra['peak_rss_mb']:.0f} MB"
                   + (f"; PyTorch {rt['ms_per_step']:.1f} ms/step, peak RSS {rt['peak_rss_mb']:.0f} MB" if rt else ""))
+    # The GEMM floor: the step's own GEMMs replayed alone through OpenBLAS, warm in cache, with no
+    # other work and no waiting between them. Nothing that keeps the matmuls on OpenBLAS beats it.
+    print()
+    for c in configs:
+        floors = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("config") == c
+                  and "gemm_floor_ms" in r]
+        if not floors:
+            continue
+        f = min(floors, key=lambda r: r["gemm_floor_ms"])
+        rt = best("torch", "train", c, "tokens_per_s")
+        line = (f"{c}: GEMM floor {f['gemm_floor_ms']:.1f} ms/step ({f['gemm_calls']} GEMMs, {f['gemm_gflop']:.2f} GFLOP, "
+                f"{f['threads']} thr) = at most {f['gemm_floor_tokens_per_s']:.0f} tok/s")
+        if rt:
+            tokens_per_step = f["gemm_floor_tokens_per_s"] * f["gemm_floor_ms"] / 1e3
+            line += (f", {f['gemm_floor_tokens_per_s'] / rt['tokens_per_s']:.2f}x PyTorch's best; "
+                     f"1.5x PyTorch needs {1e3 * tokens_per_step / (1.5 * rt['tokens_per_s']):.1f} ms/step")
+        print(line)
     samples = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "sample"]
     for r in samples:
         print(f"{r['config']}: sampling with the KV cache, {r['tokens_per_s']:.0f} tokens/s (batch 1)")

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
+#include "bench/gemm_floor.h"
 #include "models/transformer_lm.h"
 #include "nn/attention.h"
 #include "train/optimizer.h"
@@ -137,14 +139,21 @@ int cmd_bench(int argc, char** argv) {
     if (what == "train") {
       model.train();
       train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
-      sec = time_steps([&] {
+      auto step = [&] {
         Tensor loss = model.loss(x, y);
         opt.zero_grad();
         loss.backward();
         train::clip_grad_norm(opt.params(), 1.0);
         opt.step();
-      }, 3, seconds, max_steps, steps);
+      };
+      sec = time_steps(step, 3, seconds, max_steps, steps);
       flops = 3 * forward_flops(bc.model, bc.batch);
+      // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
+      const auto calls = bench::record_gemms(step);
+      const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
+      const bench::GemmFloor floor = bench::replay_gemms(calls, parallel::num_threads(), reps);
+      out.update({{"gemm_calls", floor.calls}, {"gemm_gflop", floor.gflop}, {"gemm_floor_ms", floor.ms},
+                  {"gemm_floor_tokens_per_s", tokens / (floor.ms / 1e3)}});
     } else {
       model.eval();
       NoGradGuard no_grad;

@@ -53,8 +53,13 @@ set_tests_properties(cli.train.interrupt PROPERTIES PASS_REGULAR_EXPRESSION "PAS
                      ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
 
 # ---- the benchmark command, as a smoke test only (speed is measured by make bench, not here) ----
-attograd_cli_test(cli.bench.train_smoke EXIT 0 STDOUT "\"bench\":\"train\".*\"tokens_per_s\""
+# The GEMMs recorded from the real step must add up to exactly the analytic FLOP count that MFU
+# is computed from: 3 × 1,321,402,368 for the default model.
+attograd_cli_test(cli.bench.train_smoke EXIT 0
+                  STDOUT "\"bench\":\"train\".*\"gemm_floor_ms\":[0-9].*\"gemm_gflop\":3\\.9642071.*\"tokens_per_s\""
                   COMMAND ${AG} bench train --max-steps 2 --seconds 0.01 --json)
+attograd_cli_test(cli.bench.bad_config EXIT 2 STDERR "--config must be default or large, got 'huge'"
+                  COMMAND ${AG} bench train --config huge)
 attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
                   COMMAND ${AG} bench attention --len 32 --max-steps 2 --seconds 0.01 --json)
 attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
