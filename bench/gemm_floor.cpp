@@ -17,12 +17,24 @@ std::vector<kernels::GemmShape> record_gemms(const std::function<void()>& step) 
   const int threads = parallel::num_threads();
   parallel::set_num_threads(1);
   std::vector<kernels::GemmShape> calls;
-  g_recording = &calls;
-  kernels::g_gemm_observer = record_one;
-  step();
-  kernels::g_gemm_observer = nullptr;
-  g_recording = nullptr;
-  parallel::set_num_threads(threads);
+  struct Recording {  // the hook is off and the threads are back even if the step throws
+    explicit Recording(std::vector<kernels::GemmShape>* to) {
+      g_recording = to;
+      kernels::g_gemm_observer = record_one;
+    }
+    ~Recording() {
+      kernels::g_gemm_observer = nullptr;
+      g_recording = nullptr;
+    }
+  };
+  struct Threads {
+    int n;
+    ~Threads() { parallel::set_num_threads(n); }
+  } restore{threads};
+  {
+    Recording on(&calls);
+    step();
+  }
   return calls;
 }
 

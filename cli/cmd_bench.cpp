@@ -13,9 +13,9 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "bench/gemm_floor.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
-#include "bench/gemm_floor.h"
 #include "models/transformer_lm.h"
 #include "nn/attention.h"
 #include "train/optimizer.h"
@@ -151,9 +151,9 @@ int cmd_bench(int argc, char** argv) {
       // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
       const auto calls = bench::record_gemms(step);
       const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
-      const bench::GemmFloor floor = bench::replay_gemms(calls, parallel::num_threads(), reps);
-      out.update({{"gemm_calls", floor.calls}, {"gemm_gflop", floor.gflop}, {"gemm_floor_ms", floor.ms},
-                  {"gemm_floor_tokens_per_s", tokens / (floor.ms / 1e3)}});
+      const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps);
+      out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
+                  {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
     } else {
       model.eval();
       NoGradGuard no_grad;

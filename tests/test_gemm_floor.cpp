@@ -2,6 +2,8 @@
 // float GEMM of a step with its real shape, and the replay must run exactly those.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
@@ -49,4 +51,11 @@ TEST(GemmFloor, ReplayCountsTheCallsAndTheirFlops) {
   EXPECT_EQ(f.calls, 2);
   EXPECT_DOUBLE_EQ(f.gflop, 2.0 * (256 * 128 * 64 + 8 * 8 * 8) / 1e9);
   EXPECT_GT(f.ms, 0.0);
+}
+
+TEST(GemmFloor, HookIsOffAndThreadsRestoredWhenTheStepThrows) {
+  const int threads = parallel::num_threads();
+  EXPECT_THROW(bench::record_gemms([] { throw std::runtime_error("step failed"); }), std::runtime_error);
+  EXPECT_EQ(kernels::g_gemm_observer, nullptr);
+  EXPECT_EQ(parallel::num_threads(), threads);
 }
