@@ -77,7 +77,7 @@ int cmd_graph(int argc, char** argv) {
         throw UsageError("--text is longer than the model's block_size + 1");
       loaded_model = std::move(loaded.model);
       model = loaded_model.get();
-      title = loaded.model->model_config().name + " (" + loaded.model->summary() + ") from " + loaded.path + " on \"" + r["text"].as<std::string>() + "\"; root: the loss";
+      title = model->model_config().name + " (" + model->summary() + ") from " + loaded.path + " on \"" + r["text"].as<std::string>() + "\"; root: the loss";
     } else {
       models::ModelConfig cfg;  // the GPT
       cfg.vocab_size = 10, cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 8, cfg.block_size = std::max<int64_t>(len, 8);
