@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.h"
@@ -77,6 +78,11 @@ TEST(Image, DrawsAndWritesAPngOfItsSize) {
   EXPECT_EQ(png_header_size(dir / "a.png"), std::make_pair(37u, 21u));
   EXPECT_EQ(png_dimensions((dir / "a.png").string()), std::make_pair(37, 21));
   expect_png_holds(dir / "a.png", img);
+  {  // encode_png: the same bytes as the file
+    std::ifstream f(dir / "a.png", std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(img.encode_png(), file);
+  }
   EXPECT_THROW(img.save_png((dir / "no" / "such" / "a.png").string()), std::runtime_error);
   EXPECT_THROW(Image(0, 5), std::invalid_argument);
   fs::remove_all(dir);
