@@ -60,4 +60,4 @@ bench: build
 	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)
 
 bench-torch2:
-	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy
+	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy tensorboard

@@ -1,7 +1,6 @@
 // `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths,
 // measured in this process. bench/compare.py runs each in a fresh process next to
 // bench/torch_baseline.py and prints the side-by-side table (`make bench`).
-#include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "cli/commands.h"
 #include "models/transformer_lm.h"
 #include "nn/attention.h"
+#include "train/flops.h"
 #include "train/optimizer.h"
 
 namespace ag::cli {
@@ -42,31 +42,6 @@ BenchConfig config_named(const std::string& name) {
   if (name == "default") return {name, models::GPTConfig{65, 4, 4, 128, 64, 0.0}, 12};
   if (name == "large") return {name, models::GPTConfig{65, 6, 6, 384, 256, 0.0}, 16};
   throw UsageError("--config must be default or large, got '" + name + "'");
-}
-
-// Matmul FLOPs of one forward pass (the backward costs twice that).
-double forward_flops(const models::GPTConfig& c, int64_t B) {
-  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd), BT = static_cast<double>(B) * T;
-  const double per_layer = 2 * BT * E * 3 * E   // q, k, v projections
-                           + 2 * 2 * BT * T * E  // scores and weights·v, all heads
-                           + 2 * BT * E * E      // out_proj
-                           + 2 * 2 * BT * E * 4 * E;  // MLP
-  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
-}
-
-// OpenBLAS sgemm on `threads` of its own threads, n³, in GFLOP/s.
-double sgemm_gflops(int64_t n, int reps, int threads) {
-  const int saved = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
-  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-  const int in = static_cast<int>(n);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
-  const auto t0 = Clock::now();
-  for (int i = 0; i < reps; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
-  const double gflops = 2.0 * static_cast<double>(n * n * n) * reps / since(t0) / 1e9;
-  openblas_set_num_threads(saved);
-  return gflops;
 }
 
 // Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
@@ -124,9 +99,9 @@ int cmd_bench(int argc, char** argv) {
 
   if (what == "sgemm") {
     const int n = parallel::num_threads();
-    out["gflops_2048_1thread"] = sgemm_gflops(2048, 10, 1);
-    out["gflops_2048"] = sgemm_gflops(2048, 10, n);
-    out["gflops_512"] = sgemm_gflops(512, 200, n);
+    out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 10, 1);
+    out["gflops_2048"] = train::sgemm_gflops(2048, 10, n);
+    out["gflops_512"] = train::sgemm_gflops(512, 200, n);
   } else if (what == "train" || what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     models::TransformerLM model(bc.model, DType::Float32, gen);
@@ -147,7 +122,7 @@ int cmd_bench(int argc, char** argv) {
         opt.step();
       };
       sec = time_steps(step, 3, seconds, max_steps, steps);
-      flops = 3 * forward_flops(bc.model, bc.batch);
+      flops = train::train_step_flops(bc.model, bc.batch);
       // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
       const auto calls = bench::record_gemms(step);
       const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
@@ -158,11 +133,9 @@ int cmd_bench(int argc, char** argv) {
       model.eval();
       NoGradGuard no_grad;
       sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
-      flops = forward_flops(bc.model, bc.batch);
+      flops = train::forward_flops(bc.model, bc.batch);
     }
-    // The peak MFU is measured against: the better of OpenBLAS on one core and on all of them
-    // (on a machine whose cores share their FMA units, more threads do not add FLOPs).
-    const double peak = std::max(sgemm_gflops(2048, 5, 1), sgemm_gflops(2048, 5, parallel::num_threads()));
+    const double peak = train::sgemm_peak_gflops(parallel::num_threads());  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
                 {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},

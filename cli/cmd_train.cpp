@@ -1,8 +1,12 @@
 // `attograd train --data FILE --out DIR [flags]`: trains a TransformerLM; defaults are
 // nanoGPT's shakespeare_char CPU configuration.
+#include <filesystem>
 #include <iostream>
+#include <memory>
 
+#include "autograd/parallel.h"
 #include "cli/commands.h"
+#include "tensorboard/train_logger.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -36,12 +40,22 @@ int cmd_train(int argc, char** argv) {
     ("sample-tokens", "characters to sample at the end (0: none)", cxxopts::value<int64_t>()->default_value(std::to_string(d.sample_tokens)))
     ("skip-nonfinite", "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping")
     ("grad-report", "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line")
+    ("tensorboard", "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of the weights and gradients, attention maps and a sample")
     ("resume", "continue the run in this folder exactly (from its train_state.safetensors)", cxxopts::value<std::string>())
     ("no-progress", "plain log lines even on a terminal")
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
+  // Observers only: --tensorboard may be added to a resumed run (or left out) without changing it.
+  auto loggers = [&](const std::string& dir) {
+    std::vector<std::shared_ptr<train::RunLogger>> l;
+    if (r.count("tensorboard")) {
+      parallel::set_num_threads(r["threads"].as<int>());  // the run's, for the MFU peak the logger measures
+      l.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(dir) / "tb").string(), &std::cout));
+    }
+    return l;
+  };
   if (r.count("resume")) {
     // The saved configuration is the run: only where to find the corpus and how to run may change.
     for (const char* flag : {"out", "layers", "heads", "embd", "block", "batch", "iters", "lr", "min-lr", "warmup",
@@ -50,7 +64,7 @@ int cmd_train(int argc, char** argv) {
       if (r.count(flag))
         throw UsageError(std::string("--") + flag + " cannot be combined with --resume: the run continues with its saved configuration");
     train::resume_lm(r["resume"].as<std::string>(), r.count("data") ? r["data"].as<std::string>() : "",
-                     r["threads"].as<int>(), !r.count("no-progress"), std::cout);
+                     r["threads"].as<int>(), !r.count("no-progress"), std::cout, loggers(r["resume"].as<std::string>()));
     return 0;
   }
   if (!r.count("data")) throw UsageError("--data FILE is required");
@@ -81,6 +95,7 @@ int cmd_train(int argc, char** argv) {
   c.progress_bar = !r.count("no-progress");
   c.skip_nonfinite = r.count("skip-nonfinite") > 0;
   c.grad_report = r.count("grad-report") > 0;
+  c.loggers = loggers(c.out_dir);
   train::train_lm(c, std::cout);
   return 0;
 }

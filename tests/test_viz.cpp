@@ -226,6 +226,16 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
   const Image grid = render_attention_grid(maps);
   EXPECT_GT(grid.width(), 3 * T * 4);
   EXPECT_GT(grid.height(), 2 * T * 4);
+  // One layer's row (TensorBoard's attention/layer1): exactly the grid's second row of panels
+  // (tile's default gap of 8 pixels around and between them).
+  const Image row = render_attention_layer(maps, 1);
+  EXPECT_EQ(row.width(), grid.width());
+  ASSERT_EQ(grid.height(), 2 * row.height() - 8);
+  bool same = true;
+  for (int y = 0; y < row.height(); ++y)
+    for (int x = 0; x < row.width(); ++x) same = same && grid.at(x, y + row.height() - 8) == row.at(x, y);
+  EXPECT_TRUE(same);
+  EXPECT_THROW(render_attention_layer(maps, 2), std::out_of_range);
   fs::remove_all(dir);
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
@@ -208,6 +209,7 @@ TrainSummary Run::run(bool fresh_metrics) {
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
+  for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, pos_.iter);
 
   InterruptGuard interrupts;
   TrainSummary summary;
@@ -232,6 +234,11 @@ TrainSummary Run::run(bool fresh_metrics) {
       out_ << (tty ? "\r\033[K" : "") << line << "\n";
       out_.flush();
       if (cfg_.grad_report) write_grad_report(it, tty);
+      if (!cfg_.loggers.empty()) {
+        model_.eval();
+        for (const auto& l : cfg_.loggers) l->on_eval({it, tl, vl}, model_);
+        model_.train();
+      }
       t_log = Clock::now();  // evaluation time is not training throughput
       steps_since_log = 0;
     }
@@ -254,6 +261,7 @@ TrainSummary Run::run(bool fresh_metrics) {
       pending_summary_ = grad_report_summary(rep);
       pending_report_iter_ = it + 1;
     }
+    double grad_norm = std::numeric_limits<double>::quiet_NaN();
     const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
     if (!bad.empty()) {
       char msg[512];
@@ -266,7 +274,8 @@ TrainSummary Run::run(bool fresh_metrics) {
       out_ << (tty ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
       opt_.zero_grad();
     } else {
-      if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
+      // The norm before clipping; with clipping off, infinity as the bound only measures it.
+      grad_norm = clip_grad_norm(opt_.params(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
       opt_.step();
     }
     pos_.eval_done = false;
@@ -294,6 +303,7 @@ TrainSummary Run::run(bool fresh_metrics) {
       out_.flush();
       if (log_now) {
         write_metrics(it + 1, loss_v, nullptr, lr);
+        for (const auto& l : cfg_.loggers) l->on_log({it + 1, loss_v, lr, grad_norm, tokens_per_s_});
         t_log = Clock::now();
         steps_since_log = 0;
       }
@@ -345,7 +355,7 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
 }
 
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out) {
+                       std::ostream& out, std::vector<std::shared_ptr<RunLogger>> loggers) {
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   if (!fs::exists(state_path))
     throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
@@ -354,6 +364,7 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   cfg.out_dir = dir;
   cfg.threads = threads;
   cfg.progress_bar = progress_bar;
+  cfg.loggers = std::move(loggers);
   if (!data_path.empty()) cfg.data_path = data_path;
   check_config(cfg);
   if (threads > 0) parallel::set_num_threads(threads);

@@ -11,10 +11,13 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "models/transformer_lm.h"
+#include "train/run_logger.h"
 
 namespace ag::train {
 
@@ -40,6 +43,8 @@ struct TrainConfig {
   // Hooks for tests: after backward (before clipping and the update), and after each step.
   std::function<void(models::TransformerLM&)> after_backward;
   std::function<void(int64_t iter)> after_step;
+  // Observers (e.g. TensorBoard); not part of the saved configuration.
+  std::vector<std::shared_ptr<RunLogger>> loggers;
 };
 
 // Thrown when the loss or a gradient is NaN or Inf (without skip_nonfinite).
@@ -63,6 +68,6 @@ TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 // Continues the run in dir from dir/train_state.safetensors, exactly. data_path, when not
 // empty, replaces the corpus path saved in the state (its vocabulary must match).
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out);
+                       std::ostream& out, std::vector<std::shared_ptr<RunLogger>> loggers = {});
 
 }  // namespace ag::train
