@@ -34,14 +34,17 @@ const std::string& TrainLogger::path() const {
   return writer_->path();
 }
 
-TrainLogger::TrainLogger(std::string dir, std::ostream* out, int64_t sample_chars)
-    : dir_(std::move(dir)), out_(out), sample_chars_(sample_chars), peak_gflops_(train::sgemm_peak_gflops(parallel::num_threads())) {}
+TrainLogger::TrainLogger(std::string dir, std::ostream* out, double peak_gflops, int64_t sample_chars)
+    : dir_(std::move(dir)),
+      out_(out),
+      sample_chars_(sample_chars),
+      peak_gflops_(peak_gflops > 0 ? peak_gflops : train::sgemm_peak_gflops(parallel::num_threads())) {}
 
 void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, int64_t start_iter) {
   writer_ = std::make_unique<EventWriter>(dir_);
   if (start_iter > 0) writer_->add_session_start(start_iter);
   writer_->flush();
-  model_cfg_ = cfg.model;
+  model_cfg_ = cfg.model.gpt();
   seed_ = cfg.seed;
   tokenizer_ = &corpus.tokenizer;
   const int64_t n = std::min<int64_t>({kPromptChars, cfg.model.block_size, static_cast<int64_t>(corpus.val_ids.size())});

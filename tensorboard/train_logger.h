@@ -25,10 +25,10 @@ namespace ag::tensorboard {
 class TrainLogger : public train::RunLogger {
  public:
   // dir: where the event file goes (RUN/tb). The file is created by on_start, which also
-  // says so on *out when out is given. The constructor measures the sgemm peak that MFU is
-  // relative to (train/flops.h, about a second) on parallel::num_threads() threads: set the
+  // says so on *out when out is given. MFU is relative to peak_gflops; 0 measures the sgemm
+  // peak (train/flops.h, about a second) here, on parallel::num_threads() threads: set the
   // run's threads first. Measuring it here keeps that second out of the run's time.
-  explicit TrainLogger(std::string dir, std::ostream* out = nullptr, int64_t sample_chars = 200);
+  explicit TrainLogger(std::string dir, std::ostream* out = nullptr, double peak_gflops = 0, int64_t sample_chars = 200);
 
   void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, int64_t start_iter) override;
   void on_log(const train::LogStep& s) override;

@@ -1,17 +1,24 @@
 // The TensorBoard event writer: CRC-32C and TFRecord framing against values from TensorBoard's
-// own Python implementation, histograms, and event files parsed back with the protobuf classes.
+// own Python implementation, histograms, and event files parsed back with the protobuf classes;
+// the training logger on a real (interrupted and resumed) run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <regex>
+#include <sstream>
 
 #include "tensorboard/event.pb.h"
 #include "tensorboard/event_writer.h"
+#include "tensorboard/train_logger.h"
 #include "tensorboard/tfrecord.h"
 #include "tests/test_util.h"
+#include "train/trainer.h"
 
 using namespace ag::tensorboard;
 using namespace ag::testing_util;
@@ -161,4 +168,102 @@ TEST(TensorBoardEventWriter, NamesTheFolderItCannotCreate) {
   std::ofstream(dir / "file") << "x";
   EXPECT_NE(error_of([&] { EventWriter w((dir / "file" / "tb").string()); }).find("file/tb: cannot create"), std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+std::string small_corpus(const fs::path& dir) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
+  const fs::path p = dir / "corpus.txt";
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+ag::train::TrainConfig small_config(const fs::path& dir, const std::string& name) {
+  ag::train::TrainConfig c;
+  c.data_path = small_corpus(dir);
+  c.out_dir = (dir / name).string();
+  c.model = ag::models::GPTConfig{0, 2, 2, 16, 16, 0.1};  // with dropout: logging must not draw from its generator
+  c.batch_size = 4;
+  c.iters = 40;
+  c.eval_every = 20;
+  c.eval_iters = 2;
+  c.log_every = 5;
+  c.sample_tokens = 0;
+  c.no_progress = true;
+  return c;
+}
+
+std::shared_ptr<TrainLogger> logger_for(const ag::train::TrainConfig& c) {
+  return std::make_shared<TrainLogger>((fs::path(c.out_dir) / "tb").string(), nullptr, /*peak_gflops=*/100.0, 50);
+}
+
+// Events of one file, parsed; and the steps at which tag was written.
+std::vector<pb::Event> events_of(const std::string& path) {
+  std::vector<pb::Event> out;
+  for (const std::string& r : read_records(path)) {
+    out.emplace_back();
+    EXPECT_TRUE(out.back().ParseFromString(r));
+  }
+  return out;
+}
+std::vector<int64_t> steps_of(const std::vector<pb::Event>& ev, const std::string& tag) {
+  std::vector<int64_t> steps;
+  for (const auto& e : ev)
+    for (const auto& v : e.summary().value())
+      if (v.tag() == tag) steps.push_back(e.step());
+  return steps;
+}
+}  // namespace
+
+TEST(TensorBoardTrainLogger, ObservesWithoutChangingTheRunAndMarksTheResume) {
+  const fs::path d = temp_dir("tb_logger");
+  std::ostringstream log;
+  const ag::train::TrainConfig straight = small_config(d, "straight");
+  ag::train::train_lm(straight, log);
+
+  // The same run with TensorBoard, interrupted by a real SIGINT after step 27, then resumed.
+  ag::train::TrainConfig c = small_config(d, "tb");
+  c.tensorboard = true;
+  c.loggers = {logger_for(c)};
+  c.after_step = [](int64_t it) {
+    if (it == 27) std::raise(SIGINT);
+  };
+  ASSERT_TRUE(ag::train::train_lm(c, log).interrupted);
+  ag::train::TrainConfig now;
+  now.tensorboard = true;
+  now.loggers = {logger_for(c)};
+  EXPECT_FALSE(ag::train::resume_lm(c.out_dir, now, {"tensorboard"}, log).interrupted);
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+
+  std::vector<std::string> files;
+  for (const auto& f : fs::directory_iterator(fs::path(c.out_dir) / "tb")) files.push_back(f.path().string());
+  std::sort(files.begin(), files.end());  // same second: the second file has ".1" appended
+  ASSERT_EQ(files.size(), 2u);
+  const auto first = events_of(files[0]), second = events_of(files[1]);
+  EXPECT_EQ(steps_of(first, "loss/val"), (std::vector<int64_t>{0, 20}));
+  EXPECT_EQ(steps_of(first, "loss/train_batch"), (std::vector<int64_t>{5, 10, 15, 20, 25}));
+  // The resume restarts at 28, after the checkpoint of the interrupted step: START there.
+  ASSERT_GE(second.size(), 2u);
+  EXPECT_EQ(second[0].file_version(), "brain.Event:2");
+  EXPECT_EQ(second[1].session_log().status(), pb::SessionLog::START);
+  EXPECT_EQ(second[1].step(), 28);
+  EXPECT_EQ(steps_of(second, "loss/val"), (std::vector<int64_t>{40}));
+  EXPECT_EQ(steps_of(second, "loss/train_batch"), (std::vector<int64_t>{30, 35, 40}));
+  EXPECT_EQ(steps_of(second, "grads/blocks.1.mlp.fc.weight"), (std::vector<int64_t>{40}));
+  EXPECT_EQ(steps_of(first, "grads/blocks.1.mlp.fc.weight"), (std::vector<int64_t>{20}));  // none before a step
+  EXPECT_EQ(steps_of(first, "attention/layer1"), (std::vector<int64_t>{0, 20}));
+  EXPECT_EQ(steps_of(first, "sample"), (std::vector<int64_t>{0, 20}));
+  for (const auto& e : first)
+    for (const auto& v : e.summary().value())
+      if (v.tag() == "throughput/mfu") {
+        EXPECT_GT(v.simple_value(), 0.0f);
+      }
+
+  // Asked for, but nobody attached the writer: refused rather than silently not logged.
+  ag::train::TrainConfig orphan = small_config(d, "orphan");
+  orphan.tensorboard = true;
+  EXPECT_NE(error_of<std::invalid_argument>([&] { ag::train::train_lm(orphan, log); }).find("no writer is attached"),
+            std::string::npos);
+  fs::remove_all(d);
 }
