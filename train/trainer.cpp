@@ -21,6 +21,7 @@
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -32,14 +33,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::string format_duration(double s) {
-  char buf[32];
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600), static_cast<long>(t % 3600 / 60));
-  else std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60), static_cast<long>(t % 60));
-  return buf;
-}
 
 void check_config(const TrainConfig& c) {
   auto positive = [](double v, const char* name) {
@@ -293,11 +286,12 @@ TrainSummary Run::run(bool fresh_metrics) {
       const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
       char line[200];
       if (tty) {
-        const int width = 24, filled = static_cast<int>(width * done / total);
-        std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
-                      std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
-                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-        out_ << line;
+        // The rate since the last logged step (at a logged step, tokens_per_s_ itself), so that
+        // tokens/s and the ETA show from the first step on.
+        const double rate = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log) / dt : tokens_per_s_;
+        const double eta_now = rate > 0 ? (total - done) * tokens_per_step / rate : 0;
+        out_ << "\r\033[K"
+             << progress_line({it + 1, cfg_.iters, loss_v, lr, rate, eta_now}, terminal_columns(STDOUT_FILENO));
       } else if (log_now) {
         std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
                       static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
