@@ -15,7 +15,7 @@
 #include "bench/gemm_floor.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
-#include "models/transformer_lm.h"
+#include "models/registry.h"
 #include "nn/attention.h"
 #include "train/flops.h"
 #include "train/optimizer.h"
@@ -34,7 +34,7 @@ double peak_rss_mb() {
 
 struct BenchConfig {
   std::string name;
-  models::GPTConfig model;
+  models::ModelConfig model;  // the GPT
   int64_t batch;
 };
 
@@ -104,7 +104,8 @@ int cmd_bench(int argc, char** argv) {
     out["gflops_512"] = train::sgemm_gflops(512, 200, n);
   } else if (what == "train" || what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    models::TransformerLM model(bc.model, DType::Float32, gen);
+    const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+    models::LanguageModel& model = *model_ptr;
     const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
     const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
     const double tokens = static_cast<double>(bc.batch * bc.model.block_size);
@@ -122,7 +123,7 @@ int cmd_bench(int argc, char** argv) {
         opt.step();
       };
       sec = time_steps(step, 3, seconds, max_steps, steps);
-      flops = train::train_step_flops(bc.model, bc.batch);
+      flops = 3 * model.forward_flops(bc.batch);
       // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
       const auto calls = bench::record_gemms(step);
       const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
@@ -133,7 +134,7 @@ int cmd_bench(int argc, char** argv) {
       model.eval();
       NoGradGuard no_grad;
       sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
-      flops = train::forward_flops(bc.model, bc.batch);
+      flops = model.forward_flops(bc.batch);
     }
     const double peak = train::sgemm_peak_gflops(parallel::num_threads());  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
@@ -142,7 +143,8 @@ int cmd_bench(int argc, char** argv) {
                 {"peak_rss_mb", peak_rss_mb()}});
   } else if (what == "sample") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    models::TransformerLM model(bc.model, DType::Float32, gen);
+    const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+    models::LanguageModel& model = *model_ptr;
     model.eval();
     const int64_t n = r["tokens"].as<int64_t>();
     models::SampleOptions so{n, 1.0, 0, true};

@@ -40,14 +40,15 @@ TrainLogger::TrainLogger(std::string dir, std::ostream* out, double peak_gflops,
       sample_chars_(sample_chars),
       peak_gflops_(peak_gflops > 0 ? peak_gflops : train::sgemm_peak_gflops(parallel::num_threads())) {}
 
-void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, int64_t start_iter) {
+void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
+                           int64_t start_iter) {
   writer_ = std::make_unique<EventWriter>(dir_);
   if (start_iter > 0) writer_->add_session_start(start_iter);
   writer_->flush();
-  model_cfg_ = cfg.model.gpt();
+  flops_per_token_ = 3 * model.forward_flops(cfg.batch_size) / static_cast<double>(cfg.batch_size * model.block_size());
   seed_ = cfg.seed;
   tokenizer_ = &corpus.tokenizer;
-  const int64_t n = std::min<int64_t>({kPromptChars, cfg.model.block_size, static_cast<int64_t>(corpus.val_ids.size())});
+  const int64_t n = std::min<int64_t>({kPromptChars, model.block_size(), static_cast<int64_t>(corpus.val_ids.size())});
   prompt_ = corpus.tokenizer.decode(std::span<const int64_t>(corpus.val_ids.data(), static_cast<size_t>(n)));
   newline_id_ = std::max<int64_t>(0, corpus.tokenizer.id_of(U'\n'));
   if (out_) {
@@ -64,11 +65,11 @@ void TrainLogger::on_log(const train::LogStep& s) {
   writer_->add_scalar("lr", s.lr, s.iter);
   writer_->add_scalar("grad_norm", s.grad_norm, s.iter);
   writer_->add_scalar("throughput/tokens_per_s", s.tokens_per_s, s.iter);
-  writer_->add_scalar("throughput/mfu", train::train_mfu(model_cfg_, s.tokens_per_s, peak_gflops_), s.iter);
+  writer_->add_scalar("throughput/mfu", flops_per_token_ * s.tokens_per_s / (peak_gflops_ * 1e9), s.iter);
   writer_->flush();
 }
 
-void TrainLogger::on_eval(const train::EvalStep& s, const models::TransformerLM& model) {
+void TrainLogger::on_eval(const train::EvalStep& s, const models::LanguageModel& model) {
   writer_->add_scalar("loss/train", s.train_loss, s.iter);
   writer_->add_scalar("loss/val", s.val_loss, s.iter);
   for (const auto& [name, p] : model.named_parameters()) {
@@ -76,7 +77,7 @@ void TrainLogger::on_eval(const train::EvalStep& s, const models::TransformerLM&
     const Tensor g = p.grad();
     if (g.defined()) writer_->add_histogram("grads/" + name, make_histogram(g.to_double_vector(), kHistogramBins), s.iter);
   }
-  const viz::AttentionMaps maps = viz::capture_attention(model, *tokenizer_, prompt_);
+  const viz::AttentionMaps maps = model.attention() ? viz::capture_attention(model, *tokenizer_, prompt_) : viz::AttentionMaps{};
   for (size_t l = 0; l < maps.layers.size(); ++l) {
     const viz::Image img = viz::render_attention_layer(maps, static_cast<int64_t>(l), kAttentionCell);
     writer_->add_image("attention/layer" + std::to_string(l), img.encode_png(), img.width(), img.height(), s.iter);

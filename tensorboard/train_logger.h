@@ -7,7 +7,7 @@
 //                                                    a step has run: its gradients after clipping)
 //   attention/layer<i>                               image, every evaluation: the heads of layer i
 //                                                    on a fixed prompt (the start of the
-//                                                    validation text)
+//                                                    validation text); models with attention only
 //   sample                                           text, every evaluation: sample_chars
 //                                                    characters at temperature 0.8, same seed each time
 // The step of each point is the number of updates made. A resumed run first writes a restart
@@ -30,9 +30,10 @@ class TrainLogger : public train::RunLogger {
   // run's threads first. Measuring it here keeps that second out of the run's time.
   explicit TrainLogger(std::string dir, std::ostream* out = nullptr, double peak_gflops = 0, int64_t sample_chars = 200);
 
-  void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, int64_t start_iter) override;
+  void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
+                int64_t start_iter) override;
   void on_log(const train::LogStep& s) override;
-  void on_eval(const train::EvalStep& s, const models::TransformerLM& model) override;
+  void on_eval(const train::EvalStep& s, const models::LanguageModel& model) override;
 
   const std::string& path() const;  // of the event file, once started
 
@@ -41,7 +42,7 @@ class TrainLogger : public train::RunLogger {
   std::ostream* out_;
   int64_t sample_chars_;
   std::unique_ptr<EventWriter> writer_;
-  models::GPTConfig model_cfg_;
+  double flops_per_token_ = 0;  // of a training step: 3 × the forward's, per token
   uint64_t seed_ = 0;
   double peak_gflops_ = 0;
   const data::CharTokenizer* tokenizer_ = nullptr;  // the run's; lives as long as the run

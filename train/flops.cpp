@@ -8,15 +8,6 @@
 
 namespace ag::train {
 
-double forward_flops(const models::GPTConfig& c, int64_t B) {
-  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd), BT = static_cast<double>(B) * T;
-  const double per_layer = 2 * BT * E * 3 * E   // q, k, v projections
-                           + 2 * 2 * BT * T * E  // scores and weights·v, all heads
-                           + 2 * BT * E * E      // out_proj
-                           + 2 * 2 * BT * E * 4 * E;  // MLP
-  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
-}
-
 double sgemm_gflops(int64_t n, int reps, int threads) {
   using Clock = std::chrono::steady_clock;
   const int saved = openblas_get_num_threads();

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "data/corpus.h"
-#include "models/transformer_lm.h"
+#include "models/language_model.h"
 
 namespace ag::train {
 
@@ -30,11 +30,11 @@ class RunLogger {
  public:
   virtual ~RunLogger() = default;
   // Before the run's first step; start_iter > 0 when it resumes there.
-  virtual void on_start(const TrainConfig&, const data::Corpus&, int64_t /*start_iter*/) {}
+  virtual void on_start(const TrainConfig&, const data::Corpus&, const models::LanguageModel&, int64_t /*start_iter*/) {}
   virtual void on_log(const LogStep&) {}
   // model: in eval mode (the trainer switches it back), with the weights after eval.iter updates
   // and, when a step ran since the run (re)started, that step's gradients (after clipping).
-  virtual void on_eval(const EvalStep&, const models::TransformerLM& /*model*/) {}
+  virtual void on_eval(const EvalStep&, const models::LanguageModel& /*model*/) {}
 };
 
 }  // namespace ag::train

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "autograd/safetensors.h"
+#include "models/registry.h"
 
 namespace ag::train {
 
@@ -45,7 +46,7 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 }
 }  // namespace
 
-void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
                       const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   const auto params = model.named_parameters();
@@ -76,7 +77,7 @@ LoadedTrainState read_train_state(const std::string& path) {
     throw std::runtime_error(path + ": not an attograd train state (format \"" + meta(f, "format") + "\")");
   s.config = config_from_json(meta(f, "config"), path);
   try {
-    s.config.model.gpt().validate();
+    models::find_model(s.config.model.name).validate(s.config.model);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
   }
@@ -107,7 +108,7 @@ LoadedTrainState read_train_state(const std::string& path) {
   return s;
 }
 
-void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt) {
+void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt) {
   const SafeTensorsFile f = SafeTensorsFile::load(path);
   std::set<std::string> expected;
   const auto params = model.named_parameters();

@@ -17,6 +17,7 @@
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
@@ -53,7 +54,7 @@ void check_config(const TrainConfig& c) {
   if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
   if (c.tensorboard && c.loggers.empty())  // never silently without the logs asked for
     throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
-  if (c.model.name != "gpt") throw std::invalid_argument("train: unknown --model '" + c.model.name + "' (known: gpt)");
+  models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -101,15 +102,15 @@ class Run {
         model_gen_(cfg.seed),
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
-        model_(cfg.model.gpt(), DType::Float32, model_gen_),
-        opt_(model_.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
+        opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
-    model_.train();
+    model_->train();
   }
 
   void resume_from(const std::string& state_path, const RunPosition& pos) {
-    restore_train_state(state_path, model_, opt_);
+    restore_train_state(state_path, *model_, opt_);
     pos_ = pos;
     model_gen_.set_state(pos.rng_model);
     batch_gen_.set_state(pos.rng_batch);
@@ -129,7 +130,7 @@ class Run {
   data::Corpus corpus_;
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
-  models::TransformerLM model_;
+  std::unique_ptr<models::LanguageModel> model_;
   AdamW opt_;
   CosineSchedule sched_;
   RunPosition pos_;
@@ -148,13 +149,13 @@ class Run {
 // its own generator, so evaluating never changes the training batches.
 double Run::estimate_loss(const std::vector<int64_t>& ids) {
   NoGradGuard no_grad;
-  model_.eval();
+  model_->eval();
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
-    total += model_.loss(x, y).item();
+    total += model_->loss(x, y).item();
   }
-  model_.train();
+  model_->train();
   return total / static_cast<double>(cfg_.eval_iters);
 }
 
@@ -172,9 +173,9 @@ void Run::save_checkpoint(bool new_best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
-  save_train_state(path("train_state.safetensors"), cfg_, model_, opt_, pos_, corpus_.tokenizer);
-  save_model(path("model.safetensors"), model_, corpus_.tokenizer);
-  if (new_best) save_model(path("model.best.safetensors"), model_, corpus_.tokenizer);
+  save_train_state(path("train_state.safetensors"), cfg_, *model_, opt_, pos_, corpus_.tokenizer);
+  save_model(path("model.safetensors"), *model_, corpus_.tokenizer);
+  if (new_best) save_model(path("model.best.safetensors"), *model_, corpus_.tokenizer);
 }
 
 void Run::write_grad_report(int64_t it, bool tty) {
@@ -199,13 +200,12 @@ TrainSummary Run::run(bool fresh_metrics) {
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
        << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
-       << "model: " << cfg_.model.n_layer << " layers, " << cfg_.model.n_head << " heads, " << cfg_.model.n_embd
-       << " wide, block " << cfg_.model.block_size << ", " << model_.num_parameters() << " parameters\n"
+       << "model: " << model_->summary() << ", " << model_->num_parameters() << " parameters\n"
        << "run: batch " << cfg_.batch_size << ", " << cfg_.iters << " iters, lr " << cfg_.lr << " -> " << cfg_.min_lr
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
-  for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, pos_.iter);
+  for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, *model_, pos_.iter);
 
   InterruptGuard interrupts;
   TrainSummary summary;
@@ -231,9 +231,9 @@ TrainSummary Run::run(bool fresh_metrics) {
       out_.flush();
       if (cfg_.grad_report) write_grad_report(it, tty);
       if (!cfg_.loggers.empty()) {
-        model_.eval();
-        for (const auto& l : cfg_.loggers) l->on_eval({it, tl, vl}, model_);
-        model_.train();
+        model_->eval();
+        for (const auto& l : cfg_.loggers) l->on_eval({it, tl, vl}, *model_);
+        model_->train();
       }
       t_log = Clock::now();  // evaluation time is not training throughput
       steps_since_log = 0;
@@ -243,11 +243,11 @@ TrainSummary Run::run(bool fresh_metrics) {
     // ---- one step ----
     opt_.set_lr(lr);
     auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
-    Tensor loss = model_.loss(x, y);
+    Tensor loss = model_->loss(x, y);
     const double loss_v = loss.item();
     opt_.zero_grad();
     loss.backward();
-    if (cfg_.after_backward) cfg_.after_backward(model_);
+    if (cfg_.after_backward) cfg_.after_backward(*model_);
     if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
       const GradReport rep = grad_report(opt_.params());
       char head[200];
@@ -330,9 +330,9 @@ TrainSummary Run::run(bool fresh_metrics) {
   out_ << "\n";
   if (cfg_.sample_tokens > 0) {
     Generator sample_gen(cfg_.seed);
-    model_.eval();
+    model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_.generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
   }
@@ -346,7 +346,7 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  cfg.model.gpt().validate();
+  models::find_model(cfg.model.name).validate(cfg.model);
   Run run(cfg, std::move(corpus), out);
   return run.run(/*fresh_metrics=*/true);
 }
