@@ -9,6 +9,7 @@
 #include "autograd/parallel.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "models/registry.h"
 #include "tensorboard/train_logger.h"
 #include "train/trainer.h"
 
@@ -36,6 +37,11 @@ int cmd_train(int argc, char** argv) {
     attach_tensorboard(flags.config, r["resume"].as<std::string>());
     train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
     return 0;
+  }
+  try {
+    models::find_model(flags.config.model.name);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--model: ") + e.what());
   }
   if (!flags.given.count("data")) throw UsageError("--data FILE is required");
   if (!flags.given.count("out")) throw UsageError("--out DIR is required");
