@@ -7,7 +7,7 @@ CMAKE_FLAGS  ?=
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz install
+.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -59,11 +59,18 @@ fuzz:
 	  -print_final_stats=1 corpus ../tests/fuzz/corpus 2>&1 | tail -n 15
 
 # attograd next to PyTorch on the same models and cores (bench/compare.py). PyTorch comes from
-# $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x there), or Debian's
+# $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x and tensorboard there), or Debian's
 # python3-torch; BENCH_FLAGS=--quick for a smoke run.
 BENCH_FLAGS ?=
 bench: build
 	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)
 
 bench-torch2:
-	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy
+	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy tensorboard
+
+# TensorBoard in a real browser: a short `train --tensorboard`, `tensorboard --logdir` on
+# 127.0.0.1 (from .venv-torch, see bench-torch2, or $TENSORBOARD_PYTHON), a screenshot by
+# headless Chromium, checked for the loss curves and saved as docs/tensorboard.png.
+tensorboard-check: build
+	@ATTOGRAD_EXTRA_PACKAGES=chromium scripts/setup-deps.sh
+	@python3 scripts/tensorboard_check.py --attograd $(BUILD)/attograd --workdir $(BUILD)/tensorboard-check

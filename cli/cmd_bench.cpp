@@ -1,7 +1,6 @@
 // `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths,
 // measured in this process. bench/compare.py runs each in a fresh process next to
 // bench/torch_baseline.py and prints the side-by-side table (`make bench`).
-#include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "cli/commands.h"
 #include "models/registry.h"
 #include "nn/attention.h"
+#include "train/flops.h"
 #include "train/optimizer.h"
 
 namespace ag::cli {
@@ -49,21 +49,6 @@ BenchConfig config_named(const std::string& name) {
   if (name == "default") return {name, gpt(4, 4, 128, 64), 12};
   if (name == "large") return {name, gpt(6, 6, 384, 256), 16};  // as configs/large.toml
   throw UsageError("--config must be default or large, got '" + name + "'");
-}
-
-// OpenBLAS sgemm on `threads` of its own threads, n³, in GFLOP/s.
-double sgemm_gflops(int64_t n, int reps, int threads) {
-  const int saved = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
-  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-  const int in = static_cast<int>(n);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
-  const auto t0 = Clock::now();
-  for (int i = 0; i < reps; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in);
-  const double gflops = 2.0 * static_cast<double>(n * n * n) * reps / since(t0) / 1e9;
-  openblas_set_num_threads(saved);
-  return gflops;
 }
 
 // Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
@@ -121,9 +106,9 @@ int cmd_bench(int argc, char** argv) {
 
   if (what == "sgemm") {
     const int n = parallel::num_threads();
-    out["gflops_2048_1thread"] = sgemm_gflops(2048, 10, 1);
-    out["gflops_2048"] = sgemm_gflops(2048, 10, n);
-    out["gflops_512"] = sgemm_gflops(512, 200, n);
+    out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 10, 1);
+    out["gflops_2048"] = train::sgemm_gflops(2048, 10, n);
+    out["gflops_512"] = train::sgemm_gflops(512, 200, n);
   } else if (what == "train" || what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
@@ -158,9 +143,7 @@ int cmd_bench(int argc, char** argv) {
       sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
       flops = model.forward_flops(bc.batch);
     }
-    // The peak MFU is measured against: the better of OpenBLAS on one core and on all of them
-    // (on a machine whose cores share their FMA units, more threads do not add FLOPs).
-    const double peak = std::max(sgemm_gflops(2048, 5, 1), sgemm_gflops(2048, 5, parallel::num_threads()));
+    const double peak = train::sgemm_peak_gflops(parallel::num_threads());  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
                 {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},

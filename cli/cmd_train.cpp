@@ -2,24 +2,39 @@
 // nanoGPT's shakespeare_char CPU configuration. Every flag but --resume and --help comes from
 // the run configuration's field table (train/run_config.h, through cli/train_flags.h): its
 // name, help, default, and whether --resume accepts it.
+#include <filesystem>
 #include <iostream>
+#include <memory>
 
+#include "autograd/parallel.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "models/registry.h"
+#include "tensorboard/train_logger.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
+
+namespace {
+// --tensorboard: the writer lives in a library of its own (protobuf stays out of the training
+// library), so the program attaches it. It observes only, so a resumed run may add or drop it.
+void attach_tensorboard(train::TrainConfig& c, const std::string& run_dir) {
+  if (!c.tensorboard) return;
+  parallel::set_num_threads(c.threads);  // the run's threads, for the sgemm peak the logger measures
+  c.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
+}
+}  // namespace
 
 int cmd_train(int argc, char** argv) {
   cxxopts::Options options("attograd train", "Train a character-level language model on a text file (nanoGPT's CPU defaults).");
   add_train_flags(options);
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
-  const TrainFlags flags = read_train_flags(r);
+  TrainFlags flags = read_train_flags(r);
 
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
+    attach_tensorboard(flags.config, r["resume"].as<std::string>());
     train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
     return 0;
   }
@@ -30,6 +45,7 @@ int cmd_train(int argc, char** argv) {
   }
   if (flags.config.data_path.empty()) throw UsageError("--data FILE is required (or data = \"FILE\" in --config)");
   if (flags.config.out_dir.empty()) throw UsageError("--out DIR is required (or out = \"DIR\" in --config)");
+  attach_tensorboard(flags.config, flags.config.out_dir);
   train::train_lm(flags.config, std::cout);
   return 0;
 }

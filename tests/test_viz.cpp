@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.h"
@@ -78,6 +79,11 @@ TEST(Image, DrawsAndWritesAPngOfItsSize) {
   EXPECT_EQ(png_header_size(dir / "a.png"), std::make_pair(37u, 21u));
   EXPECT_EQ(png_dimensions((dir / "a.png").string()), std::make_pair(37, 21));
   expect_png_holds(dir / "a.png", img);
+  {  // encode_png: the same bytes as the file
+    std::ifstream f(dir / "a.png", std::ios::binary);
+    const std::string file((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(img.encode_png(), file);
+  }
   EXPECT_THROW(img.save_png((dir / "no" / "such" / "a.png").string()), std::runtime_error);
   EXPECT_THROW(Image(0, 5), std::invalid_argument);
   fs::remove_all(dir);
@@ -221,6 +227,16 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
   const Image grid = render_attention_grid(maps);
   EXPECT_GT(grid.width(), 3 * T * 4);
   EXPECT_GT(grid.height(), 2 * T * 4);
+  // One layer's row (TensorBoard's attention/layer1): exactly the grid's second row of panels
+  // (tile's default gap of 8 pixels around and between them).
+  const Image row = render_attention_layer(maps, 1);
+  EXPECT_EQ(row.width(), grid.width());
+  ASSERT_EQ(grid.height(), 2 * row.height() - 8);
+  bool same = true;
+  for (int y = 0; y < row.height(); ++y)
+    for (int x = 0; x < row.width(); ++x) same = same && grid.at(x, y + row.height() - 8) == row.at(x, y);
+  EXPECT_TRUE(same);
+  EXPECT_THROW(render_attention_layer(maps, 2), std::out_of_range);
   fs::remove_all(dir);
 }
 

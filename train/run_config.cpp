@@ -71,6 +71,7 @@ TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& now, con
   TrainConfig c = saved;
   c.after_backward = now.after_backward;
   c.after_step = now.after_step;
+  c.loggers = now.loggers;
   for_each_field(
       [&](const FieldInfo& f, auto& dst, const auto& from_now) {
         if (f.on_resume == OnResume::Fresh || (f.on_resume == OnResume::Override && given.count(f.flag)))

@@ -9,8 +9,10 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "models/model_config.h"
 
@@ -19,6 +21,8 @@ class LanguageModel;
 }
 
 namespace ag::train {
+
+class RunLogger;
 
 // What `attograd train --resume DIR` does with a field.
 enum class OnResume {
@@ -48,7 +52,8 @@ enum class OnResume {
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
-  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse)
+  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse) \
+  X(bool,        tensorboard,    "tensorboard",    false, "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of every weight and gradient, attention maps and a sample", Fresh)
 // clang-format on
 
 struct TrainConfig {
@@ -60,6 +65,10 @@ struct TrainConfig {
   // and after each step.
   std::function<void(models::LanguageModel&)> after_backward;
   std::function<void(int64_t iter)> after_step;
+  // Observers of the run (train/run_logger.h), not configuration. With `tensorboard` set, the
+  // caller attaches TensorBoard's (tensorboard/train_logger.h, a library of its own so that
+  // protobuf stays out of this one); the attograd program does.
+  std::vector<std::shared_ptr<RunLogger>> loggers;
 };
 
 // One row of the table, as visit_fields hands it over with a reference to the member.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
@@ -22,6 +23,7 @@
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/optimizer.h"
+#include "train/progress.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -33,14 +35,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::string format_duration(double s) {
-  char buf[32];
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(t / 3600), static_cast<long>(t % 3600 / 60));
-  else std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(t / 60), static_cast<long>(t % 60));
-  return buf;
-}
 
 void check_config(const TrainConfig& c) {
   auto positive = [](double v, const char* name) {
@@ -59,6 +53,8 @@ void check_config(const TrainConfig& c) {
     throw std::invalid_argument("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
+  if (c.tensorboard && c.loggers.empty())  // never silently without the logs asked for
+    throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
   models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
 }
 
@@ -154,6 +150,7 @@ class Run {
   TrainSummary summary_;
   Clock::time_point t_log_;  // throughput since the last log line (evaluations excluded)
   int64_t steps_since_log_ = 0;
+  double grad_norm_ = 0;  // of the last step, before clipping (NaN when its update was skipped)
   // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
   // evaluation at pending_report_iter_.
   std::string pending_report_;
@@ -224,6 +221,7 @@ void Run::start(bool fresh_metrics) {
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
+  for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, *model_, pos_.iter);
   t_log_ = Clock::now();
 }
 
@@ -259,6 +257,11 @@ void Run::evaluate_and_checkpoint(int64_t it, double lr) {
   out_ << (tty_ ? "\r\033[K" : "") << line << "\n";
   out_.flush();
   if (cfg_.grad_report) write_grad_report(it, tty_);
+  if (!cfg_.loggers.empty()) {
+    model_->eval();
+    for (const auto& l : cfg_.loggers) l->on_eval({it, tl, vl}, *model_);
+    model_->train();
+  }
   t_log_ = Clock::now();  // evaluation time is not training throughput
   steps_since_log_ = 0;
 }
@@ -280,6 +283,7 @@ double Run::step(int64_t it, double lr) {
     pending_summary_ = grad_report_summary(rep);
     pending_report_iter_ = it + 1;
   }
+  grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
   if (!bad.empty()) {
     char msg[512];
@@ -292,7 +296,8 @@ double Run::step(int64_t it, double lr) {
     out_ << (tty_ ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
     opt_.zero_grad();
   } else {
-    if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
+    // The norm before clipping; with clipping off, infinity as the bound only measures it.
+    grad_norm_ = clip_grad_norm(opt_.params(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
     opt_.step();
   }
   pos_.eval_done = false;
@@ -311,11 +316,11 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
   const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
   char line[200];
   if (tty_) {
-    const int width = 24, filled = static_cast<int>(width * done / total);
-    std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
-                  std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
-                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-    out_ << line;
+    // The rate since the last logged step (at a logged step, tokens_per_s_ itself), so that
+    // tokens/s and the ETA show from the first step on.
+    const double rate = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log_) / dt : tokens_per_s_;
+    const double eta_now = rate > 0 ? (total - done) * tokens_per_step / rate : 0;
+    out_ << "\r\033[K" << progress_line({it + 1, cfg_.iters, loss_v, lr, rate, eta_now}, terminal_columns(STDOUT_FILENO));
   } else {
     std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
                   static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
@@ -324,6 +329,7 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
   out_.flush();
   if (log_now) {
     write_metrics(it + 1, loss_v, nullptr, lr);
+    for (const auto& l : cfg_.loggers) l->on_log({it + 1, loss_v, lr, grad_norm_, tokens_per_s_});
     t_log_ = Clock::now();
     steps_since_log_ = 0;
   }

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "train/run_config.h"
+#include "train/run_logger.h"
 
 namespace ag::train {
 

@@ -86,18 +86,32 @@ Image render_attention_head(const AttentionMaps& maps, int64_t layer, int64_t he
   return render_heatmap(head_values(maps, layer, head), T, T, head_options(maps, layer, head, cell));
 }
 
-Image render_attention_grid(const AttentionMaps& maps, int cell) {
+namespace {
+// The panels of layer l's heads, as in the grid.
+void add_grid_panels(const AttentionMaps& maps, int64_t l, int cell, std::vector<Image>& panels) {
   const int T = static_cast<int>(maps.length());
   if (cell <= 0) cell = std::clamp(240 / std::max(T, 1), 4, 16);
+  for (int64_t h = 0; h < maps.n_head(); ++h) {
+    HeatmapOptions o = head_options(maps, l, h, cell);
+    o.row_title = o.col_title = "";
+    if (cell < 9) o.row_labels.clear(), o.col_labels.clear();  // too small to read
+    o.colorbar = false;  // the single-head images have one; all grid panels share the scale
+    panels.push_back(render_heatmap(head_values(maps, l, h), T, T, o));
+  }
+}
+}  // namespace
+
+Image render_attention_grid(const AttentionMaps& maps, int cell) {
   std::vector<Image> panels;
-  for (int64_t l = 0; l < static_cast<int64_t>(maps.layers.size()); ++l)
-    for (int64_t h = 0; h < maps.n_head(); ++h) {
-      HeatmapOptions o = head_options(maps, l, h, cell);
-      o.row_title = o.col_title = "";
-      if (cell < 9) o.row_labels.clear(), o.col_labels.clear();  // too small to read
-      o.colorbar = false;  // the single-head images have one; all grid panels share the scale
-      panels.push_back(render_heatmap(head_values(maps, l, h), T, T, o));
-    }
+  for (int64_t l = 0; l < static_cast<int64_t>(maps.layers.size()); ++l) add_grid_panels(maps, l, cell, panels);
+  return tile(panels, static_cast<int>(maps.n_head()));
+}
+
+Image render_attention_layer(const AttentionMaps& maps, int64_t layer, int cell) {
+  if (layer < 0 || layer >= static_cast<int64_t>(maps.layers.size()))
+    throw std::out_of_range("attention maps: no layer " + std::to_string(layer));
+  std::vector<Image> panels;
+  add_grid_panels(maps, layer, cell, panels);
   return tile(panels, static_cast<int>(maps.n_head()));
 }
 

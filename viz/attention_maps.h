@@ -42,6 +42,8 @@ std::string display_char(const std::string& ch);
 Image render_attention_head(const AttentionMaps& maps, int64_t layer, int64_t head, int cell = 0);
 // Every head of every layer in one image: a row per layer, a column per head.
 Image render_attention_grid(const AttentionMaps& maps, int cell = 0);
+// One row of that grid: the heads of one layer.
+Image render_attention_layer(const AttentionMaps& maps, int64_t layer, int cell = 0);
 
 // Per head: the mean over queries of the entropy (bits) of its weights and of the distance
 // q - k weighted by them (how far back it looks).

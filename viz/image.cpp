@@ -119,6 +119,14 @@ void Image::save_png(const std::string& path) const {
     throw std::runtime_error(path + ": cannot write the PNG file (does its folder exist and is it writable?)");
 }
 
+std::string Image::encode_png() const {
+  std::string png;
+  auto append = [](void* to, void* data, int size) { static_cast<std::string*>(to)->append(static_cast<const char*>(data), size); };
+  if (!stbi_write_png_to_func(append, &png, w_, h_, 3, px_.data(), w_ * 3))
+    throw std::runtime_error("Image: cannot encode a PNG");
+  return png;
+}
+
 std::pair<int, int> png_dimensions(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error(path + ": cannot open file");

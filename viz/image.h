@@ -41,6 +41,8 @@ class Image {
 
   // Writes a PNG; throws std::runtime_error naming the path when it cannot.
   void save_png(const std::string& path) const;
+  // The bytes of the same PNG file, in memory (e.g. for a TensorBoard image).
+  std::string encode_png() const;
 
  private:
   int w_, h_;

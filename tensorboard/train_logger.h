@@ -1,0 +1,53 @@
+// `attograd train --tensorboard`: a RunLogger that writes RUN/tb/events.out.tfevents.* for
+// TensorBoard. Tags:
+//   loss/train_batch, lr, grad_norm,                 every logged step (--log-every)
+//   throughput/tokens_per_s, throughput/mfu
+//   loss/train, loss/val                             every evaluation (--eval-every)
+//   weights/<parameter>, grads/<parameter>           histograms, every evaluation (grads once
+//                                                    a step has run: its gradients after clipping)
+//   attention/layer<i>                               image, every evaluation: the heads of layer i
+//                                                    on a fixed prompt (the start of the
+//                                                    validation text); models with attention only
+//   sample                                           text, every evaluation: sample_chars
+//                                                    characters at temperature 0.8, same seed each time
+// The step of each point is the number of updates made. A resumed run first writes a restart
+// at its step, so TensorBoard drops what the interrupted run had logged past its checkpoint.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "tensorboard/event_writer.h"
+#include "train/run_logger.h"
+
+namespace ag::tensorboard {
+
+class TrainLogger : public train::RunLogger {
+ public:
+  // dir: where the event file goes (RUN/tb). The file is created by on_start, which also
+  // says so on *out when out is given. MFU is relative to peak_gflops; 0 measures the sgemm
+  // peak (train/flops.h, about a second) here, on parallel::num_threads() threads: set the
+  // run's threads first. Measuring it here keeps that second out of the run's time.
+  explicit TrainLogger(std::string dir, std::ostream* out = nullptr, double peak_gflops = 0, int64_t sample_chars = 200);
+
+  void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
+                int64_t start_iter) override;
+  void on_log(const train::LogStep& s) override;
+  void on_eval(const train::EvalStep& s, const models::LanguageModel& model) override;
+
+  const std::string& path() const;  // of the event file, once started
+
+ private:
+  std::string dir_;
+  std::ostream* out_;
+  int64_t sample_chars_;
+  std::unique_ptr<EventWriter> writer_;
+  double flops_per_token_ = 0;  // of a training step: 3 × the forward's, per token
+  uint64_t seed_ = 0;
+  double peak_gflops_ = 0;
+  const data::CharTokenizer* tokenizer_ = nullptr;  // the run's; lives as long as the run
+  std::string prompt_;        // of the attention maps
+  int64_t newline_id_ = 0;    // the sample's first token
+};
+
+}  // namespace ag::tensorboard
