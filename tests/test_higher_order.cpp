@@ -8,6 +8,7 @@
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "nn/attention.h"
 
 using namespace ag;
 
@@ -289,4 +290,21 @@ TEST(AttentionMaskGrad, Float32KernelAgreesWithTheFloat64Formula) {
   sum(mul(attention_probs(q.to(DType::Float64), k.to(DType::Float64), m64, 0.5, true), up.to(DType::Float64))).backward();
   const auto a = m.grad().to_double_vector(), b = m64.grad().to_double_vector();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
+}
+
+TEST(AttentionMaskGrad, MultiheadAttentionLearnedFloatMasksFirstAndSecondOrder) {
+  Generator g(11);
+  auto mha = std::make_shared<nn::MultiheadAttention>(4, 2, 0.0, true, /*batch_first=*/true, DType::Float64, g);
+  Tensor x = rnd({2, 3, 4});
+  // a 2-d (L, S) bias, a 3-d (N·H, L, S) bias, and a float key_padding_mask (N, S), each learned
+  expect_both([mha](V in) { return mha->forward(in[0], in[0], in[0], Tensor(), false, in[1], true, false).output; },
+              {x, rnd({3, 3})});
+  expect_both([mha](V in) { return mha->forward(in[0], in[0], in[0], Tensor(), false, in[1], true, true).output; },
+              {x, rnd({4, 3, 3})});
+  expect_both([mha](V in) { return mha->forward(in[0], in[0], in[0], in[1], false, Tensor(), true, false).output; },
+              {x, rnd({2, 3})});
+  // with a bool padding mask folded in beside the learned bias
+  const Tensor pad = Tensor::from_vector(std::vector<bool>{false, false, true, false, false, false}, {2, 3});
+  expect_both([mha, pad](V in) { return mha->forward(in[0], in[0], in[0], pad, false, in[1], true, false).output; },
+              {x, rnd({3, 3})});
 }
