@@ -164,13 +164,18 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   // ---- attention: P = softmax(q·kᵀ/√hd + mask), context = P·v ---------------------------------
   Tensor P = attention_probs(q, k, mask, 1.0 / std::sqrt(static_cast<double>(head_dim)), is_causal);  // (N·H, L, S)
   P = ag::dropout(P, dropout, is_training(), *gen_);
+  Tensor weights;
+  if (need_weights) {  // the context is computed from the very tensor returned, so that its
+    weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
+    P = reshape(weights, {N * H, L, S});
+  }
   const Tensor ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
   Tensor out = out_proj->forward(ctx);                 // (N, L, E)
 
   Output res;
   res.output = unbatched ? squeeze(out, 0) : (batch_first ? out : transpose(out, 0, 1).contiguous());
   if (need_weights) {
-    Tensor w = reshape(P, {N, H, L, S});
+    Tensor w = weights;
     if (average_attn_weights) w = mean(w, {1});  // (N, L, S)
     res.weights = unbatched ? squeeze(w, 0) : w;
   }
