@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
+#include "train/optimizer.h"
 #include "tests/test_util.h"
 
 using namespace ag;
@@ -107,4 +108,24 @@ TEST(Inplace, WritesToUnsavedTensorsOrAfterBackwardAreFine) {
   NoGradGuard no_grad;
   x.fill_(0.0);  // the graph is gone: nothing to check
   EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{13, 13}));
+}
+
+// An optimizer step writes the weights in place: a graph kept with retain_graph that saved them
+// must refuse a second backward rather than differentiate at the old weights.
+TEST(Inplace, OptimizerStepInvalidatesAGraphThatSavedTheWeights) {
+  for (const bool adamw : {true, false}) {
+    Tensor w = Tensor::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, DType::Float64).requires_grad_();
+    Tensor x = Tensor::from_vector(std::vector<double>{1, -1}, {1, 2}, DType::Float64);
+    Tensor y = sum(matmul(x, w));  // matmul saves w for dL/dx... and x for dL/dw
+    Tensor z = sum(mul(w, w));     // mul saves w
+    Tensor loss = add(y, z);
+    loss.backward(Tensor(), /*retain_graph=*/true);
+    const uint64_t v0 = w.version();
+    std::unique_ptr<train::Optimizer> opt;
+    if (adamw) opt = std::make_unique<train::AdamW>(train::NamedParams{{"w", w}}, 0.1);
+    else opt = std::make_unique<train::SGD>(train::NamedParams{{"w", w}}, 0.1);
+    opt->step();
+    EXPECT_EQ(w.version(), v0 + 1);
+    expect_has(error_of([&] { loss.backward(); }), {"modified by an inplace operation", "float64[2, 2]"});
+  }
 }

@@ -37,6 +37,7 @@ void AdamW::step() {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     const Tensor gc = g.contiguous();
+    p.bump_version();  // an in-place write: a graph that saved this weight must not reuse it silently
     const double decay = decays(i) ? 1 - lr_ * weight_decay : 1.0;
     if (p.dtype() == DType::Float32) {  // the vectorised kernel, same formula
       float *w = p.data<float>(), *m = exp_avg[i].data<float>(), *v = exp_avg_sq[i].data<float>();
@@ -77,6 +78,7 @@ void SGD::step() {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     const Tensor gc = g.contiguous();
+    p.bump_version();  // an in-place write (see AdamW::step)
     const bool first = !momentum_buffer[i].defined();
     if (momentum != 0 && first) momentum_buffer[i] = Tensor::zeros(p.shape(), p.dtype());
     AG_DISPATCH_FLOAT(p.dtype(), "SGD", [&] {
