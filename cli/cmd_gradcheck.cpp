@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "autograd/gradcheck_cases.h"
 #include "autograd/ops.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
@@ -150,94 +151,23 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
   return report.passed() ? 0 : 1;
 }
 
-// ---- single ops -----------------------------------------------------------------------------
-
-enum class Domain { Any, Positive, AwayFromZero };  // where the op is smooth
-
-struct OpCase {
-  std::string name;
-  std::vector<std::pair<std::string, Shape>> args;  // the checked float64 inputs
-  Domain domain;
-  std::function<Tensor(const std::vector<Tensor>&)> f;
-};
-
-std::vector<OpCase> op_cases() {
-  using V = const std::vector<Tensor>&;
-  const Tensor idx = Tensor::from_vector(std::vector<int64_t>{2, 0, 2}, {3});
-  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 3, 1, 0}, {2, 2});
-  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{4, 0, -100, 2}, {4});
-  const Tensor mask = Tensor::from_vector(std::vector<bool>{true, false, false, true, false, true}, {2, 3});
-  return {
-      {"add", {{"a", {2, 3}}, {"b(bcast)", {3}}}, Domain::Any, [](V x) { return x[0] + x[1]; }},
-      {"sub", {{"a", {2, 3, 4}}, {"b(bcast)", {3, 1}}}, Domain::Any, [](V x) { return x[0] - x[1]; }},
-      {"mul", {{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Any, [](V x) { return x[0] * x[1]; }},
-      {"div", {{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Positive, [](V x) { return x[0] / x[1]; }},
-      {"pow", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return pow(x[0], 2.5); }},
-      {"exp", {{"a", {2, 3}}}, Domain::Any, [](V x) { return exp(x[0]); }},
-      {"log", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return log(x[0]); }},
-      {"sqrt", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return sqrt(x[0]); }},
-      {"tanh", {{"a", {2, 3}}}, Domain::Any, [](V x) { return tanh(x[0]); }},
-      {"relu", {{"a", {2, 3}}}, Domain::AwayFromZero, [](V x) { return relu(x[0]); }},
-      {"gelu", {{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(x[0]); }},
-      {"gelu(tanh)", {{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(x[0], true); }},
-      {"sum", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return sum(x[0], {0, 2}); }},
-      {"mean", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mean(x[0], {1}, true); }},
-      {"matmul", {{"a", {2, 3, 4}}, {"b(bcast)", {1, 4, 5}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
-      {"matmul", {{"a", {3, 4}}, {"bT", {5, 4}}}, Domain::Any,
-       [](V x) { return matmul(x[0], transpose(x[1], 0, 1)); }},
-      {"linear", {{"x", {2, 3, 4}}, {"W", {5, 4}}, {"b", {5}}}, Domain::Any,
-       [](V x) { return linear(x[0], x[1], x[2]); }},
-      {"permute", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return permute(x[0], {2, 0, 1}) * 2.0; }},
-      {"narrow", {{"a", {3, 4}}}, Domain::Any, [](V x) { return narrow(x[0], 1, 1, 2); }},
-      {"concat", {{"a", {2, 3}}, {"b", {2, 2}}}, Domain::Any, [](V x) { return concat({x[0], x[1]}, 1); }},
-      {"split", {{"a", {2, 5}}}, Domain::Any, [](V x) { return split(x[0], 2, 1)[2]; }},
-      {"expand", {{"a", {3, 1}}}, Domain::Any, [](V x) { return expand(x[0], {2, 3, 4}); }},
-      {"index_select", {{"a", {3, 4}}}, Domain::Any, [idx](V x) { return index_select(x[0], 0, idx); }},
-      {"embedding", {{"weight", {4, 3}}}, Domain::Any, [ids](V x) { return embedding(ids, x[0]); }},
-      {"masked_fill", {{"a", {2, 3}}}, Domain::Any, [mask](V x) { return masked_fill(x[0], mask, -1.0); }},
-      {"softmax", {{"a", {3, 5}}}, Domain::Any, [](V x) { return softmax(x[0]); }},
-      {"log_softmax", {{"a", {3, 5}}}, Domain::Any, [](V x) { return log_softmax(x[0]); }},
-      {"cross_entropy", {{"logits", {4, 5}}}, Domain::Any,
-       [targets](V x) { return cross_entropy(x[0], targets, -100); }},
-      {"layer_norm", {{"x", {3, 6}}, {"weight", {6}}, {"bias", {6}}}, Domain::Any,
-       [](V x) { return layer_norm(x[0], x[1], x[2]); }},
-      {"dropout", {{"a", {3, 4}}}, Domain::Any,
-       [](V x) {
-         Generator g(7);  // the same mask on every call, as gradcheck needs a deterministic f
-         return dropout(x[0], 0.3, /*training=*/true, g);
-       }},
-      {"attention_probs", {{"q", {2, 3, 4}}, {"k", {2, 5, 4}}}, Domain::Any,
-       [](V x) { return attention_probs(x[0], x[1], Tensor(), 0.5, /*causal=*/true); }},
-  };
-}
-
-Tensor draw(const Shape& s, Domain d, Generator& gen) {
-  Tensor t = Tensor::randn(s, DType::Float64, gen);
-  double* p = t.data<double>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (d == Domain::Positive) p[i] = 0.5 + std::fabs(p[i]);
-    if (d == Domain::AwayFromZero) p[i] = (p[i] < 0 ? -0.2 : 0.2) + p[i];  // no kink within eps
-  }
-  return t.requires_grad_();
-}
+// ---- single ops: the case table of autograd/gradcheck_cases.h -------------------------------
 
 int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol) {
   Generator gen(seed);
-  std::printf("gradcheck ops: every listed op on small random float64 inputs, seed %llu\n",
-              (unsigned long long)seed);
+  const std::vector<OpCase> cases = op_cases();
+  std::printf("gradcheck ops: %zu cases covering every op of autograd/ops.h on small random float64 inputs, seed %llu\n",
+              cases.size(), (unsigned long long)seed);
   print_criterion(tol);
-  GradcheckReport all;  // the rows of every op, so that one table shows them all
+  GradcheckReport all;  // the rows of every case, so that one table shows them all
   std::vector<std::string> not_reentrant;
-  for (const OpCase& op : op_cases()) {
-    std::vector<Tensor> inputs;
+  for (const OpCase& c : cases) {
+    const std::vector<Tensor> inputs = draw_inputs(c, gen);
     std::vector<std::string> names;
-    for (const auto& [arg, shape] : op.args) {
-      inputs.push_back(draw(shape, op.domain, gen));
-      names.push_back(op.name + " " + arg);
-    }
-    const GradcheckReport r = gradcheck(op.f, inputs, tol, names);
+    for (const auto& arg : c.args) names.push_back(c.title() + " " + arg.first);
+    const GradcheckReport r = gradcheck(c.f, inputs, tol, names);
     all.inputs.insert(all.inputs.end(), r.inputs.begin(), r.inputs.end());
-    if (!r.reentrant) not_reentrant.push_back(op.name);
+    if (!r.reentrant) not_reentrant.push_back(c.title());
   }
   all.reentrant = not_reentrant.empty();
   std::cout << all.table();

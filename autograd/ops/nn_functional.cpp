@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/softmax.h"
@@ -12,17 +13,18 @@
 namespace ag {
 
 namespace {
-void check_last_dim(const Tensor& a, int64_t dim, const char* op) {
+// Checks a and wraps dim; true when dim is the last one (the fused kernel's case).
+bool is_last_dim(const Tensor& a, int64_t dim, const char* op) {
   kernels::check_float(a, op);
   if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor, got " + describe(a));
-  if (dim != -1 && dim != a.dim() - 1)
-    throw std::invalid_argument(std::string(op) + ": only the last dim is supported, got dim " + std::to_string(dim) +
-                                " for " + describe(a));
+  return wrap_dim(dim, a.dim(), op, a) == a.dim() - 1;
 }
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
-  check_last_dim(a, dim, "softmax");
+  // Another dim is swapped with the last (a view), normalised there, and swapped back; the
+  // two transposes carry the gradient, so the fused last-dim kernel is the only one.
+  if (!is_last_dim(a, dim, "softmax")) return transpose(softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
   Tensor y = Tensor::empty(a.shape(), a.dtype());
@@ -51,7 +53,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
-  check_last_dim(a, dim, "log_softmax");
+  if (!is_last_dim(a, dim, "log_softmax")) return transpose(log_softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
   Tensor y = Tensor::empty(a.shape(), a.dtype());

@@ -180,6 +180,19 @@ Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
   return out;
 }
 
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
+  if (ts.empty()) throw std::invalid_argument("stack: no tensors given");
+  const int64_t d = wrap(dim, ts[0].dim() + 1, "stack", ts[0]);  // the new dim may come last
+  std::vector<Tensor> parts;
+  for (const Tensor& t : ts) {
+    if (t.shape() != ts[0].shape())
+      throw std::invalid_argument("stack: every tensor needs one shape, got " + describe(ts[0]) + " and " + describe(t));
+    parts.push_back(unsqueeze(t, d));  // view, 1 along d
+  }
+  // out = [t0; t1; ...] along a new dim d: unsqueeze + concat, so the backward is theirs
+  return concat(parts, d);
+}
+
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   const int64_t d = wrap(dim, a.dim(), "split", a);
   if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive, got " + std::to_string(split_size));
