@@ -2,6 +2,11 @@
 // writes every layer's and head's attention weights: DIR/attention.safetensors (layer{i}, F32
 // (H, T, T); see viz/attention_maps.h), one heatmap per head DIR/layer{i}_head{h}.png with the
 // characters on both axes, and all of them in DIR/attention_grid.png.
+// With --grads it also computes dLoss/dWeights, the gradient of the LM loss on the text (each
+// character predicting the next) with respect to every layer's and head's weights, and writes
+// DIR/attention_grads.safetensors (same layout), DIR/layer{i}_head{h}_grad.png (the weights
+// beside the gradient's magnitude) and DIR/attention_grads_grid.png.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +31,8 @@ int cmd_attend(int argc, char** argv) {
     ("text-file", "read the prompt from this UTF-8 file instead", cxxopts::value<std::string>())
     ("out", "folder for attention.safetensors and the PNG files (created if missing)", cxxopts::value<std::string>())
     ("cell", "pixels per cell of the single-head heatmaps (0: chosen from the length)", cxxopts::value<int>()->default_value("0"))
-    ("no-png", "write only attention.safetensors")
+    ("grads", "also the gradient of the LM loss on the text w.r.t. every head's weights (dLoss/dWeights), saved and drawn beside them")
+    ("no-png", "write only attention.safetensors (and attention_grads.safetensors)")
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
@@ -49,7 +55,10 @@ int cmd_attend(int argc, char** argv) {
     text = ss.str();
   }
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
-  const viz::AttentionMaps maps = viz::capture_attention(*loaded.model, loaded.tokenizer, text);
+  const bool with_grads = r.count("grads") > 0;
+  viz::AttentionGrads grads;
+  if (with_grads) grads = viz::capture_attention_grads(*loaded.model, loaded.tokenizer, text);
+  const viz::AttentionMaps maps = with_grads ? grads.maps : viz::capture_attention(*loaded.model, loaded.tokenizer, text);
 
   const fs::path dir = r["out"].as<std::string>();
   std::error_code ec;
@@ -62,6 +71,14 @@ int cmd_attend(int argc, char** argv) {
             << maps.length() << " characters\n"
             << "wrote " << st << " (" << (cfg.n_layer > 1 ? "layer0 .. layer" + std::to_string(cfg.n_layer - 1) : "layer0")
             << ": F32 [" << cfg.n_head << ", " << maps.length() << ", " << maps.length() << "] each)\n";
+  if (with_grads) {
+    const std::string gst = (dir / "attention_grads.safetensors").string();
+    viz::save_attention_grads(gst, grads, loaded.tokenizer, loaded.path);
+    char line[200];
+    std::snprintf(line, sizeof line, "LM loss on the text %.4f (%ld predictions); wrote %s (dLoss/dWeights, same layout)",
+                  grads.loss, static_cast<long>(maps.length() - 1), gst.c_str());
+    std::cout << line << "\n";
+  }
   for (int64_t l = 0; l < cfg.n_layer; ++l)
     for (int64_t h = 0; h < cfg.n_head; ++h) {
       const auto s = viz::head_stats(maps, l, h);
@@ -75,6 +92,20 @@ int cmd_attend(int argc, char** argv) {
         img.save_png((dir / png).string());
         std::cout << "  -> " << png << " (" << img.width() << "x" << img.height() << ")";
       }
+      if (with_grads) {
+        const auto gv = grads.grads[static_cast<size_t>(l)].to_double_vector();
+        const int64_t T = maps.length();
+        double s2 = 0;
+        for (int64_t i = h * T * T; i < (h + 1) * T * T; ++i) s2 += gv[i] * gv[i];
+        std::snprintf(line, sizeof line, "; |dLoss/dWeights| %.3e", std::sqrt(s2));
+        std::cout << line;
+        if (!r.count("no-png")) {
+          const std::string png = "layer" + std::to_string(l) + "_head" + std::to_string(h) + "_grad.png";
+          const auto img = viz::render_attention_head_with_grad(grads, l, h, cell);
+          img.save_png((dir / png).string());
+          std::cout << "  -> " << png;
+        }
+      }
       std::cout << "\n";
     }
   if (!r.count("no-png")) {
@@ -82,6 +113,12 @@ int cmd_attend(int argc, char** argv) {
     const auto img = viz::render_attention_grid(maps);
     img.save_png(grid);
     std::cout << "wrote " << grid << " (" << img.width() << "x" << img.height() << ")\n";
+    if (with_grads) {
+      const std::string ggrid = (dir / "attention_grads_grid.png").string();
+      const auto gimg = viz::render_attention_grad_grid(grads);
+      gimg.save_png(ggrid);
+      std::cout << "wrote " << ggrid << " (" << gimg.width() << "x" << gimg.height() << ")\n";
+    }
   }
   return 0;
 }

@@ -37,9 +37,15 @@ std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t H) {
 
 // Folds attn_mask and key_padding_mask into one additive float mask in `dtype`:
 // (L, S) when only a 2-d attn_mask is given, else (N·H, L, S). Undefined when there is none.
-Tensor combine_masks(const Tensor& attn_mask, const Tensor& kpm, int64_t N, int64_t H, int64_t L, int64_t S, DType dtype) {
-  if (!attn_mask.defined() && !kpm.defined()) return Tensor();
-  const bool per_batch = kpm.defined() || attn_mask.dim() == 3;
+// Bool masks and float masks that do not require grad are folded in one loop; a float mask
+// that requires grad (a learned bias) is added with ops, so its gradient flows.
+Tensor combine_masks(const Tensor& attn_mask_in, const Tensor& kpm_in, int64_t N, int64_t H, int64_t L, int64_t S,
+                     DType dtype) {
+  if (!attn_mask_in.defined() && !kpm_in.defined()) return Tensor();
+  const bool per_batch = kpm_in.defined() || attn_mask_in.dim() == 3;
+  const bool am_grad = attn_mask_in.defined() && attn_mask_in.requires_grad() && GradMode::enabled();
+  const bool kpm_grad = kpm_in.defined() && kpm_in.requires_grad() && GradMode::enabled();
+  const Tensor attn_mask = am_grad ? Tensor() : attn_mask_in, kpm = kpm_grad ? Tensor() : kpm_in;
   Tensor m = per_batch ? Tensor::zeros({N * H, L, S}, dtype) : Tensor::zeros({L, S}, dtype);
   AG_DISPATCH_FLOAT(dtype, "MultiheadAttention", [&] {
     scalar_t* pm = m.data<scalar_t>();
@@ -67,6 +73,9 @@ Tensor combine_masks(const Tensor& attn_mask, const Tensor& kpm, int64_t N, int6
             }
     }
   });
+  if (am_grad) m = add(m, attn_mask_in);  // (L, S) broadcasts over N·H; its gradient is summed back
+  if (kpm_grad)  // (N, S) -> (N, H, L, S) -> (N·H, L, S)
+    m = add(m, reshape(expand(reshape(kpm_in, {N, 1, 1, S}), {N, H, L, S}), {N * H, L, S}));
   return m;
 }
 
@@ -155,13 +164,18 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   // ---- attention: P = softmax(q·kᵀ/√hd + mask), context = P·v ---------------------------------
   Tensor P = attention_probs(q, k, mask, 1.0 / std::sqrt(static_cast<double>(head_dim)), is_causal);  // (N·H, L, S)
   P = ag::dropout(P, dropout, is_training(), *gen_);
+  Tensor weights;
+  if (need_weights) {  // the context is computed from the very tensor returned, so that its
+    weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
+    P = reshape(weights, {N * H, L, S});
+  }
   const Tensor ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
   Tensor out = out_proj->forward(ctx);                 // (N, L, E)
 
   Output res;
   res.output = unbatched ? squeeze(out, 0) : (batch_first ? out : transpose(out, 0, 1).contiguous());
   if (need_weights) {
-    Tensor w = reshape(P, {N, H, L, S});
+    Tensor w = weights;
     if (average_attn_weights) w = mean(w, {1});  // (N, L, S)
     res.weights = unbatched ? squeeze(w, 0) : w;
   }

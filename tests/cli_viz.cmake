@@ -74,6 +74,17 @@ attograd_cli_test(cli.attend.too_long EXIT 1
 attograd_cli_test(cli.attend.outside_vocab EXIT 1 STDERR "character 'Z' \\(U\\+005A\\).*not in the vocabulary"
                   COMMAND ${AG} attend --checkpoint small_run --text "Zebra" --out ${VIZ_OUT}/never)
 set_tests_properties(cli.attend.too_long cli.attend.outside_vocab PROPERTIES FIXTURES_REQUIRED small_run)
+attograd_cli_test(cli.attend.grads EXIT 0
+                  STDOUT "LM loss on the text [0-9.]+ \\(9 predictions\\); wrote [^\n]*attention_grads\\.safetensors[^\n]*\nlayer 0 head 0: [^\n]*-> layer0_head0\\.png [^\n]*; \\|dLoss/dWeights\\| [0-9.]+e[-+][0-9]+  -> layer0_head0_grad\\.png\n.*wrote [^\n]*attention_grads_grid\\.png"
+                  COMMAND ${AG} attend --checkpoint small_run --text "The engine" --grads --out ${VIZ_OUT}/attend_grads)
+set_tests_properties(cli.attend.grads PROPERTIES FIXTURES_REQUIRED small_run FIXTURES_SETUP viz_attend_grads)
+add_test(NAME cli.attend.grads_png
+         COMMAND ${CMAKE_COMMAND} -DPNG=${VIZ_OUT}/attend_grads/layer0_head1_grad.png -DANY_SIZE=ON
+                 -P ${ATTOGRAD_CLI_SRC}/check_png.cmake)
+set_tests_properties(cli.attend.grads_png PROPERTIES FIXTURES_REQUIRED viz_attend_grads)
+attograd_cli_test(cli.attend.grads_one_char EXIT 1 STDERR "--grads needs at least 2 characters"
+                  COMMAND ${AG} attend --checkpoint small_run --text "T" --grads --out ${VIZ_OUT}/never)
+set_tests_properties(cli.attend.grads_one_char PROPERTIES FIXTURES_REQUIRED small_run)
 attograd_cli_test(cli.attend.no_text EXIT 2 STDERR "exactly one of --text and --text-file"
                   COMMAND ${AG} attend --checkpoint small_run --out ${VIZ_OUT}/never)
 

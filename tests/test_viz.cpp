@@ -223,6 +223,49 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
   fs::remove_all(dir);
 }
 
+TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
+  const std::string text = "the cat sat\non a mat";
+  const auto tok = data::CharTokenizer::from_text(data::decode_utf8(text, "t"));
+  Generator gen(5);
+  models::TransformerLM model = tiny_model(tok.vocab_size(), gen);
+  model.eval();
+  const std::string prompt = "a cat sat";
+  const AttentionGrads g = capture_attention_grads(model, tok, prompt);
+  const AttentionMaps plain = capture_attention(model, tok, prompt);
+  const int64_t T = 9, H = 3;
+  // The loss is the model's own next-character loss on the prompt.
+  const auto ids = tok.encode(std::string_view(prompt));
+  const Tensor x = Tensor::from_vector(std::vector<int64_t>(ids.begin(), ids.end() - 1), {1, T - 1});
+  const Tensor y = Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {1, T - 1});
+  EXPECT_NEAR(g.loss, model.loss(x, y).item(), 1e-5);
+  ASSERT_EQ(g.grads.size(), 2u);
+  for (size_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(g.maps.layers[l].to_double_vector(), plain.layers[l].to_double_vector());
+    ASSERT_EQ(g.grads[l].shape(), (Shape{H, T, T}));
+    const auto v = g.grads[l].to_double_vector();
+    double last_row = 0, rest = 0;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t q = 0; q < T; ++q)
+        for (int64_t k = 0; k < T; ++k) {
+          const double a = std::fabs(v[(h * T + q) * T + k]);
+          ASSERT_TRUE(std::isfinite(a));
+          (q == T - 1 ? last_row : rest) += a;
+        }
+    EXPECT_EQ(last_row, 0.0) << "the last position predicts nothing";
+    EXPECT_GT(rest, 0.0);
+  }
+  for (const auto& [name, p] : model.named_parameters()) EXPECT_FALSE(p.grad().defined()) << name;  // ag::grad
+  const fs::path dir = temp_dir("attention_grads");
+  save_attention_grads((dir / "g.safetensors").string(), g, tok, "ckpt");
+  const SafeTensorsFile f = SafeTensorsFile::load((dir / "g.safetensors").string());
+  EXPECT_EQ(f.metadata().at("format"), "attograd.attention_grads");
+  EXPECT_EQ(f.get("layer1").to_double_vector(), g.grads[1].to_double_vector());
+  const Image img = render_attention_head_with_grad(g, 1, 2, 10);
+  EXPECT_GT(img.width(), 2 * T * 10);
+  EXPECT_THROW(capture_attention_grads(model, tok, "a"), std::runtime_error);
+  fs::remove_all(dir);
+}
+
 TEST(AttentionMaps, ClearErrorsForBadPrompts) {
   const auto tok = data::CharTokenizer::from_text(data::decode_utf8("abc ", "t"));
   Generator gen(2);

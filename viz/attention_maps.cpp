@@ -1,6 +1,8 @@
 #include "viz/attention_maps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -11,7 +13,10 @@
 
 namespace ag::viz {
 
-AttentionMaps capture_attention(const models::TransformerLM& model, const data::CharTokenizer& tok, std::string_view text) {
+namespace {
+// Checks the prompt and fills maps' text and characters; returns the token ids.
+std::vector<int64_t> prompt_ids(const models::TransformerLM& model, const data::CharTokenizer& tok, std::string_view text,
+                                AttentionMaps& maps) {
   if (model.is_training()) throw std::invalid_argument("capture_attention: the model must be in eval mode (dropout)");
   const std::vector<int64_t> ids = tok.encode(text, "text");
   const int64_t T = static_cast<int64_t>(ids.size()), block = model.config().block_size;
@@ -19,14 +24,61 @@ AttentionMaps capture_attention(const models::TransformerLM& model, const data::
   if (T > block)
     throw std::runtime_error("text: has " + std::to_string(T) + " characters but the model's context (block_size) is " +
                              std::to_string(block) + "; shorten it");
-  AttentionMaps maps;
   maps.text = std::string(text);
   for (const auto& cp : data::decode_utf8(text, "text")) maps.chars.push_back(data::encode_utf8(cp));
+  return ids;
+}
+}  // namespace
+
+AttentionMaps capture_attention(const models::TransformerLM& model, const data::CharTokenizer& tok, std::string_view text) {
+  AttentionMaps maps;
+  const std::vector<int64_t> ids = prompt_ids(model, tok, text, maps);
+  const int64_t T = static_cast<int64_t>(ids.size());
   NoGradGuard no_grad;
   std::vector<Tensor> weights;
   model.forward_with_attention(Tensor::from_vector(ids, {1, T}), weights);
   for (const Tensor& w : weights) maps.layers.push_back(squeeze(w, 0).to(DType::Float32).contiguous());  // (H, T, T)
   return maps;
+}
+
+AttentionGrads capture_attention_grads(const models::TransformerLM& model, const data::CharTokenizer& tok,
+                                       std::string_view text) {
+  AttentionGrads out;
+  const std::vector<int64_t> ids = prompt_ids(model, tok, text, out.maps);
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T < 2) throw std::runtime_error("text: --grads needs at least 2 characters (each one predicts the next)");
+  EnableGradGuard grad_on;  // the parameters require grad, so the forward pass is recorded
+  std::vector<Tensor> weights;  // (1, H, T, T) per layer, on the loss's path
+  const Tensor logits = model.forward_with_attention(Tensor::from_vector(ids, {1, T}), weights);  // (1, T, V)
+  const int64_t V = logits.size(-1);
+  // loss = mean over positions t < T-1 of −log p(ids[t+1] | ids[..t])
+  const Tensor pred = reshape(narrow(logits, 1, 0, T - 1), {T - 1, V});
+  const Tensor loss = cross_entropy(pred, Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {T - 1}));
+  out.loss = loss.item();
+  const std::vector<Tensor> grads = grad({loss}, weights, {}, false, false, /*allow_unused=*/true);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    out.maps.layers.push_back(squeeze(weights[i], 0).detach().to(DType::Float32).contiguous());
+    const Tensor g = grads[i].defined() ? grads[i] : Tensor::zeros(weights[i].shape(), weights[i].dtype());
+    out.grads.push_back(squeeze(g, 0).to(DType::Float32).contiguous());
+  }
+  return out;
+}
+
+void save_attention_grads(const std::string& path, const AttentionGrads& g, const data::CharTokenizer& tok,
+                          const std::string& checkpoint) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (size_t i = 0; i < g.grads.size(); ++i) tensors.emplace_back("layer" + std::to_string(i), g.grads[i]);
+  char loss[32];
+  std::snprintf(loss, sizeof loss, "%.9g", g.loss);
+  const std::map<std::string, std::string> md = {{"format", "attograd.attention_grads"},
+                                                 {"text", nlohmann::json(g.maps.text).dump()},
+                                                 {"chars", nlohmann::json(g.maps.chars).dump()},
+                                                 {"vocab", nlohmann::json(tok.chars()).dump()},
+                                                 {"n_layer", std::to_string(g.grads.size())},
+                                                 {"n_head", std::to_string(g.maps.n_head())},
+                                                 {"loss", loss},
+                                                 {"checkpoint", checkpoint}};
+  save_safetensors(path, tensors, md);
 }
 
 void save_attention(const std::string& path, const AttentionMaps& maps, const data::CharTokenizer& tok,
@@ -95,6 +147,59 @@ Image render_attention_grid(const AttentionMaps& maps, int cell) {
       panels.push_back(render_heatmap(head_values(maps, l, h), T, T, o));
     }
   return tile(panels, static_cast<int>(maps.n_head()));
+}
+
+namespace {
+// One head's |gradient| scaled to [0, 1] by its largest magnitude (all zero stays zero).
+std::vector<double> grad_magnitudes(const AttentionGrads& g, int64_t layer, int64_t head, double* max_abs) {
+  const int64_t T = g.maps.length();
+  const auto all = g.grads.at(static_cast<size_t>(layer)).to_double_vector();
+  std::vector<double> v(all.begin() + head * T * T, all.begin() + (head + 1) * T * T);
+  double m = 0;
+  for (double& x : v) m = std::max(m, x = std::fabs(x));
+  if (m > 0)
+    for (double& x : v) x /= m;
+  *max_abs = m;
+  return v;
+}
+
+HeatmapOptions grad_options(const AttentionMaps& maps, int64_t layer, int64_t head, int cell, double max_abs) {
+  HeatmapOptions o = head_options(maps, layer, head, cell);
+  char t[96];
+  std::snprintf(t, sizeof t, "layer %ld, head %ld: |dLoss/dWeights| / %.2e", static_cast<long>(layer),
+                static_cast<long>(head), max_abs);
+  o.title = t;
+  return o;
+}
+}  // namespace
+
+Image render_attention_head_with_grad(const AttentionGrads& g, int64_t layer, int64_t head, int cell) {
+  const int T = static_cast<int>(g.maps.length());
+  double m = 0;
+  const auto gv = grad_magnitudes(g, layer, head, &m);
+  return tile({render_attention_head(g.maps, layer, head, cell),
+               render_heatmap(gv, T, T, grad_options(g.maps, layer, head, cell, m))},
+              2);
+}
+
+Image render_attention_grad_grid(const AttentionGrads& g, int cell) {
+  const int T = static_cast<int>(g.maps.length());
+  if (cell <= 0) cell = std::clamp(240 / std::max(T, 1), 4, 16);
+  std::vector<Image> panels;
+  for (int64_t l = 0; l < static_cast<int64_t>(g.maps.layers.size()); ++l)
+    for (int64_t h = 0; h < g.maps.n_head(); ++h) {
+      double m = 0;
+      const auto gv = grad_magnitudes(g, l, h, &m);
+      for (int which = 0; which < 2; ++which) {
+        HeatmapOptions o = which == 0 ? head_options(g.maps, l, h, cell) : grad_options(g.maps, l, h, cell, m);
+        if (which == 1) o.title = "|grad| / " + o.title.substr(o.title.rfind(' ') + 1);
+        o.row_title = o.col_title = "";
+        if (cell < 9) o.row_labels.clear(), o.col_labels.clear();
+        o.colorbar = false;
+        panels.push_back(render_heatmap(which == 0 ? head_values(g.maps, l, h) : gv, T, T, o));
+      }
+    }
+  return tile(panels, static_cast<int>(2 * g.maps.n_head()));
 }
 
 HeadStats head_stats(const AttentionMaps& maps, int64_t layer, int64_t head) {

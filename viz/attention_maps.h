@@ -33,6 +33,27 @@ AttentionMaps capture_attention(const models::TransformerLM& model, const data::
 void save_attention(const std::string& path, const AttentionMaps& maps, const data::CharTokenizer& tokenizer,
                     const std::string& checkpoint);
 
+// The same weights, plus the gradient of the LM loss on the text (each character predicting the
+// next; text needs at least 2 characters) with respect to every layer's and head's attention
+// weights (dLoss/dWeights, computed with ag::grad: no parameter's .grad is touched), float32
+// (H, T, T) per layer in `grads`. The weights' rows have T positions; the loss uses T - 1
+// predictions, so the last query's row of gradient is 0.
+struct AttentionGrads {
+  AttentionMaps maps;
+  std::vector<Tensor> grads;  // float32 (H, T, T) per layer
+  double loss = 0;
+};
+AttentionGrads capture_attention_grads(const models::TransformerLM& model, const data::CharTokenizer& tokenizer,
+                                       std::string_view text);
+// attention_grads.safetensors: layer{i} = dLoss/dWeights F32 (H, T, T), with the metadata of
+// save_attention plus format "attograd.attention_grads" and loss.
+void save_attention_grads(const std::string& path, const AttentionGrads& g, const data::CharTokenizer& tokenizer,
+                          const std::string& checkpoint);
+// One head's weights beside its |dLoss/dWeights| (scaled by the head's largest magnitude).
+Image render_attention_head_with_grad(const AttentionGrads& g, int64_t layer, int64_t head, int cell = 0);
+// Every head of every layer, weights beside gradient magnitude: a row per layer.
+Image render_attention_grad_grid(const AttentionGrads& g, int cell = 0);
+
 // A character as an axis label: newline "↵", space "␣", tab "⇥", other control characters
 // "U+XXXX"-style "·"; everything else as itself.
 std::string display_char(const std::string& ch);

@@ -1,0 +1,110 @@
+// In-place safety (engine.h): storage version counters, saved tensors that notice an in-place
+// write before backward, and in-place writes refused where they would corrupt a graph.
+#include <gtest/gtest.h>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
+#include "tests/test_util.h"
+
+using namespace ag;
+using ag::testing_util::error_of;
+
+namespace {
+Tensor leaf(std::vector<double> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Tensor::from_vector(v, {n}, DType::Float64).requires_grad_();
+}
+void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+}  // namespace
+
+TEST(Inplace, EveryWriteBumpsTheVersionSharedByViewsAndDetach) {
+  Tensor t = Tensor::zeros({2, 3});
+  const uint64_t v0 = t.version();
+  t.fill_(1.0);
+  EXPECT_EQ(t.version(), v0 + 1);
+  Tensor d = t.detach(), n = narrow(t, 1, 0, 2);
+  d.copy_(Tensor::ones({2, 3}));
+  EXPECT_EQ(t.version(), v0 + 2);
+  n.copy_(Tensor::zeros({2, 2}));
+  EXPECT_EQ(t.version(), v0 + 3);
+  EXPECT_EQ(d.version(), n.version());
+  nn::init::zeros_(t);
+  EXPECT_EQ(t.version(), v0 + 4);
+  Generator g(1);
+  nn::init::normal_(t, 0, 1, g);  // writes through data<T>() and says so
+  EXPECT_EQ(t.version(), v0 + 5);
+}
+
+// The example: a = x*1; y = sum(a*a); a.copy_(zeros); y.backward() gave x.grad = 0.
+TEST(Inplace, CopyIntoASavedInputMakesBackwardThrow) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor a = mul(x, 1.0);
+  Tensor y = sum(mul(a, a));
+  // In grad mode the write itself is refused: a requires grad and in-place ops are not recorded.
+  expect_has(error_of([&] { a.copy_(Tensor::zeros({3}, DType::Float64)); }), {"copy_", "requires grad", "mul_scalar"});
+  {
+    NoGradGuard no_grad;
+    a.copy_(Tensor::zeros({3}, DType::Float64));
+  }
+  const std::string msg = error_of([&] { y.backward(); });
+  expect_has(msg, {"modified by an inplace operation", "'mul'", "float64[3]", "is at version 1", "expected version 0"});
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Inplace, WriteThroughANarrowViewMakesBackwardThrow) {
+  Tensor x = leaf({1, 2, 3, 4});
+  Tensor a = mul(x, 1.0);
+  Tensor y = sum(mul(a, a));
+  EXPECT_THROW(narrow(a, 0, 1, 2).fill_(0.0), std::runtime_error);  // the view requires grad
+  narrow(a.detach(), 0, 1, 2).fill_(0.0);
+  expect_has(error_of([&] { y.backward(); }), {"modified by an inplace operation", "'mul'", "float64[4]"});
+}
+
+TEST(Inplace, WriteThroughDetachOfASavedOutputMakesBackwardThrow) {
+  Tensor x = leaf({0.5, -1.0});
+  Tensor e = exp(x);  // exp saves its own output
+  Tensor y = sum(e);
+  e.detach().fill_(7.0);
+  expect_has(error_of([&] { y.backward(); }), {"modified by an inplace operation", "the output", "'exp'"});
+}
+
+TEST(Inplace, LeafThatRequiresGradRefusesInPlaceWritesInGradModeOnly) {
+  Tensor w = leaf({1, 2});
+  expect_has(error_of([&] { w.fill_(0.0); }), {"leaf", "requires grad", "in-place"});
+  EXPECT_THROW(w.copy_(Tensor::zeros({2}, DType::Float64)), std::runtime_error);
+  {
+    NoGradGuard no_grad;  // optimizers and initialisers
+    w.fill_(3.0);
+    w.copy_(Tensor::ones({2}, DType::Float64));
+  }
+  EXPECT_EQ(w.to_double_vector(), (std::vector<double>{1, 1}));
+  nn::init::zeros_(w);  // an initialiser works in grad mode (it holds its own NoGradGuard)
+  EXPECT_EQ(w.to_double_vector(), (std::vector<double>{0, 0}));
+}
+
+TEST(Inplace, CopyFromASourceThatRequiresGradIsRefusedInGradMode) {
+  Tensor x = leaf({1, 2});
+  Tensor buf = Tensor::zeros({2}, DType::Float64);
+  expect_has(error_of([&] { buf.copy_(mul(x, 2.0)); }), {"copy_", "source", "gradient would be lost"});
+  buf.copy_(mul(x, 2.0).detach());  // explicit: fine
+  EXPECT_EQ(buf.to_double_vector(), (std::vector<double>{2, 4}));
+}
+
+TEST(Inplace, WritesToUnsavedTensorsOrAfterBackwardAreFine) {
+  Tensor x = leaf({1, 2});
+  Tensor y = sum(mul(x, 3.0));  // mul_scalar saves nothing
+  {
+    NoGradGuard no_grad;
+    x.fill_(5.0);
+  }
+  y.backward();
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{3, 3}));
+  Tensor z = sum(mul(x, x));
+  z.backward();
+  NoGradGuard no_grad;
+  x.fill_(0.0);  // the graph is gone: nothing to check
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{13, 13}));
+}
