@@ -1,6 +1,7 @@
 // `attograd gradcheck attention|ops`: float64 gradient checks printed as a table, one row per
 // checked tensor, so that anyone can see how close the analytic gradients are to central
-// differences for a configuration of their choosing. Exit status 1 when any row fails.
+// differences for a configuration of their choosing, at order 1 (gradients) or 2 (gradients of
+// gradients). Exit status 1 when any row fails.
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -40,6 +41,29 @@ GradcheckOptions tolerances(const cxxopts::ParseResult& args) {
   if (!(o.atol >= 0 && std::isfinite(o.atol)) || !(o.rtol >= 0 && std::isfinite(o.rtol)))
     throw UsageError("--atol and --rtol must be non-negative numbers");
   return o;
+}
+
+// The checks an order runs: order 1 compares the gradients with central differences of f;
+// order 2 compares the gradients of the gradients (double backward through the recorded
+// backward pass) with central differences of the gradients, as torch.autograd.gradgradcheck.
+struct Order {
+  int n = 1;
+  GradcheckReport run(const GradcheckFn& f, const std::vector<Tensor>& inputs, const GradcheckOptions& tol,
+                      const std::vector<std::string>& names) const {
+    return n == 1 ? gradcheck(f, inputs, tol, names) : gradgradcheck(f, inputs, tol, names);
+  }
+};
+
+Order order_of(const cxxopts::ParseResult& args) {
+  const int n = args["order"].as<int>();
+  if (n != 1 && n != 2) throw UsageError("--order must be 1 or 2, got " + std::to_string(n));
+  return {n};
+}
+
+void print_order(const Order& o) {
+  if (o.n == 2)
+    std::printf("order 2: the first-order gradients g(x, v) = grad(f(x), x, v, create_graph) are checked against central "
+                "differences, as functions of the inputs x and of the upstream gradient v (last row of each check)\n");
 }
 
 void print_criterion(const GradcheckOptions& o) {
@@ -83,12 +107,14 @@ AttentionConfig attention_config(const cxxopts::ParseResult& args) {
   return c;
 }
 
-int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
+int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol, const Order& order) {
   const int64_t E = c.embed, H = c.heads, L = c.len, S = c.src_len, N = c.batch;
   const int64_t n_out = L * N * E + (c.per_head ? N * H * L * S : N * L * S);
   const int64_t n_in = (L + 2 * S) * N * E + 4 * E * E + 4 * E;
-  if (static_cast<double>(n_out) * static_cast<double>(n_in) > kMaxJacobianEntries)
-    throw UsageError("the Jacobian would have " + std::to_string(n_out) + " x " + std::to_string(n_in) +
+  // Order 2 checks the n_in first-order gradients against the n_in inputs and the n_out upstream values.
+  const int64_t rows = order.n == 1 ? n_out : n_in, cols = order.n == 1 ? n_in : n_in + n_out;
+  if (static_cast<double>(rows) * static_cast<double>(cols) > kMaxJacobianEntries)
+    throw UsageError("the Jacobian would have " + std::to_string(rows) + " x " + std::to_string(cols) +
                      " entries (limit " + fmt_g(kMaxJacobianEntries) + "); choose smaller sizes");
 
   // Everything random comes from one generator, so --seed fixes the whole run.
@@ -132,6 +158,7 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
   }
   std::printf("  f = concat(output, attn_weights): %lld values; %lld input values in 7 tensors\n", (long long)n_out,
               (long long)n_in);
+  print_order(order);
   print_criterion(tol);
 
   std::vector<Tensor> inputs = {q, k, v};
@@ -145,7 +172,7 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
     const auto o = mha.forward(q, k, v, kpm, /*need_weights=*/true, Tensor(), !c.per_head, causal);
     return concat({reshape(o.output, {-1}), reshape(o.weights, {-1})}, 0);
   };
-  const GradcheckReport report = gradcheck(f, inputs, tol, names);
+  const GradcheckReport report = order.run(f, inputs, tol, names);
   std::cout << report.table();
   std::printf("\n%s\n", report.passed() ? "PASS" : "FAIL");
   return report.passed() ? 0 : 1;
@@ -153,11 +180,12 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
 
 // ---- single ops: the case table of autograd/gradcheck_cases.h -------------------------------
 
-int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol) {
+int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol, const Order& order) {
   Generator gen(seed);
   const std::vector<OpCase> cases = op_cases();
   std::printf("gradcheck ops: %zu cases covering every op of autograd/ops.h on small random float64 inputs, seed %llu\n",
               cases.size(), (unsigned long long)seed);
+  print_order(order);
   print_criterion(tol);
   GradcheckReport all;  // the rows of every case, so that one table shows them all
   std::vector<std::string> not_reentrant;
@@ -165,7 +193,8 @@ int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol) {
     const std::vector<Tensor> inputs = draw_inputs(c, gen);
     std::vector<std::string> names;
     for (const auto& arg : c.args) names.push_back(c.title() + " " + arg.first);
-    const GradcheckReport r = gradcheck(c.f, inputs, tol, names);
+    GradcheckReport r = order.run(c.f, inputs, tol, names);
+    if (order.n == 2) r.inputs.back().name = c.title() + " grad_output";  // the upstream gradient's row
     all.inputs.insert(all.inputs.end(), r.inputs.begin(), r.inputs.end());
     if (!r.reentrant) not_reentrant.push_back(c.title());
   }
@@ -182,10 +211,11 @@ int cmd_gradcheck(int argc, char** argv) {
   const GradcheckOptions defaults;
   cxxopts::Options options("attograd gradcheck",
                            "Checks analytic gradients against central differences in float64 and prints one\n"
-                           "row per checked tensor. Exit status 1 when any row fails.\n\n"
+                           "row per checked tensor. Exit status 1 when any row fails. --order 2 checks the\n"
+                           "gradients of the gradients the same way (torch.autograd.gradgradcheck).\n\n"
                            "  attention  nn::MultiheadAttention: output and attention weights wrt query, key,\n"
                            "             value and the four parameters (random, biases nonzero)\n"
-                           "  ops        each differentiable op of autograd/ops.h on small random inputs\n");
+                           "  ops        every op of autograd/ops.h on small random inputs (autograd/gradcheck_cases.cpp)\n");
   options.custom_help("attention|ops [options]");
   options.set_width(100);
   options.positional_help("");
@@ -196,6 +226,7 @@ int cmd_gradcheck(int argc, char** argv) {
       ("eps", "finite-difference step", cxxopts::value<double>()->default_value(fmt_g(defaults.eps)), "X")
       ("atol", "absolute tolerance", cxxopts::value<double>()->default_value(fmt_g(defaults.atol)), "X")
       ("rtol", "relative tolerance", cxxopts::value<double>()->default_value(fmt_g(defaults.rtol)), "X")
+      ("order", "1: gradients; 2: gradients of gradients (double backward)", cxxopts::value<int>()->default_value("1"), "N")
       ("h,help", "print this help");
   options.add_options("attention")
       ("heads", "number of heads H", cxxopts::value<int64_t>()->default_value("2"), "H")
@@ -216,11 +247,12 @@ int cmd_gradcheck(int argc, char** argv) {
   if (!args.count("what")) throw UsageError("say what to check: attention or ops");
   const std::string what = args["what"].as<std::string>();
   const GradcheckOptions tol = tolerances(args);
-  if (what == "attention") return gradcheck_attention(attention_config(args), tol);
+  const Order order = order_of(args);
+  if (what == "attention") return gradcheck_attention(attention_config(args), tol, order);
   if (what == "ops") {
     for (const char* o : {"heads", "embed", "len", "src-len", "batch", "mask", "pad-all", "batch-first", "per-head"})
       if (args.count(o)) throw UsageError(std::string("--") + o + " applies to 'gradcheck attention' only");
-    return gradcheck_ops(args["seed"].as<uint64_t>(), tol);
+    return gradcheck_ops(args["seed"].as<uint64_t>(), tol, order);
   }
   throw UsageError("unknown check '" + what + "': expected attention or ops");
 }

@@ -91,6 +91,18 @@ TEST_P(OpCaseTest, FirstOrder) {
   EXPECT_TRUE(r.passed()) << c.title() << "\n" << r.table();
 }
 
+// Second order (torch.autograd.gradgradcheck's criterion): the backward of each case is
+// itself recorded under create_graph and checked against central differences.
+TEST_P(OpCaseTest, SecondOrder) {
+  const OpCase c = op_cases()[GetParam()];
+  Generator g(3000 + GetParam());
+  const std::vector<Tensor> in = draw_inputs(c, g);
+  std::vector<std::string> names;
+  for (const auto& a : c.args) names.push_back(a.first);
+  const GradcheckReport r = gradgradcheck(c.f, in, {}, names);
+  EXPECT_TRUE(r.passed()) << c.title() << "\n" << r.table();
+}
+
 // No gradient is dropped in silence: every input of every case that requires grad gets a
 // gradient (the output is part of a graph, and backward reaches each input).
 TEST_P(OpCaseTest, EveryInputGetsAGradient) {

@@ -1,7 +1,6 @@
-// abs, sigmoid, silu. Each backward is written with the ops of ops.h, so with create_graph
-// (GradMode on inside backward) it is recorded and can be differentiated again. The input is
-// kept as it is (not detached) for that reason: a backward that needs σ(a) recomputes it from
-// a, because a node may not hold its own output (that would be a reference cycle).
+// abs, sigmoid, silu. Each backward is written with the ops of ops.h from SavedTensor values,
+// so with create_graph (GradMode on inside backward) it is recorded and can be differentiated
+// again, to any order.
 #include <cmath>
 
 #include "autograd/engine.h"
@@ -15,9 +14,10 @@ using kernels::map_float;
 Tensor abs(const Tensor& a) {
   Tensor out = map_float(a, "abs", [](auto x) { return std::abs(x); });  // same shape as a
   if (should_record({&a})) {
-    record(out, "abs", {a}, [a](const Tensor& g) {
-      // out = |a|  =>  da = g · sign(a), with sign(0) = 0 as PyTorch (a subgradient)
-      const Tensor sign = map_float(a.detach(), "abs_backward", [](auto x) {
+    record(out, "abs", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {
+      // out = |a|  =>  da = g · sign(a), with sign(0) = 0 as PyTorch (a subgradient); sign is
+      // piecewise constant, so it is computed from the values alone
+      const Tensor sign = map_float(sa.unpack().detach(), "abs_backward", [](auto x) {
         using T = decltype(x);
         return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x;  // NaN stays NaN
       });
@@ -39,10 +39,10 @@ template <class T> T sigmoid_of(T x) {
 Tensor sigmoid(const Tensor& a) {
   Tensor out = map_float(a, "sigmoid", [](auto x) { return sigmoid_of(x); });  // same shape as a
   if (should_record({&a})) {
-    record(out, "sigmoid", {a}, [a, y = out.detach()](const Tensor& g) {
-      // out = σ(a)  =>  da = g · σ(a)(1 − σ(a)). Without a graph to build, the saved output
-      // serves; with one, σ(a) is recomputed by the op so that it depends on a.
-      const Tensor s = GradMode::enabled() ? sigmoid(a) : y;
+    record(out, "sigmoid", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
+      // out = σ(a)  =>  da = g · out(1 − out)  (under create_graph the unpacked output is
+      // attached to this node, so the second derivative flows through σ again)
+      const Tensor s = sy.unpack();
       return Grads{mul(g, mul(s, rsub(1.0, s)))};
     });
   }
@@ -52,9 +52,9 @@ Tensor sigmoid(const Tensor& a) {
 Tensor silu(const Tensor& a) {
   Tensor out = map_float(a, "silu", [](auto x) { return x * sigmoid_of(x); });  // same shape as a
   if (should_record({&a})) {
-    record(out, "silu", {a}, [a](const Tensor& g) {
+    record(out, "silu", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {
       // out = a·σ(a)  =>  da = g · (σ(a) + a·σ(a)(1 − σ(a))) = g · σ(a)(1 + a(1 − σ(a)))
-      const Tensor s = sigmoid(a);
+      const Tensor a = sa.unpack(), s = sigmoid(a);
       return Grads{mul(g, mul(s, add(mul(a, rsub(1.0, s)), 1.0)))};
     });
   }

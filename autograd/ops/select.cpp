@@ -57,10 +57,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   }
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, "where", {a, b}, [cond, sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
+    record(out, "where", {a, b}, [scond = SavedTensor::save(cond), sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
       // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond; summed
       // over the dims a and b were broadcast along
-      const Tensor zero = zero_like_scalar(g);
+      const Tensor cond = scond.unpack(), zero = zero_like_scalar(g);
       return Grads{ga ? sum_to(where(cond, g, zero), sa) : Tensor(), gb ? sum_to(where(cond, zero, g), sb) : Tensor()};
     });
   }
@@ -78,10 +78,11 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
   });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, op, {a, b}, [a = a.detach(), b = b.detach(), ga, gb, is_max, op](const Tensor& g) {
+    record(out, op, {a, b}, [sa = SavedTensor::save(a), sb = SavedTensor::save(b), ga, gb, is_max, op](const Tensor& g) {
       // out = max(a, b)  =>  da = g where a > b, g/2 where a == b, 0 where a < b; db mirrored
       // (min: the same with < and > swapped). Written with where, not a 0/1 product, so an
       // infinite g cannot turn into 0·inf = NaN where an input lost.
+      const Tensor a = sa.unpack().detach(), b = sb.unpack().detach();  // the masks are piecewise constant
       const Tensor eq = compare(a, b, op, [](auto x, auto y) { return x == y; });
       const Tensor a_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x < y : x > y; });
       const Tensor b_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x > y : x < y; });
@@ -106,9 +107,9 @@ Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi
     return y > T(h) ? T(h) : y;
   });
   if (should_record({&a})) {
-    record(out, "clamp", {a}, [a = a.detach(), l, h](const Tensor& g) {
+    record(out, "clamp", {a}, [sa = SavedTensor::save(a), l, h](const Tensor& g) {
       // out = min(max(a, lo), hi)  =>  da = g where lo <= a <= hi (bounds included), else 0
-      const Tensor inside = kernels::map_float(a, "clamp_backward", [l, h](auto x) {
+      const Tensor inside = kernels::map_float(sa.unpack().detach(), "clamp_backward", [l, h](auto x) {
         using T = decltype(x);
         return x >= T(l) && x <= T(h) ? T(1) : T(0);
       }).to(DType::Bool);
@@ -169,9 +170,9 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
     for_each_indexed(a.shape(), d, I, "gather", [&](int64_t a_off, int64_t i) { po[i] = pa[a_off]; });
   });
   if (should_record({&a})) {
-    record(out, "gather", {a}, [I = I.detach(), a_shape = a.shape(), d](const Tensor& g) {
+    record(out, "gather", {a}, [si = SavedTensor::save(index), a_shape = a.shape(), d](const Tensor& g) {
       // out = a[..., index, ...] along d  =>  da = zeros with g added at the gathered places
-      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, I, g)};
+      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, si.unpack(), g)};
     });
   }
   return out;
@@ -192,9 +193,9 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   });
   if (should_record({&a, &src})) {
     const bool ga = a.requires_grad(), gs = src.requires_grad();
-    record(out, "scatter_add", {a, src}, [I = I.detach(), d, ga, gs](const Tensor& g) {
+    record(out, "scatter_add", {a, src}, [si = SavedTensor::save(index), d, ga, gs](const Tensor& g) {
       // out = a; out[..., index, ...] += src  =>  da = g, dsrc = g read back at those places
-      return Grads{ga ? g : Tensor(), gs ? gather(g, d, I) : Tensor()};
+      return Grads{ga ? g : Tensor(), gs ? gather(g, d, si.unpack()) : Tensor()};
     });
   }
   return out;
