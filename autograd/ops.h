@@ -43,7 +43,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 // min(max(a, lo), hi) with either bound optional (hi wins when lo > hi). The gradient passes
-// where lo <= a <= hi, bounds included, as in PyTorch.
+// where lo < a < hi; at a bound it is 0, as in PyTorch 2.
 Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

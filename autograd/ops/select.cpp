@@ -107,11 +107,13 @@ Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi
     return y > T(h) ? T(h) : y;
   });
   if (should_record({&a})) {
-    record(out, "clamp", {a}, [sa = SavedTensor::save(a), l, h](const Tensor& g) {
-      // out = min(max(a, lo), hi)  =>  da = g where lo <= a <= hi (bounds included), else 0
-      const Tensor inside = kernels::map_float(sa.unpack().detach(), "clamp_backward", [l, h](auto x) {
+    const bool has_lo = lo.has_value(), has_hi = hi.has_value();
+    record(out, "clamp", {a}, [sa = SavedTensor::save(a), l, h, has_lo, has_hi](const Tensor& g) {
+      // out = min(max(a, lo), hi)  =>  da = g where lo < a < hi, else 0: at a bound itself the
+      // gradient is 0, as in PyTorch 2 (a missing bound puts no condition on its side)
+      const Tensor inside = kernels::map_float(sa.unpack().detach(), "clamp_backward", [l, h, has_lo, has_hi](auto x) {
         using T = decltype(x);
-        return x >= T(l) && x <= T(h) ? T(1) : T(0);
+        return (!has_lo || x > T(l)) && (!has_hi || x < T(h)) ? T(1) : T(0);
       }).to(DType::Bool);
       return Grads{where(inside, g, zero_like_scalar(g))};
     });
