@@ -55,8 +55,12 @@ void GradMode::set_enabled(bool on) { g_grad_enabled = on; }
 bool AnomalyMode::enabled() { return g_anomaly; }
 DetectAnomalyGuard::DetectAnomalyGuard() : prev_(g_anomaly) { g_anomaly = true; }
 DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
-AnomalyScope::AnomalyScope(std::string label) { g_anomaly_scopes.push_back(std::move(label)); }
-AnomalyScope::~AnomalyScope() { g_anomaly_scopes.pop_back(); }
+AnomalyScope::AnomalyScope(std::string_view label) : active_(g_anomaly) {
+  if (active_) g_anomaly_scopes.emplace_back(label);
+}
+AnomalyScope::~AnomalyScope() {
+  if (active_) g_anomaly_scopes.pop_back();
+}
 
 ObserveNodeGradsGuard::ObserveNodeGradsGuard(NodeGradObserver fn) : prev_(std::move(g_observer)) {
   g_observer = std::move(fn);
@@ -228,7 +232,8 @@ static void check_finite(const Node& node, size_t i, const Tensor& g) {
   if (!is_floating(g.dtype())) return;
   for (double v : g.to_double_vector()) {
     if (std::isfinite(v)) continue;
-    throw std::runtime_error("anomaly: function '" + node.op + "' returned " + (std::isnan(v) ? "nan" : "inf") +
+    throw std::runtime_error("anomaly: function '" + node.op + "' (output " + dtype_name(node.out_dtype) +
+                             shape_str(node.out_shape) + ") returned " + (std::isnan(v) ? "nan" : "inf") +
                              " values in its " + std::to_string(i) + "th output (the gradient of its input " +
                              std::to_string(i) + ", " + describe(g) + "); the forward op was recorded at " +
                              (node.anomaly_trace.empty() ? std::string("an unknown place (recorded outside anomaly mode)")

@@ -54,6 +54,7 @@
 #include <memory>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -141,13 +142,16 @@ class DetectAnomalyGuard {
 };
 
 // RAII: a label for the nodes recorded while it lives, shown by anomaly errors ("block 1.mlp").
-// Scopes nest; the label is the innermost one. Costs a pointer push when anomaly mode is off.
+// Scopes nest; the label is the innermost one. Outside anomaly mode it does nothing.
 class AnomalyScope {
  public:
-  explicit AnomalyScope(std::string label);
+  explicit AnomalyScope(std::string_view label);
   ~AnomalyScope();
   AnomalyScope(const AnomalyScope&) = delete;
   AnomalyScope& operator=(const AnomalyScope&) = delete;
+
+ private:
+  bool active_;
 };
 
 // ---- recording --------------------------------------------------------------------------------

@@ -119,9 +119,14 @@ add_test(NAME cli.train.grad_report_file
                  -P ${ATTOGRAD_CLI_SRC}/check_file.cmake)
 set_tests_properties(cli.train.grad_report_file PROPERTIES FIXTURES_REQUIRED grad_run)
 
+# ---- train --detect-anomaly: the same run with anomaly mode on each step -------------------------
+attograd_cli_test(cli.train.detect_anomaly EXIT 0 STDOUT "eval  iter     2 "
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out anomaly_run --iters 2 --eval-every 2
+                          --log-every 1 --sample-tokens 0 --detect-anomaly ${TINY_MODEL})
+
 # The checks run through cmake scripts above run like attograd_cli_test's.
 set(viz_script_tests cli.graph.attention_dot cli.graph.model_dot cli.graph.checkpoint_dot cli.attend.png_size
-    cli.attend.grid_is_png cli.plot.small_run cli.plot.metrics_file cli.train.grad_report_file)
+    cli.attend.grid_is_png cli.attend.grads_png cli.plot.small_run cli.plot.metrics_file cli.train.grad_report_file)
 if(ATTOGRAD_DOT_PROGRAM)
   list(APPEND viz_script_tests cli.graph.render_svg_is_svg cli.graph.render_png)
 endif()

@@ -70,6 +70,22 @@ TEST(GraphExport, SmallGraphHasShapesNamesAndDataDirectionEdges) {
   EXPECT_EQ(dot_edges(dot), 4u);
 }
 
+TEST(GraphExport, OrdinaryBackwardRecordsNoGradientNorms) {
+  Tensor x = Tensor::matrix({{1.0, -2.0}}).requires_grad_().set_name("x");
+  Tensor y = sum(tanh(mul(x, 3.0)));
+  y.backward(Tensor(), /*retain_graph=*/true);  // no NodeGradNorms alive: the engine computed none
+  const std::string dot = to_dot(y);
+  EXPECT_EQ(dot.find(R"(label="tanh\n[1, 2]\n|grad|)"), std::string::npos) << dot;
+  EXPECT_NE(dot.find(R"(label="x\n[1, 2]\n|grad| = )"), std::string::npos) << dot;  // a leaf's .grad is known anyway
+  {
+    NodeGradNorms norms;
+    y.backward(Tensor(), true);
+    EXPECT_NE(to_dot(y, {"", true, false, &norms}).find(R"(label="tanh\n[1, 2]\n|grad| = )"), std::string::npos);
+  }
+  // The recorder is gone: later passes are not observed.
+  y.backward(Tensor(), true);
+}
+
 TEST(GraphExport, DotNodeCountEqualsTheRecordedGraphOfMultiheadAttention) {
   Generator gen(3);
   nn::MultiheadAttention mha(8, 2, 0.0, true, /*batch_first=*/true, DType::Float32, gen);

@@ -308,3 +308,13 @@ TEST(AttentionMaskGrad, MultiheadAttentionLearnedFloatMasksFirstAndSecondOrder) 
   expect_both([mha, pad](V in) { return mha->forward(in[0], in[0], in[0], pad, false, in[1], true, false).output; },
               {x, rnd({3, 3})});
 }
+
+// The example of docs/autograd_engine.md.
+TEST(HigherOrder, DocsHessianVectorProductExample) {
+  Tensor x = Tensor::from_vector(std::vector<double>{0.5, -1.0}, {2}, DType::Float64).requires_grad_();
+  Tensor v = Tensor::from_vector(std::vector<double>{1.0, 2.0}, {2}, DType::Float64);
+  Tensor y = sum(mul(pow(x, 3.0), x));
+  Tensor g = grad({y}, {x}, {}, false, /*create_graph=*/true)[0];
+  Tensor hv = grad({sum(mul(g, v))}, {x})[0];
+  EXPECT_EQ(hv.to_double_vector(), (std::vector<double>{3, 24}));
+}

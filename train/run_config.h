@@ -48,7 +48,8 @@ enum class OnResume {
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
-  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse)
+  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse) \
+  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh)
 // clang-format on
 
 struct TrainConfig {

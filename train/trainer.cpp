@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
@@ -241,10 +242,15 @@ TrainSummary Run::run(bool fresh_metrics) {
     // ---- one step ----
     opt_.set_lr(lr);
     auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+    std::optional<DetectAnomalyGuard> anomaly;  // --detect-anomaly: over this step's forward and backward
+    std::optional<AnomalyScope> anomaly_step;
+    if (cfg_.detect_anomaly) anomaly.emplace(), anomaly_step.emplace("training step " + std::to_string(it));
     Tensor loss = model_.loss(x, y);
     const double loss_v = loss.item();
     opt_.zero_grad();
     loss.backward();
+    anomaly_step.reset();
+    anomaly.reset();
     if (cfg_.after_backward) cfg_.after_backward(model_);
     if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
       const GradReport rep = grad_report(opt_.params());
