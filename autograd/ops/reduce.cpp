@@ -53,15 +53,14 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
     if (nd == 0 || n == 0) {
       if (n) acc[0] = px[0];
     } else {
-      // Output strides with 0 along reduced dims; walk the input with a carry counter.
+      // Output strides with 0 along reduced dims; walk the input one row at a time.
       Shape ost = contiguous_strides(ks);
       for (int64_t d = 0; d < nd; ++d)
         if (m[d]) ost[d] = 0;
       const int64_t inner = a.shape()[nd - 1];
       const int64_t inner_st = ost[nd - 1];
-      std::vector<int64_t> idx(nd, 0);
-      int64_t o = 0;
-      for (int64_t i = 0; i < n; i += inner) {
+      for_each_row<1>(a.shape(), {ost.data()}, {0}, [&](int64_t r, const std::array<int64_t, 1>& off) {
+        const int64_t i = r * inner, o = off[0];
         if (inner_st == 0) {
           double s = 0;
           for (int64_t j = 0; j < inner; ++j) s += px[i + j];
@@ -69,13 +68,7 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
         } else {
           for (int64_t j = 0; j < inner; ++j) acc[o + j] += px[i + j];
         }
-        for (int64_t d = nd - 2; d >= 0; --d) {
-          o += ost[d];
-          if (++idx[d] < a.shape()[d]) break;
-          o -= ost[d] * a.shape()[d];
-          idx[d] = 0;
-        }
-      }
+      });
     }
     scalar_t* po = out.data<scalar_t>();
     for (int64_t i = 0; i < n_out; ++i) po[i] = static_cast<scalar_t>(acc[i]);
