@@ -163,6 +163,8 @@ std::vector<OpCase> op_cases() {
        [](V x) { return attention_probs(x[0], x[1], Tensor(), 0.5, /*causal=*/true); }},
       {"attention_probs", "causal, offset 1, float mask", Args{{"q", {1, 3, 3}}, {"k", {1, 5, 3}}}, Domain::Any,
        [amask](V x) { return attention_probs(x[0], x[1], amask, 0.5, /*causal=*/true, 1); }},
+      {"attention_probs", "learned float mask (B, L, S)", Args{{"q", {2, 3, 2}}, {"k", {2, 4, 2}}, {"mask", {2, 3, 4}}},
+       Domain::Any, [](V x) { return attention_probs(x[0], x[1], x[2], 0.7, /*causal=*/false); }},
   };
 }
 
