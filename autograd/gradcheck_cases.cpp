@@ -22,11 +22,11 @@ std::vector<OpCase> op_cases() {
   const Tensor mask = bools({true, false, false, true, false, true}, {2, 3});
   const Tensor cond = bools({true, false, false, true, true, false}, {2, 3});
   const Tensor cond_row = bools({false, true, true}, {3});
-  const Tensor gidx = ints({2, 0, 1, 1, 0, 0}, {2, 3});       // gather from (2, 4) along dim 1
-  const Tensor gidx0 = ints({1, 0, 1, 2, 1, 0, 0, 1}, {4, 2}); // along dim 0 of (3, 2), repeats
-  const Tensor amask = Tensor::from_vector(std::vector<double>{0.3, -0.2, -INFINITY, 0.1, 0.0, 0.5, -1.0, 0.2, -INFINITY,
-                                                               0.4, 0.0, 0.1, 0.2, -0.3, 0.7},
-                                           {3, 5}, DType::Float64);
+  const Tensor gidx = ints({2, 0, 1, 1, 0, 0}, {2, 3});         // gather from (2, 4) along dim 1
+  const Tensor gidx0 = ints({1, 0, 1, 2, 1, 0, 0, 1}, {4, 2});  // along dim 0 of (3, 2), repeats
+  const Tensor amask = Tensor::from_vector(
+      std::vector<double>{0.3, -0.2, -INFINITY, 0.1, 0.0, 0.5, -1.0, 0.2, -INFINITY, 0.4, 0.0, 0.1, 0.2, -0.3, 0.7},
+      {3, 5}, DType::Float64);
   return {
       // ---- element-wise ------------------------------------------------------------------------
       {"add", "broadcast (2,3)+(3)", Args{{"a", {2, 3}}, {"b", {3}}}, Domain::Any, [](V x) { return add(x[0], x[1]); }},
@@ -66,18 +66,24 @@ std::vector<OpCase> op_cases() {
        [](V x) { return maximum(x[0], x[1]); }},
       {"minimum", "broadcast (2,3),(2,1)", Args{{"a", {2, 3}}, {"b", {2, 1}}}, Domain::Any,
        [](V x) { return minimum(x[0], x[1]); }},
-      {"clamp", "both bounds", Args{{"a", {3, 4}}}, Domain::Any,
-       [](V x) { return mul(clamp(x[0], -0.5, 0.7), x[0]); }},
+      {"clamp", "both bounds", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(clamp(x[0], -0.5, 0.7), x[0]); }},
       {"clamp", "min only", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return clamp(x[0], 0.1, std::nullopt); }},
       {"sum_to", "(2,3,4) -> (3,1)", Args{{"g", {2, 3, 4}}}, Domain::Any,
-       [](V x) { return sum_to(mul(x[0], x[0]), {3, 1}); }},
+       [](V x) {
+         return sum_to(mul(x[0], x[0]), {3, 1});
+       }},
       // ---- reductions --------------------------------------------------------------------------
       {"sum", "all", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return sum(mul(x[0], x[0])); }},
-      {"sum", "dims {0, 2}", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return sum(mul(x[0], x[0]), {0, 2}); }},
+      {"sum", "dims {0, 2}", Args{{"a", {2, 3, 4}}}, Domain::Any,
+       [](V x) {
+         return sum(mul(x[0], x[0]), {0, 2});
+       }},
       {"sum", "dim 1, keepdim", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return sum(x[0], {1}, true); }},
       {"mean", "all", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mean(mul(x[0], x[0])); }},
       {"mean", "dims {0, 1}, keepdim", Args{{"a", {2, 3, 4}}}, Domain::Any,
-       [](V x) { return mean(mul(x[0], x[0]), {0, 1}, true); }},
+       [](V x) {
+         return mean(mul(x[0], x[0]), {0, 1}, true);
+       }},
       {"max", "dim 1", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(max(x[0], 1), max(x[0], 1)); }},
       {"max", "dim 0, keepdim", Args{{"a", {3, 2, 2}}}, Domain::Any, [](V x) { return max(x[0], 0, true); }},
       {"min", "dim -1", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(min(x[0], -1), 2.0); }},
@@ -85,12 +91,17 @@ std::vector<OpCase> op_cases() {
       {"var", "dim 1, correction 0, keepdim", Args{{"a", {2, 3, 4}}}, Domain::Any,
        [](V x) { return var(x[0], {1}, 0.0, true); }},
       {"var", "dims {0, 2}, correction 1", Args{{"a", {2, 3, 4}}}, Domain::Any,
-       [](V x) { return var(x[0], {0, -1}); }},
+       [](V x) {
+         return var(x[0], {0, -1});
+       }},
       {"logsumexp", "dim 1", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return logsumexp(mul(x[0], 3.0), {1}); }},
       {"logsumexp", "dims {0, 2}, keepdim", Args{{"a", {2, 3, 2}}}, Domain::Any,
-       [](V x) { return logsumexp(x[0], {0, 2}, true); }},
+       [](V x) {
+         return logsumexp(x[0], {0, 2}, true);
+       }},
       // ---- matmul ------------------------------------------------------------------------------
-      {"matmul", "(3,4)@(4,2)", Args{{"a", {3, 4}}, {"b", {4, 2}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul", "(3,4)@(4,2)", Args{{"a", {3, 4}}, {"b", {4, 2}}}, Domain::Any,
+       [](V x) { return matmul(x[0], x[1]); }},
       {"matmul", "batched, b broadcast", Args{{"a", {2, 3, 4}}, {"b", {1, 4, 5}}}, Domain::Any,
        [](V x) { return matmul(x[0], x[1]); }},
       {"matmul", "both broadcast", Args{{"a", {2, 1, 3, 4}}, {"b", {3, 4, 2}}}, Domain::Any,
@@ -98,8 +109,10 @@ std::vector<OpCase> op_cases() {
       {"matmul", "transposed operands", Args{{"aT", {4, 3}}, {"bT", {2, 4}}}, Domain::Any,
        [](V x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); }},
       {"matmul", "vector . vector", Args{{"a", {4}}, {"b", {4}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
-      {"matmul", "vector @ matrix", Args{{"a", {4}}, {"b", {4, 3}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
-      {"matmul", "matrix @ vector", Args{{"a", {3, 4}}, {"b", {4}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul", "vector @ matrix", Args{{"a", {4}}, {"b", {4, 3}}}, Domain::Any,
+       [](V x) { return matmul(x[0], x[1]); }},
+      {"matmul", "matrix @ vector", Args{{"a", {3, 4}}, {"b", {4}}}, Domain::Any,
+       [](V x) { return matmul(x[0], x[1]); }},
       {"matmul", "batched @ vector", Args{{"a", {2, 3, 4}}, {"b", {4}}}, Domain::Any,
        [](V x) { return matmul(x[0], x[1]); }},
       {"matmul", "vector @ batched", Args{{"a", {3}}, {"b", {2, 3, 2}}}, Domain::Any,
@@ -108,25 +121,47 @@ std::vector<OpCase> op_cases() {
        [](V x) { return linear(x[0], x[1], x[2]); }},
       {"linear", "no bias", Args{{"x", {3, 4}}, {"W", {2, 4}}}, Domain::Any, [](V x) { return linear(x[0], x[1]); }},
       // ---- shapes and views ----------------------------------------------------------------------
-      {"reshape", "", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mul(reshape(x[0], {4, -1}), 2.0); }},
+      {"reshape", "", Args{{"a", {2, 3, 4}}}, Domain::Any,
+       [](V x) {
+         return mul(reshape(x[0], {4, -1}), 2.0);
+       }},
       {"reshape", "of a strided view", Args{{"a", {2, 3, 4}}}, Domain::Any,
-       [](V x) { return reshape(permute(x[0], {2, 0, 1}), {4, 6}); }},
-      {"view", "", Args{{"a", {2, 6}}}, Domain::Any, [](V x) { return mul(view(x[0], {3, 4}), 2.0); }},
+       [](V x) {
+         return reshape(permute(x[0], {2, 0, 1}), {4, 6});
+       }},
+      {"view", "", Args{{"a", {2, 6}}}, Domain::Any,
+       [](V x) {
+         return mul(view(x[0], {3, 4}), 2.0);
+       }},
       {"transpose", "", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mul(transpose(x[0], 0, 2), 2.0); }},
-      {"permute", "", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mul(permute(x[0], {1, 2, 0}), 2.0); }},
+      {"permute", "", Args{{"a", {2, 3, 4}}}, Domain::Any,
+       [](V x) {
+         return mul(permute(x[0], {1, 2, 0}), 2.0);
+       }},
       {"narrow", "", Args{{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mul(narrow(x[0], 2, 1, 2), 2.0); }},
       {"unsqueeze", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return mul(unsqueeze(x[0], 1), 2.0); }},
       {"squeeze", "", Args{{"a", {2, 1, 3}}}, Domain::Any, [](V x) { return mul(squeeze(x[0], 1), 2.0); }},
       {"concat", "", Args{{"a", {2, 1, 3}}, {"b", {2, 2, 3}}}, Domain::Any,
-       [](V x) { return concat({x[0], x[1], x[0]}, 1); }},
+       [](V x) {
+         return concat({x[0], x[1], x[0]}, 1);
+       }},
       {"stack", "new dim 1", Args{{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Any,
-       [](V x) { return stack({x[0], x[1], x[0]}, 1); }},
-      {"stack", "new last dim", Args{{"a", {3}}, {"b", {3}}}, Domain::Any, [](V x) { return stack({x[0], x[1]}, -1); }},
-      {"split", "", Args{{"a", {2, 5}}}, Domain::Any, [](V x) {
+       [](V x) {
+         return stack({x[0], x[1], x[0]}, 1);
+       }},
+      {"stack", "new last dim", Args{{"a", {3}}, {"b", {3}}}, Domain::Any,
+       [](V x) {
+         return stack({x[0], x[1]}, -1);
+       }},
+      {"split", "", Args{{"a", {2, 5}}}, Domain::Any,
+       [](V x) {
          const auto parts = split(x[0], 2, 1);  // sizes 2, 2, 1
          return concat({mul(parts[2], 3.0), parts[0]}, 1);
        }},
-      {"expand", "", Args{{"a", {3, 1}}}, Domain::Any, [](V x) { return expand(x[0], {2, 3, 4}); }},
+      {"expand", "", Args{{"a", {3, 1}}}, Domain::Any,
+       [](V x) {
+         return expand(x[0], {2, 3, 4});
+       }},
       // ---- lookups and masks ------------------------------------------------------------------------
       {"index_select", "dim 0", Args{{"a", {3, 4}}}, Domain::Any, [idx](V x) { return index_select(x[0], 0, idx); }},
       {"index_select", "dim 1", Args{{"a", {2, 3}}}, Domain::Any, [idx](V x) { return index_select(x[0], 1, idx); }},
@@ -145,14 +180,16 @@ std::vector<OpCase> op_cases() {
        [amask](V x) { return softmax(add(x[0], amask)); }},
       {"log_softmax", "last dim", Args{{"a", {3, 5}}}, Domain::Any, [](V x) { return log_softmax(mul(x[0], 2.0)); }},
       {"log_softmax", "dim 1", Args{{"a", {2, 3, 2}}}, Domain::Any, [](V x) { return log_softmax(x[0], 1); }},
-      {"cross_entropy", "", Args{{"logits", {3, 5}}}, Domain::Any, [targets](V x) { return cross_entropy(x[0], targets); }},
+      {"cross_entropy", "", Args{{"logits", {3, 5}}}, Domain::Any,
+       [targets](V x) { return cross_entropy(x[0], targets); }},
       {"cross_entropy", "ignore_index", Args{{"logits", {4, 5}}}, Domain::Any,
        [targets_ignored](V x) { return cross_entropy(x[0], targets_ignored, -100); }},
       {"layer_norm", "weight and bias", Args{{"x", {2, 3, 6}}, {"weight", {6}}, {"bias", {6}}}, Domain::Any,
        [](V x) { return layer_norm(x[0], x[1], x[2]); }},
       {"layer_norm", "no affine", Args{{"x", {4, 5}}}, Domain::Any,
        [](V x) { return layer_norm(x[0], Tensor(), Tensor()); }},
-      {"dropout", "", Args{{"a", {3, 4}}}, Domain::Any, [](V x) {
+      {"dropout", "", Args{{"a", {3, 4}}}, Domain::Any,
+       [](V x) {
          Generator g(7);  // the same mask on every call: gradcheck needs a deterministic f
          return dropout(x[0], 0.3, /*training=*/true, g);
        }},

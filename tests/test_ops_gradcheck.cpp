@@ -65,7 +65,8 @@ TEST(GradcheckTable, CoversEveryOpOfOpsH) {
   std::set<std::string> covered(ops_without_gradient().begin(), ops_without_gradient().end());
   for (const OpCase& c : op_cases()) covered.insert(c.op);
   for (const std::string& op : declared)
-    EXPECT_TRUE(covered.count(op)) << op << " is declared in autograd/ops.h but has no case in autograd/gradcheck_cases.cpp";
+    EXPECT_TRUE(covered.count(op)) << op
+                                   << " is declared in autograd/ops.h but has no case in autograd/gradcheck_cases.cpp";
   for (const std::string& op : covered)
     EXPECT_TRUE(declared.count(op)) << op << " has a case but is not a function of autograd/ops.h";
 }
@@ -112,7 +113,8 @@ TEST_P(OpCaseTest, EveryInputGetsAGradient) {
   const Tensor out = c.f(in);
   ASSERT_TRUE(out.requires_grad()) << c.title() << ": the output has no graph";
   out.backward(Tensor::randn(out.shape(), DType::Float64, g));
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_TRUE(in[i].grad().defined()) << c.title() << ": no gradient for " << c.args[i].first;
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_TRUE(in[i].grad().defined()) << c.title() << ": no gradient for " << c.args[i].first;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, OpCaseTest, ::testing::Range<size_t>(0, op_cases().size()),
@@ -121,11 +123,13 @@ INSTANTIATE_TEST_SUITE_P(Table, OpCaseTest, ::testing::Range<size_t>(0, op_cases
                          });
 
 TEST(Gradcheck, ChainOfSeveralOps) {
-  expect_gradcheck([](V x) {
-    Tensor h = gelu(linear(x[0], x[1], x[2]));
-    Tensor n = layer_norm(h, Tensor(), Tensor());
-    return mean(sum(tanh(n) * exp(x[0] * 0.1), {-1}));
-  }, {rnd({2, 4}), rnd({4, 4}), rnd({4})});
+  expect_gradcheck(
+      [](V x) {
+        Tensor h = gelu(linear(x[0], x[1], x[2]));
+        Tensor n = layer_norm(h, Tensor(), Tensor());
+        return mean(sum(tanh(n) * exp(x[0] * 0.1), {-1}));
+      },
+      {rnd({2, 4}), rnd({4, 4}), rnd({4})});
 }
 
 TEST(Gradcheck, DetectsAWrongBackward) {

@@ -34,16 +34,25 @@ const std::map<std::string, CaseFn>& cases() {
       {"gather_dim1", [](V x, const Extra& ex) { return pow(gather(x[0], 1, ex.at("index")), 2.0); }},
       {"gather_dim0_repeats", [](V x, const Extra& ex) { return pow(gather(x[0], 0, ex.at("index")), 2.0); }},
       {"scatter_add_dim0", [](V x, const Extra& ex) { return pow(scatter_add(x[0], 0, ex.at("index"), x[1]), 2.0); }},
-      {"stack_dim1", [](V x, const Extra&) { return stack({x[0], x[1] * x[0], x[1]}, 1); }},
+      {"stack_dim1",
+       [](V x, const Extra&) {
+         return stack({x[0], x[1] * x[0], x[1]}, 1);
+       }},
       {"maximum_ties", [](V x, const Extra&) { return pow(maximum(x[0], x[1]), 2.0); }},
       {"minimum_ties", [](V x, const Extra&) { return pow(minimum(x[0], x[1]), 2.0); }},
       {"clamp_at_bounds", [](V x, const Extra&) { return pow(clamp(x[0], -0.5, 0.7), 2.0); }},
       {"clamp_min_only", [](V x, const Extra&) { return clamp(x[0], 0.1, std::nullopt) * x[0]; }},
       {"var_all", [](V x, const Extra&) { return var(x[0]); }},
       {"var_dim1_correction0_keepdim", [](V x, const Extra&) { return var(x[0], {1}, 0.0, true); }},
-      {"var_dims02", [](V x, const Extra&) { return var(x[0], {0, 2}); }},
+      {"var_dims02",
+       [](V x, const Extra&) {
+         return var(x[0], {0, 2});
+       }},
       {"logsumexp_dim1_large", [](V x, const Extra&) { return logsumexp(x[0], {1}); }},
-      {"logsumexp_dims02_keepdim", [](V x, const Extra&) { return logsumexp(x[0], {0, 2}, true); }},
+      {"logsumexp_dims02_keepdim",
+       [](V x, const Extra&) {
+         return logsumexp(x[0], {0, 2}, true);
+       }},
       {"softmax_dim0", [](V x, const Extra&) { return softmax(x[0], 0); }},
       {"log_softmax_dim1", [](V x, const Extra&) { return log_softmax(x[0], 1); }},
       {"matmul_dot", [](V x, const Extra&) { return matmul(x[0], x[1]); }},
@@ -64,8 +73,8 @@ void expect_close(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.shape(), b.shape()) << what;
   const auto va = a.to_double_vector(), vb = b.to_double_vector();
   for (size_t i = 0; i < va.size(); ++i)
-    EXPECT_LE(std::fabs(va[i] - vb[i]), 1e-12 + 1e-10 * std::fabs(vb[i])) << what << " [" << i << "]: " << va[i]
-                                                                            << " vs torch " << vb[i];
+    EXPECT_LE(std::fabs(va[i] - vb[i]), 1e-12 + 1e-10 * std::fabs(vb[i]))
+        << what << " [" << i << "]: " << va[i] << " vs torch " << vb[i];
 }
 
 std::set<std::string> fixture_names() {
@@ -110,7 +119,8 @@ TEST_P(OpsParityCase, ValuesGradientsAndHessianVectorProductsMatchTorch) {
 
   // grad.i = d<out, v>/dx_i, recorded (create_graph) so that it can be differentiated again
   const std::vector<Tensor> g = grad({out}, x, {file.at("v")}, /*retain_graph=*/true, /*create_graph=*/true);
-  for (size_t i = 0; i < x.size(); ++i) expect_close(g[i], file.at("grad." + std::to_string(i)), name + " grad." + std::to_string(i));
+  for (size_t i = 0; i < x.size(); ++i)
+    expect_close(g[i], file.at("grad." + std::to_string(i)), name + " grad." + std::to_string(i));
 
   // hvp.i = d<grad, u>/dx_i; gradients that do not depend on x (the op is linear there) add 0
   std::vector<Tensor> gs, us;

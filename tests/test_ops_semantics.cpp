@@ -22,33 +22,52 @@ TEST(OpsSemantics, ErrorsNameTheOpShapesAndDtypes) {
     for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   };
   has(error_of<std::invalid_argument>([&] { where(a, a, a); }), {"where", "cond must be bool", "float32[2, 3]"});
-  has(error_of<std::invalid_argument>([&] { where(Tensor::zeros({3}, DType::Bool), a, Tensor::zeros({2, 3}, DType::Float64)); }),
+  has(error_of<std::invalid_argument>([&] {
+        where(Tensor::zeros({3}, DType::Bool), a, Tensor::zeros({2, 3}, DType::Float64));
+      }),
       {"where", "dtype mismatch", "float64[2, 3]"});
-  has(error_of<std::invalid_argument>([&] { where(Tensor::zeros({4}, DType::Bool), a, a); }), {"where", "[4]", "[2, 3]"});
+  has(error_of<std::invalid_argument>([&] { where(Tensor::zeros({4}, DType::Bool), a, a); }),
+      {"where", "[4]", "[2, 3]"});
   has(error_of<std::invalid_argument>([&] { gather(a, 1, a); }), {"gather", "index must be int64", "float32[2, 3]"});
   has(error_of<std::invalid_argument>([&] { gather(a, 2, idx); }), {"gather", "dim 2 out of range", "float32[2, 3]"});
-  has(error_of<std::invalid_argument>([&] { gather(a, 0, Tensor::zeros({3}, DType::Int64)); }), {"gather", "rank", "int64[3]"});
-  has(error_of<std::invalid_argument>([&] { gather(Tensor::zeros({2, 2}), 0, idx); }), {"gather", "larger", "int64[2, 3]"});
-  has(error_of<std::out_of_range>([&] { gather(a, 1, Tensor::from_vector(std::vector<int64_t>{3}, {1, 1})); }),
+  has(error_of<std::invalid_argument>([&] { gather(a, 0, Tensor::zeros({3}, DType::Int64)); }),
+      {"gather", "rank", "int64[3]"});
+  has(error_of<std::invalid_argument>([&] {
+        gather(Tensor::zeros({2, 2}), 0, idx);
+      }),
+      {"gather", "larger", "int64[2, 3]"});
+  has(error_of<std::out_of_range>([&] {
+        gather(a, 1, Tensor::from_vector(std::vector<int64_t>{3}, {1, 1}));
+      }),
       {"gather", "index 3 out of range [0, 3)"});
-  has(error_of<std::invalid_argument>([&] { scatter_add(a, 1, idx, Tensor::zeros({2, 2})); }),
+  has(error_of<std::invalid_argument>([&] {
+        scatter_add(a, 1, idx, Tensor::zeros({2, 2}));
+      }),
       {"scatter_add", "float32[2, 2]", "int64[2, 3]"});
-  has(error_of<std::invalid_argument>([&] { stack({a, Tensor::zeros({3, 2})}, 0); }), {"stack", "float32[2, 3]", "float32[3, 2]"});
+  has(error_of<std::invalid_argument>([&] {
+        stack({a, Tensor::zeros({3, 2})}, 0);
+      }),
+      {"stack", "float32[2, 3]", "float32[3, 2]"});
   has(error_of<std::invalid_argument>([&] { stack({a}, 3); }), {"stack", "dim 3 out of range"});
   has(error_of<std::invalid_argument>([&] { maximum(a, Tensor::zeros({4})); }), {"maximum", "[2, 3]", "[4]"});
   has(error_of<std::invalid_argument>([&] { minimum(a, Tensor::zeros({3}, DType::Int64)); }), {"minimum", "int64[3]"});
-  has(error_of<std::invalid_argument>([&] { clamp(a, std::nullopt, std::nullopt); }), {"clamp", "at least one", "float32[2, 3]"});
+  has(error_of<std::invalid_argument>([&] { clamp(a, std::nullopt, std::nullopt); }),
+      {"clamp", "at least one", "float32[2, 3]"});
   has(error_of<std::invalid_argument>([&] { abs(idx); }), {"abs", "int64[2, 3]"});
   has(error_of<std::invalid_argument>([&] { sigmoid(idx); }), {"sigmoid", "int64[2, 3]"});
   has(error_of<std::invalid_argument>([&] { silu(idx); }), {"silu", "int64[2, 3]"});
   has(error_of<std::invalid_argument>([&] { var(a, {0, 0}); }), {"var", "listed twice"});
   has(error_of<std::invalid_argument>([&] { var(a, {}, -1.0); }), {"var", "correction"});
-  has(error_of<std::invalid_argument>([&] { logsumexp(a, {5}); }), {"logsumexp", "dim 5 out of range", "float32[2, 3]"});
+  has(error_of<std::invalid_argument>([&] { logsumexp(a, {5}); }),
+      {"logsumexp", "dim 5 out of range", "float32[2, 3]"});
   has(error_of<std::invalid_argument>([&] { softmax(a, -3); }), {"softmax", "dim -3 out of range", "float32[2, 3]"});
   has(error_of<std::invalid_argument>([&] { log_softmax(Tensor::scalar(1.0), 0); }), {"log_softmax", "1-d"});
   has(error_of<std::invalid_argument>([&] { matmul(Tensor::zeros({3}), Tensor::zeros({4})); }),
       {"matmul", "inner dims differ", "float32[3]", "float32[4]"});
-  has(error_of<std::invalid_argument>([&] { matmul(Tensor::zeros({2, 3}), Tensor::scalar(1.0)); }), {"matmul", "at least 1 dim"});
+  has(error_of<std::invalid_argument>([&] {
+        matmul(Tensor::zeros({2, 3}), Tensor::scalar(1.0));
+      }),
+      {"matmul", "at least 1 dim"});
   has(error_of<std::invalid_argument>([&] { max(Tensor::scalar(1.0), 0); }), {"max", "1-d"});
   has(error_of<std::invalid_argument>([&] { min(a, 2); }), {"min", "dim 2 out of range", "float32[2, 3]"});
 }

@@ -49,7 +49,9 @@ void check_mha_second_order(const MhaSetting& s) {
     inputs.push_back(input(S));
   }
   Tensor mask, kpm;
-  if (s.attn_mask == "bool") mask = Tensor::from_vector(std::vector<bool>{false, true, false, false, false, false, true, false, false, false, false, true}, {L, S});
+  if (s.attn_mask == "bool")
+    mask = Tensor::from_vector(
+        std::vector<bool>{false, true, false, false, false, false, true, false, false, false, false, true}, {L, S});
   if (s.attn_mask == "bool3d") {
     std::vector<bool> m(N * H * L * S, false);
     for (size_t i = 0; i < m.size(); ++i) m[i] = (i % S) != 0 && (i * 7) % 5 == 0;  // key 0 always visible
@@ -117,7 +119,8 @@ TEST(SecondOrderLm, OneLayerTransformerLossGradgradcheck) {
   {
     NoGradGuard no_grad;  // nanoGPT's init is small (std 0.02): draw larger values everywhere
     for (auto [name, p] : lm.named_parameters()) {
-      p.copy_(Tensor::randn(p.shape(), DType::Float64, g, name.find("ln") != std::string::npos && name.ends_with("weight") ? 1.0 : 0.0, 0.5));
+      p.copy_(Tensor::randn(p.shape(), DType::Float64, g,
+                            name.find("ln") != std::string::npos && name.ends_with("weight") ? 1.0 : 0.0, 0.5));
       params.push_back(p);
       names.push_back(name);
     }
@@ -140,12 +143,13 @@ void expect_close(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.shape(), b.shape()) << what;
   const auto va = a.to_double_vector(), vb = b.to_double_vector();
   for (size_t i = 0; i < va.size(); ++i)
-    EXPECT_LE(std::fabs(va[i] - vb[i]), 1e-12 + 1e-10 * std::fabs(vb[i])) << what << " [" << i << "]: " << va[i]
-                                                                            << " vs torch " << vb[i];
+    EXPECT_LE(std::fabs(va[i] - vb[i]), 1e-12 + 1e-10 * std::fabs(vb[i]))
+        << what << " [" << i << "]: " << va[i] << " vs torch " << vb[i];
 }
 
 // Compares loss, gradient and H·u of loss_fn over `theta` (fixture names) with the file.
-void expect_hvp_matches(const std::map<std::string, Tensor>& file, const std::vector<std::pair<std::string, Tensor>>& theta,
+void expect_hvp_matches(const std::map<std::string, Tensor>& file,
+                        const std::vector<std::pair<std::string, Tensor>>& theta,
                         const std::function<Tensor()>& loss_fn) {
   std::vector<Tensor> xs, us;
   for (const auto& [name, t] : theta) {
@@ -188,7 +192,8 @@ TEST(SecondOrderParity, MhaFloatMaskAndPaddingHessianVectorProductMatchesTorch) 
   std::vector<std::pair<std::string, Tensor>> theta;
   load_mha(mha, file, theta);
   Tensor q = file.at("param.query").clone().requires_grad_(), k = file.at("param.key").clone().requires_grad_(),
-         v = file.at("param.value").clone().requires_grad_(), mask = file.at("param.attn_mask").clone().requires_grad_();
+         v = file.at("param.value").clone().requires_grad_(),
+         mask = file.at("param.attn_mask").clone().requires_grad_();
   theta.insert(theta.end(), {{"query", q}, {"key", k}, {"value", v}, {"attn_mask", mask}});
   expect_hvp_matches(file, theta, [&] {
     const auto o = mha.forward(q, k, v, file.at("key_padding_mask"), true, mask, /*average=*/true);
@@ -229,9 +234,9 @@ TEST(HigherOrderDoc, HessianVectorProductExampleMatchesTheNumbersFromPyTorch) {
   Tensor x = Tensor::from_vector(std::vector<double>{0.5, -1.0, 2.0}, {3}, DType::Float64).requires_grad_();
   const Tensor v = Tensor::from_vector(std::vector<double>{1.0, 0.5, -2.0}, {3}, DType::Float64);
 
-  Tensor y = logsumexp(matmul(A, x), {0}) + sum(silu(x));                // f(x), 0-d
+  Tensor y = logsumexp(matmul(A, x), {0}) + sum(silu(x));                           // f(x), 0-d
   Tensor g = grad({y}, {x}, {}, /*retain_graph=*/false, /*create_graph=*/true)[0];  // ∇f(x), recorded
-  Tensor hv = grad({sum(g * v)}, {x})[0];                                // H·v = ∇(∇f · v)
+  Tensor hv = grad({sum(g * v)}, {x})[0];                                           // H·v = ∇(∇f · v)
 
   for (double h : hv.to_double_vector()) std::printf("%.17g\n", h);
   // What torch.autograd.grad prints for the same function (docs/higher_order.md):

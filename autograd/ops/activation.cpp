@@ -29,7 +29,8 @@ Tensor abs(const Tensor& a) {
 
 namespace {
 // σ(x) = 1/(1 + e^−x) for x >= 0 and e^x/(1 + e^x) for x < 0: e^(−|x|) never overflows.
-template <class T> T sigmoid_of(T x) {
+template <class T>
+T sigmoid_of(T x) {
   if (x >= 0) return T(1) / (T(1) + std::exp(-x));
   const T e = std::exp(x);
   return e / (T(1) + e);

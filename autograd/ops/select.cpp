@@ -20,10 +20,11 @@ using kernels::zip_float;
 Tensor zero_like_scalar(const Tensor& g) { return Tensor::zeros({}, g.dtype()); }
 
 // A bool tensor of a and b broadcast together: pred(a_i, b_i). Values only, no graph.
-template <class P> Tensor compare(const Tensor& a, const Tensor& b, const char* op, P pred) {
-  return zip_float(a.detach(), b.detach(), op, [pred](auto x, auto y) {
-    return pred(x, y) ? decltype(x)(1) : decltype(x)(0);
-  }).to(DType::Bool);
+template <class P>
+Tensor compare(const Tensor& a, const Tensor& b, const char* op, P pred) {
+  return zip_float(a.detach(), b.detach(), op,
+                   [pred](auto x, auto y) { return pred(x, y) ? decltype(x)(1) : decltype(x)(0); })
+      .to(DType::Bool);
 }
 
 }  // namespace
@@ -51,18 +52,21 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
       for_each_row<3>(s1, {sc.data(), sa.data(), sb.data()}, {cond.impl().offset, a.impl().offset, b.impl().offset},
                       [&](int64_t r, const std::array<int64_t, 3>& o) {
                         scalar_t* row = po + r * inner;
-                        for (int64_t j = 0; j < inner; ++j) row[j] = pc[o[0] + j * ic] ? pa[o[1] + j * ia] : pb[o[2] + j * ib];
+                        for (int64_t j = 0; j < inner; ++j)
+                          row[j] = pc[o[0] + j * ic] ? pa[o[1] + j * ia] : pb[o[2] + j * ib];
                       });
     });
   }
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, "where", {a, b}, [scond = SavedTensor::save(cond), sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
-      // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond; summed
-      // over the dims a and b were broadcast along
-      const Tensor cond = scond.unpack(), zero = zero_like_scalar(g);
-      return Grads{ga ? sum_to(where(cond, g, zero), sa) : Tensor(), gb ? sum_to(where(cond, zero, g), sb) : Tensor()};
-    });
+    record(out, "where", {a, b},
+           [scond = SavedTensor::save(cond), sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
+             // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond; summed
+             // over the dims a and b were broadcast along
+             const Tensor cond = scond.unpack(), zero = zero_like_scalar(g);
+             return Grads{ga ? sum_to(where(cond, g, zero), sa) : Tensor(),
+                          gb ? sum_to(where(cond, zero, g), sb) : Tensor()};
+           });
   }
   return out;
 }
@@ -78,18 +82,19 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
   });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, op, {a, b}, [sa = SavedTensor::save(a), sb = SavedTensor::save(b), ga, gb, is_max, op](const Tensor& g) {
-      // out = max(a, b)  =>  da = g where a > b, g/2 where a == b, 0 where a < b; db mirrored
-      // (min: the same with < and > swapped). Written with where, not a 0/1 product, so an
-      // infinite g cannot turn into 0·inf = NaN where an input lost.
-      const Tensor a = sa.unpack().detach(), b = sb.unpack().detach();  // the masks are piecewise constant
-      const Tensor eq = compare(a, b, op, [](auto x, auto y) { return x == y; });
-      const Tensor a_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x < y : x > y; });
-      const Tensor b_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x > y : x < y; });
-      const Tensor zero = zero_like_scalar(g), split = where(eq, mul(g, 0.5), g);
-      return Grads{ga ? sum_to(where(a_lost, zero, split), a.shape()) : Tensor(),
-                   gb ? sum_to(where(b_lost, zero, split), b.shape()) : Tensor()};
-    });
+    record(out, op, {a, b},
+           [sa = SavedTensor::save(a), sb = SavedTensor::save(b), ga, gb, is_max, op](const Tensor& g) {
+             // out = max(a, b)  =>  da = g where a > b, g/2 where a == b, 0 where a < b; db mirrored
+             // (min: the same with < and > swapped). Written with where, not a 0/1 product, so an
+             // infinite g cannot turn into 0·inf = NaN where an input lost.
+             const Tensor a = sa.unpack().detach(), b = sb.unpack().detach();  // the masks are piecewise constant
+             const Tensor eq = compare(a, b, op, [](auto x, auto y) { return x == y; });
+             const Tensor a_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x < y : x > y; });
+             const Tensor b_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x > y : x < y; });
+             const Tensor zero = zero_like_scalar(g), split = where(eq, mul(g, 0.5), g);
+             return Grads{ga ? sum_to(where(a_lost, zero, split), a.shape()) : Tensor(),
+                          gb ? sum_to(where(b_lost, zero, split), b.shape()) : Tensor()};
+           });
   }
   return out;
 }
@@ -112,9 +117,9 @@ Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi
       // out = min(max(a, lo), hi)  =>  da = g where lo < a < hi, else 0: at a bound itself the
       // gradient is 0, as in PyTorch 2 (a missing bound puts no condition on its side)
       const Tensor inside = kernels::map_float(sa.unpack().detach(), "clamp_backward", [l, h, has_lo, has_hi](auto x) {
-        using T = decltype(x);
-        return (!has_lo || x > T(l)) && (!has_hi || x < T(h)) ? T(1) : T(0);
-      }).to(DType::Bool);
+                              using T = decltype(x);
+                              return (!has_lo || x > T(l)) && (!has_hi || x < T(h)) ? T(1) : T(0);
+                            }).to(DType::Bool);
       return Grads{where(inside, g, zero_like_scalar(g))};
     });
   }
@@ -143,7 +148,8 @@ int64_t check_gather(const Tensor& a, int64_t dim, const Tensor& index, const ch
 // For every element i of the contiguous index I, calls f(a_off, i): a_off is the offset, in a
 // contiguous tensor of a_shape, of the element that index element addresses (its own position,
 // with index[i] along d). Throws for an index outside [0, a_shape[d]).
-template <class F> void for_each_indexed(const Shape& a_shape, int64_t d, const Tensor& I, const char* op, F f) {
+template <class F>
+void for_each_indexed(const Shape& a_shape, int64_t d, const Tensor& I, const char* op, F f) {
   if (I.numel() == 0) return;
   const Shape ast = contiguous_strides(a_shape), ist = contiguous_strides(I.shape());
   Shape ast0 = ast;

@@ -57,7 +57,7 @@ Tensor var(const Tensor& a, const std::vector<int64_t>& dims, double correction,
   if (n == 0) throw std::invalid_argument("var: reducing over an empty dim of " + describe(a));
   // var = Σ (a − mean)² / max(0, N − correction); N − correction <= 0 gives inf or NaN, as PyTorch.
   const Tensor centred = sub(a, mul(sum_keep(a, ds), 1.0 / static_cast<double>(n)));  // a's shape
-  const Tensor ss = sum_keep(mul(centred, centred), ds);                             // 1 along ds
+  const Tensor ss = sum_keep(mul(centred, centred), ds);                              // 1 along ds
   const double denom = std::max(0.0, static_cast<double>(n) - correction);
   return finish(mul(ss, 1.0 / denom), a, ds, keepdim);
 }
