@@ -88,8 +88,9 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
 // ---- matmul on BLAS (autograd/ops/matmul.cpp) ------------------------------------------------
 // 2-d (M,K)@(K,N), or batched (...,M,K)@(...,K,N) with broadcast batch dims. A 1-d operand
 // follows PyTorch: (K)@(K) is a 0-d dot product, (K)@(...,K,N) -> (...,N) and
-// (...,M,K)@(K) -> (...,M) (the vector becomes a matrix, and its dim is removed again). Operands whose last two dims are transposed views go to BLAS as-is with the
-// transpose flag, without a copy.
+// (...,M,K)@(K) -> (...,M) (the vector becomes a matrix, and its dim is removed again).
+// Operands whose last two dims are transposed views go to BLAS as-is with the transpose flag,
+// without a copy.
 Tensor matmul(const Tensor& a, const Tensor& b);
 // y = x·Wᵀ + b for x (..., in), W (out, in), b (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
