@@ -322,17 +322,15 @@ static void check_in_place(const Tensor& dst, const Tensor* src, const char* op)
 }
 
 void Tensor::fill_(double value) {
+  if (!is_contiguous())
+    throw std::invalid_argument("Tensor::fill_: needs a contiguous tensor, got a strided view " + describe(*this));
   check_in_place(*this, nullptr, "fill_");
   bump_version();
   Tensor self = *this;
   AG_DISPATCH_ALL(dtype(), "fill_", [&] {
     const scalar_t v = static_cast<scalar_t>(value);
-    if (self.is_contiguous()) {
-      scalar_t* p = self.data<scalar_t>();
-      for (int64_t i = 0, n = self.numel(); i < n; ++i) p[i] = v;
-    } else {
-      throw std::invalid_argument("Tensor::fill_: needs a contiguous tensor, got a strided view " + describe(self));
-    }
+    scalar_t* p = self.data<scalar_t>();
+    for (int64_t i = 0, n = self.numel(); i < n; ++i) p[i] = v;
   });
 }
 

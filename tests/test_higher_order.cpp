@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "models/transformer_lm.h"
 #include "nn/attention.h"
 
 using namespace ag;
@@ -317,4 +319,21 @@ TEST(HigherOrder, DocsHessianVectorProductExample) {
   Tensor g = grad({y}, {x}, {}, false, /*create_graph=*/true)[0];
   Tensor hv = grad({sum(mul(g, v))}, {x})[0];
   EXPECT_EQ(hv.to_double_vector(), (std::vector<double>{3, 24}));
+}
+
+// The whole model twice differentiated: a 1-layer TransformerLM's loss (embedding, layer_norm,
+// packed attention, GELU MLP, tied head, cross_entropy), gradgradchecked w.r.t. two parameters.
+TEST(GradGradcheck, TinyTransformerLMLoss) {
+  models::GPTConfig cfg;
+  cfg.vocab_size = 5, cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 4, cfg.block_size = 4;
+  Generator g(3);
+  auto model = std::make_shared<models::TransformerLM>(cfg, DType::Float64, g);
+  const Tensor idx = Tensor::from_vector(std::vector<int64_t>{1, 4, 0, 2}, {1, 4});
+  const Tensor tgt = Tensor::from_vector(std::vector<int64_t>{4, 0, 2, 3}, {1, 4});
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, p] : model->named_parameters()) params[name] = p;
+  for (const char* name : {"blocks.0.attn.in_proj_weight", "blocks.0.ln1.weight"}) {
+    ASSERT_TRUE(params.count(name)) << name;
+    expect_gradgradcheck([model, idx, tgt](V) { return model->loss(idx, tgt); }, {params[name]});
+  }
 }
