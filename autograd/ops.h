@@ -30,6 +30,22 @@ Tensor relu(const Tensor& a);
 // GELU, exact: x * Phi(x) with erf; approximate=true uses the tanh formula.
 Tensor gelu(const Tensor& a, bool approximate = false);
 
+// ---- activations (autograd/ops/activation.cpp) ----------------------------------------------
+Tensor abs(const Tensor& a);      // gradient sign(a), 0 at a = 0 (as PyTorch)
+Tensor sigmoid(const Tensor& a);  // 1 / (1 + exp(−a)), without overflow for large |a|
+Tensor silu(const Tensor& a);     // a · sigmoid(a)
+
+// ---- selections, with broadcasting (autograd/ops/select.cpp) --------------------------------
+// Where bool `cond` is true a, else b; all three broadcast together. a and b share a dtype.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Element-wise max/min with broadcasting; NaN propagates. On a tie each input gets half the
+// gradient, as in PyTorch.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// min(max(a, lo), hi) with either bound optional (hi wins when lo > hi). The gradient passes
+// where lo < a < hi; at a bound it is 0, as in PyTorch 2.
+Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi);
+
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
@@ -55,13 +71,26 @@ Tensor sum(const Tensor& a);  // all elements -> 0-d
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
 Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
-Tensor max(const Tensor& a, int64_t dim, bool keepdim = false);  // values; not differentiable
-Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices
+// Largest/smallest values along dim (NaN wins; on a tie the first). The gradient goes to the
+// selected element only, as in PyTorch.
+Tensor max(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices; no gradient
+
+// ---- statistics (autograd/ops/stats.cpp) -----------------------------------------------------
+// Variance over dims (empty: all), dividing by max(0, N − correction): correction 1 is
+// PyTorch's default (unbiased), 0 the biased (population) variance.
+Tensor var(const Tensor& a, const std::vector<int64_t>& dims = {}, double correction = 1.0, bool keepdim = false);
+// log Σ exp(a) over dims (empty: all), computed as m + log Σ exp(a − m) with m the max, so it
+// neither overflows nor underflows; a slice of −inf gives −inf.
+Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
 
 // ---- matmul on BLAS (autograd/ops/matmul.cpp) ------------------------------------------------
-// 2-d (M,K)@(K,N), or batched (...,M,K)@(...,K,N) with broadcast batch dims; a 1-d operand is
-// not supported. Operands whose last two dims are transposed views go to BLAS as-is with the
-// transpose flag, without a copy.
+// 2-d (M,K)@(K,N), or batched (...,M,K)@(...,K,N) with broadcast batch dims. A 1-d operand
+// follows PyTorch: (K)@(K) is a 0-d dot product, (K)@(...,K,N) -> (...,N) and
+// (...,M,K)@(K) -> (...,M) (the vector becomes a matrix, and its dim is removed again).
+// Operands whose last two dims are transposed views go to BLAS as-is with the transpose flag,
+// without a copy.
 Tensor matmul(const Tensor& a, const Tensor& b);
 // y = x·Wᵀ + b for x (..., in), W (out, in), b (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
@@ -75,6 +104,8 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);  // 
 Tensor unsqueeze(const Tensor& a, int64_t dim);  // view
 Tensor squeeze(const Tensor& a, int64_t dim);    // view; dim must have size 1
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
+// Equal-shaped tensors joined along a new dim (in [−(rank+1), rank]).
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim);  // views
 Tensor expand(const Tensor& a, const Shape& shape);  // broadcast copy (backward sums)
 
@@ -85,10 +116,18 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 // Where bool `mask` (broadcastable to a) is true, the result is `value`; elsewhere a.
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+// out[i][j][k] = a[i][index[i][j][k]][k] for dim 1 (likewise for any dim): int64 `index` has
+// a's rank, out has index's shape, and index.size(d) <= a.size(d) for every d != dim.
+// (autograd/ops/select.cpp; backward is scatter_add)
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+// A copy of a with src added at the positions gather reads: out[i][index[i][j][k]][k] +=
+// src[i][j][k] for dim 1. src has index's shape. (autograd/ops/select.cpp; backward is gather)
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 
 // ---- fused, numerically stable ops (autograd/ops/nn_functional.cpp) ---------------------------
-Tensor softmax(const Tensor& a, int64_t dim = -1);      // last dim only
-Tensor log_softmax(const Tensor& a, int64_t dim = -1);  // last dim only
+// Over any dim; the last dim runs a fused kernel, any other is moved last and back (views).
+Tensor softmax(const Tensor& a, int64_t dim = -1);
+Tensor log_softmax(const Tensor& a, int64_t dim = -1);
 // Mean cross-entropy of logits (N, C) against int64 targets (N); targets equal to
 // ignore_index are skipped (and excluded from the mean).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore_index = std::nullopt);

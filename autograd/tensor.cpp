@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "autograd/buffer_cache.h"
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/kernels/dispatch.h"
@@ -184,10 +185,7 @@ Tensor Tensor::randint(int64_t lo, int64_t hi, const Shape& shape, Generator& ge
 // ---- metadata and data access --------------------------------------------------------------------
 
 int64_t Tensor::size(int64_t d) const {
-  const int64_t n = dim();
-  const int64_t dd = d < 0 ? d + n : d;
-  if (dd < 0 || dd >= n) throw std::out_of_range("Tensor::size: dim " + std::to_string(d) + " out of range for " + describe(*this));
-  return impl().shape[dd];
+  return impl().shape[wrap_dim(d, dim(), "Tensor::size", *this)];
 }
 
 bool Tensor::is_contiguous() const {
@@ -251,32 +249,22 @@ Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int6
   return Tensor(std::move(impl));
 }
 
-// Strided copy of src into contiguous dst (same numel), converting types. Iterates the
-// source's index space with a carry counter: no division per element.
+// Strided copy of src into contiguous dst (same numel), converting types, one innermost row
+// of the source at a time (for_each_row: no division per element).
 template <class S, class D>
 static void strided_copy(const Tensor& src, D* dst) {
-  const auto& shape = src.shape();
-  const auto& st = src.strides();
-  const int64_t n = src.numel();
-  if (n == 0) return;
+  if (src.numel() == 0) return;
   const S* base = static_cast<const S*>(src.impl().storage->data);
-  const int64_t nd = src.dim();
-  if (nd == 0) {
+  if (src.dim() == 0) {
     dst[0] = static_cast<D>(base[src.impl().offset]);
     return;
   }
-  std::vector<int64_t> idx(nd, 0);
-  const int64_t inner = shape[nd - 1], inner_st = st[nd - 1];
-  int64_t off = src.impl().offset;
-  for (int64_t i = 0; i < n; i += inner) {
-    for (int64_t j = 0; j < inner; ++j) dst[i + j] = static_cast<D>(base[off + j * inner_st]);
-    for (int64_t d = nd - 2; d >= 0; --d) {
-      off += st[d];
-      if (++idx[d] < shape[d]) break;
-      off -= st[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
+  const int64_t inner = src.shape().back(), inner_st = src.strides().back();
+  for_each_row<1>(src.shape(), {src.strides().data()}, {src.impl().offset},
+                  [&](int64_t r, const std::array<int64_t, 1>& off) {
+                    D* out = dst + r * inner;
+                    for (int64_t j = 0; j < inner; ++j) out[j] = static_cast<D>(base[off[0] + j * inner_st]);
+                  });
 }
 
 // Copies any tensor into a fresh contiguous one of dtype `to`, without autograd.
@@ -357,27 +345,18 @@ void Tensor::copy_(const Tensor& src) {
     std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
     return;
   }
-  // Strided destination (a view such as a narrow): walk it with a carry counter.
-  const Shape& s = shape();
-  const Shape& st = strides();
-  const int64_t nd = dim(), inner = s[nd - 1], inner_st = st[nd - 1], esz = static_cast<int64_t>(dtype_size(dtype()));
+  // Strided destination (a view such as a narrow): walk it row by row.
+  const int64_t inner = shape().back(), inner_st = strides().back(), esz = static_cast<int64_t>(dtype_size(dtype()));
   char* base = static_cast<char*>(impl().storage->data);
   const char* from = static_cast<const char*>(c.raw_data());
-  std::vector<int64_t> idx(nd, 0);
-  int64_t off = impl().offset;
-  for (int64_t i = 0, n = numel(); i < n; i += inner) {
+  for_each_row<1>(shape(), {strides().data()}, {impl().offset}, [&](int64_t r, const std::array<int64_t, 1>& off) {
+    const int64_t i = r * inner;
     if (inner_st == 1) {
-      std::memcpy(base + off * esz, from + i * esz, static_cast<size_t>(inner * esz));
+      std::memcpy(base + off[0] * esz, from + i * esz, static_cast<size_t>(inner * esz));
     } else {
-      for (int64_t j = 0; j < inner; ++j) std::memcpy(base + (off + j * inner_st) * esz, from + (i + j) * esz, esz);
+      for (int64_t j = 0; j < inner; ++j) std::memcpy(base + (off[0] + j * inner_st) * esz, from + (i + j) * esz, esz);
     }
-    for (int64_t d = nd - 2; d >= 0; --d) {
-      off += st[d];
-      if (++idx[d] < s[d]) break;
-      off -= st[d] * s[d];
-      idx[d] = 0;
-    }
-  }
+  });
 }
 
 // ---- autograd ------------------------------------------------------------------------------------

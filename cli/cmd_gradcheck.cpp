@@ -1,6 +1,7 @@
 // `attograd gradcheck attention|ops`: float64 gradient checks printed as a table, one row per
 // checked tensor, so that anyone can see how close the analytic gradients are to central
-// differences for a configuration of their choosing. Exit status 1 when any row fails.
+// differences for a configuration of their choosing, at order 1 (gradients) or 2 (gradients of
+// gradients). Exit status 1 when any row fails.
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "autograd/gradcheck_cases.h"
 #include "autograd/ops.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
@@ -39,6 +41,29 @@ GradcheckOptions tolerances(const cxxopts::ParseResult& args) {
   if (!(o.atol >= 0 && std::isfinite(o.atol)) || !(o.rtol >= 0 && std::isfinite(o.rtol)))
     throw UsageError("--atol and --rtol must be non-negative numbers");
   return o;
+}
+
+// The checks an order runs: order 1 compares the gradients with central differences of f;
+// order 2 compares the gradients of the gradients (double backward through the recorded
+// backward pass) with central differences of the gradients, as torch.autograd.gradgradcheck.
+struct Order {
+  int n = 1;
+  GradcheckReport run(const GradcheckFn& f, const std::vector<Tensor>& inputs, const GradcheckOptions& tol,
+                      const std::vector<std::string>& names) const {
+    return n == 1 ? gradcheck(f, inputs, tol, names) : gradgradcheck(f, inputs, tol, names);
+  }
+};
+
+Order order_of(const cxxopts::ParseResult& args) {
+  const int n = args["order"].as<int>();
+  if (n != 1 && n != 2) throw UsageError("--order must be 1 or 2, got " + std::to_string(n));
+  return {n};
+}
+
+void print_order(const Order& o) {
+  if (o.n == 2)
+    std::printf("order 2: the first-order gradients g(x, v) = grad(f(x), x, v, create_graph) are checked against central "
+                "differences, as functions of the inputs x and of the upstream gradient v (last row of each check)\n");
 }
 
 void print_criterion(const GradcheckOptions& o) {
@@ -82,12 +107,14 @@ AttentionConfig attention_config(const cxxopts::ParseResult& args) {
   return c;
 }
 
-int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
+int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol, const Order& order) {
   const int64_t E = c.embed, H = c.heads, L = c.len, S = c.src_len, N = c.batch;
   const int64_t n_out = L * N * E + (c.per_head ? N * H * L * S : N * L * S);
   const int64_t n_in = (L + 2 * S) * N * E + 4 * E * E + 4 * E;
-  if (static_cast<double>(n_out) * static_cast<double>(n_in) > kMaxJacobianEntries)
-    throw UsageError("the Jacobian would have " + std::to_string(n_out) + " x " + std::to_string(n_in) +
+  // Order 2 checks the n_in first-order gradients against the n_in inputs and the n_out upstream values.
+  const int64_t rows = order.n == 1 ? n_out : n_in, cols = order.n == 1 ? n_in : n_in + n_out;
+  if (static_cast<double>(rows) * static_cast<double>(cols) > kMaxJacobianEntries)
+    throw UsageError("the Jacobian would have " + std::to_string(rows) + " x " + std::to_string(cols) +
                      " entries (limit " + fmt_g(kMaxJacobianEntries) + "); choose smaller sizes");
 
   // Everything random comes from one generator, so --seed fixes the whole run.
@@ -131,6 +158,7 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
   }
   std::printf("  f = concat(output, attn_weights): %lld values; %lld input values in 7 tensors\n", (long long)n_out,
               (long long)n_in);
+  print_order(order);
   print_criterion(tol);
 
   std::vector<Tensor> inputs = {q, k, v};
@@ -144,100 +172,31 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol) {
     const auto o = mha.forward(q, k, v, kpm, /*need_weights=*/true, Tensor(), !c.per_head, causal);
     return concat({reshape(o.output, {-1}), reshape(o.weights, {-1})}, 0);
   };
-  const GradcheckReport report = gradcheck(f, inputs, tol, names);
+  const GradcheckReport report = order.run(f, inputs, tol, names);
   std::cout << report.table();
   std::printf("\n%s\n", report.passed() ? "PASS" : "FAIL");
   return report.passed() ? 0 : 1;
 }
 
-// ---- single ops -----------------------------------------------------------------------------
+// ---- single ops: the case table of autograd/gradcheck_cases.h -------------------------------
 
-enum class Domain { Any, Positive, AwayFromZero };  // where the op is smooth
-
-struct OpCase {
-  std::string name;
-  std::vector<std::pair<std::string, Shape>> args;  // the checked float64 inputs
-  Domain domain;
-  std::function<Tensor(const std::vector<Tensor>&)> f;
-};
-
-std::vector<OpCase> op_cases() {
-  using V = const std::vector<Tensor>&;
-  const Tensor idx = Tensor::from_vector(std::vector<int64_t>{2, 0, 2}, {3});
-  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 3, 1, 0}, {2, 2});
-  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{4, 0, -100, 2}, {4});
-  const Tensor mask = Tensor::from_vector(std::vector<bool>{true, false, false, true, false, true}, {2, 3});
-  return {
-      {"add", {{"a", {2, 3}}, {"b(bcast)", {3}}}, Domain::Any, [](V x) { return x[0] + x[1]; }},
-      {"sub", {{"a", {2, 3, 4}}, {"b(bcast)", {3, 1}}}, Domain::Any, [](V x) { return x[0] - x[1]; }},
-      {"mul", {{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Any, [](V x) { return x[0] * x[1]; }},
-      {"div", {{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Positive, [](V x) { return x[0] / x[1]; }},
-      {"pow", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return pow(x[0], 2.5); }},
-      {"exp", {{"a", {2, 3}}}, Domain::Any, [](V x) { return exp(x[0]); }},
-      {"log", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return log(x[0]); }},
-      {"sqrt", {{"a", {2, 3}}}, Domain::Positive, [](V x) { return sqrt(x[0]); }},
-      {"tanh", {{"a", {2, 3}}}, Domain::Any, [](V x) { return tanh(x[0]); }},
-      {"relu", {{"a", {2, 3}}}, Domain::AwayFromZero, [](V x) { return relu(x[0]); }},
-      {"gelu", {{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(x[0]); }},
-      {"gelu(tanh)", {{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(x[0], true); }},
-      {"sum", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return sum(x[0], {0, 2}); }},
-      {"mean", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return mean(x[0], {1}, true); }},
-      {"matmul", {{"a", {2, 3, 4}}, {"b(bcast)", {1, 4, 5}}}, Domain::Any, [](V x) { return matmul(x[0], x[1]); }},
-      {"matmul", {{"a", {3, 4}}, {"bT", {5, 4}}}, Domain::Any,
-       [](V x) { return matmul(x[0], transpose(x[1], 0, 1)); }},
-      {"linear", {{"x", {2, 3, 4}}, {"W", {5, 4}}, {"b", {5}}}, Domain::Any,
-       [](V x) { return linear(x[0], x[1], x[2]); }},
-      {"permute", {{"a", {2, 3, 4}}}, Domain::Any, [](V x) { return permute(x[0], {2, 0, 1}) * 2.0; }},
-      {"narrow", {{"a", {3, 4}}}, Domain::Any, [](V x) { return narrow(x[0], 1, 1, 2); }},
-      {"concat", {{"a", {2, 3}}, {"b", {2, 2}}}, Domain::Any, [](V x) { return concat({x[0], x[1]}, 1); }},
-      {"split", {{"a", {2, 5}}}, Domain::Any, [](V x) { return split(x[0], 2, 1)[2]; }},
-      {"expand", {{"a", {3, 1}}}, Domain::Any, [](V x) { return expand(x[0], {2, 3, 4}); }},
-      {"index_select", {{"a", {3, 4}}}, Domain::Any, [idx](V x) { return index_select(x[0], 0, idx); }},
-      {"embedding", {{"weight", {4, 3}}}, Domain::Any, [ids](V x) { return embedding(ids, x[0]); }},
-      {"masked_fill", {{"a", {2, 3}}}, Domain::Any, [mask](V x) { return masked_fill(x[0], mask, -1.0); }},
-      {"softmax", {{"a", {3, 5}}}, Domain::Any, [](V x) { return softmax(x[0]); }},
-      {"log_softmax", {{"a", {3, 5}}}, Domain::Any, [](V x) { return log_softmax(x[0]); }},
-      {"cross_entropy", {{"logits", {4, 5}}}, Domain::Any,
-       [targets](V x) { return cross_entropy(x[0], targets, -100); }},
-      {"layer_norm", {{"x", {3, 6}}, {"weight", {6}}, {"bias", {6}}}, Domain::Any,
-       [](V x) { return layer_norm(x[0], x[1], x[2]); }},
-      {"dropout", {{"a", {3, 4}}}, Domain::Any,
-       [](V x) {
-         Generator g(7);  // the same mask on every call, as gradcheck needs a deterministic f
-         return dropout(x[0], 0.3, /*training=*/true, g);
-       }},
-      {"attention_probs", {{"q", {2, 3, 4}}, {"k", {2, 5, 4}}}, Domain::Any,
-       [](V x) { return attention_probs(x[0], x[1], Tensor(), 0.5, /*causal=*/true); }},
-  };
-}
-
-Tensor draw(const Shape& s, Domain d, Generator& gen) {
-  Tensor t = Tensor::randn(s, DType::Float64, gen);
-  double* p = t.data<double>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (d == Domain::Positive) p[i] = 0.5 + std::fabs(p[i]);
-    if (d == Domain::AwayFromZero) p[i] = (p[i] < 0 ? -0.2 : 0.2) + p[i];  // no kink within eps
-  }
-  return t.requires_grad_();
-}
-
-int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol) {
+int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol, const Order& order) {
   Generator gen(seed);
-  std::printf("gradcheck ops: every listed op on small random float64 inputs, seed %llu\n",
-              (unsigned long long)seed);
+  const std::vector<OpCase> cases = op_cases();
+  std::printf("gradcheck ops: %zu cases covering every op of autograd/ops.h on small random float64 inputs, seed %llu\n",
+              cases.size(), (unsigned long long)seed);
+  print_order(order);
   print_criterion(tol);
-  GradcheckReport all;  // the rows of every op, so that one table shows them all
+  GradcheckReport all;  // the rows of every case, so that one table shows them all
   std::vector<std::string> not_reentrant;
-  for (const OpCase& op : op_cases()) {
-    std::vector<Tensor> inputs;
+  for (const OpCase& c : cases) {
+    const std::vector<Tensor> inputs = draw_inputs(c, gen);
     std::vector<std::string> names;
-    for (const auto& [arg, shape] : op.args) {
-      inputs.push_back(draw(shape, op.domain, gen));
-      names.push_back(op.name + " " + arg);
-    }
-    const GradcheckReport r = gradcheck(op.f, inputs, tol, names);
+    for (const auto& arg : c.args) names.push_back(c.title() + " " + arg.first);
+    GradcheckReport r = order.run(c.f, inputs, tol, names);
+    if (order.n == 2) r.inputs.back().name = c.title() + " grad_output";  // the upstream gradient's row
     all.inputs.insert(all.inputs.end(), r.inputs.begin(), r.inputs.end());
-    if (!r.reentrant) not_reentrant.push_back(op.name);
+    if (!r.reentrant) not_reentrant.push_back(c.title());
   }
   all.reentrant = not_reentrant.empty();
   std::cout << all.table();
@@ -252,10 +211,11 @@ int cmd_gradcheck(int argc, char** argv) {
   const GradcheckOptions defaults;
   cxxopts::Options options("attograd gradcheck",
                            "Checks analytic gradients against central differences in float64 and prints one\n"
-                           "row per checked tensor. Exit status 1 when any row fails.\n\n"
+                           "row per checked tensor. Exit status 1 when any row fails. --order 2 checks the\n"
+                           "gradients of the gradients the same way (torch.autograd.gradgradcheck).\n\n"
                            "  attention  nn::MultiheadAttention: output and attention weights wrt query, key,\n"
                            "             value and the four parameters (random, biases nonzero)\n"
-                           "  ops        each differentiable op of autograd/ops.h on small random inputs\n");
+                           "  ops        every op of autograd/ops.h on small random inputs (autograd/gradcheck_cases.cpp)\n");
   options.custom_help("attention|ops [options]");
   options.set_width(100);
   options.positional_help("");
@@ -266,6 +226,7 @@ int cmd_gradcheck(int argc, char** argv) {
       ("eps", "finite-difference step", cxxopts::value<double>()->default_value(fmt_g(defaults.eps)), "X")
       ("atol", "absolute tolerance", cxxopts::value<double>()->default_value(fmt_g(defaults.atol)), "X")
       ("rtol", "relative tolerance", cxxopts::value<double>()->default_value(fmt_g(defaults.rtol)), "X")
+      ("order", "1: gradients; 2: gradients of gradients (double backward)", cxxopts::value<int>()->default_value("1"), "N")
       ("h,help", "print this help");
   options.add_options("attention")
       ("heads", "number of heads H", cxxopts::value<int64_t>()->default_value("2"), "H")
@@ -286,11 +247,12 @@ int cmd_gradcheck(int argc, char** argv) {
   if (!args.count("what")) throw UsageError("say what to check: attention or ops");
   const std::string what = args["what"].as<std::string>();
   const GradcheckOptions tol = tolerances(args);
-  if (what == "attention") return gradcheck_attention(attention_config(args), tol);
+  const Order order = order_of(args);
+  if (what == "attention") return gradcheck_attention(attention_config(args), tol, order);
   if (what == "ops") {
     for (const char* o : {"heads", "embed", "len", "src-len", "batch", "mask", "pad-all", "batch-first", "per-head"})
       if (args.count(o)) throw UsageError(std::string("--") + o + " applies to 'gradcheck attention' only");
-    return gradcheck_ops(args["seed"].as<uint64_t>(), tol);
+    return gradcheck_ops(args["seed"].as<uint64_t>(), tol, order);
   }
   throw UsageError("unknown check '" + what + "': expected attention or ops");
 }

@@ -110,6 +110,7 @@ set(all_pass "")
 foreach(row query key value in_proj_weight in_proj_bias out_proj\\.weight out_proj\\.bias)
   string(APPEND all_pass "\n${row} [^\n]* PASS")
 endforeach()
+set(row_pass "${all_pass}")  # the seven rows alone
 string(APPEND all_pass "\n\nPASS\n$")
 foreach(mask none causal padding both)
   attograd_cli_test(cli.gradcheck.attention.${mask} EXIT 0 STDOUT "mask ${mask}.*${all_pass}" NOT_OUTPUT "FAIL"
@@ -131,8 +132,21 @@ attograd_cli_test(cli.gradcheck.attention.zero_length EXIT 2 STDERR "--len must 
                   COMMAND ${AG} gradcheck attention --len 0)
 attograd_cli_test(cli.gradcheck.attention.too_large EXIT 2 STDERR "the Jacobian would have"
                   COMMAND ${AG} gradcheck attention --len 1000)
-attograd_cli_test(cli.gradcheck.ops EXIT 0 STDOUT "\nattention_probs k [^\n]* PASS\n\nPASS\n$" NOT_OUTPUT "FAIL"
-                  COMMAND ${AG} gradcheck ops)
+attograd_cli_test(cli.gradcheck.ops EXIT 0 STDOUT "\nattention_probs \\([^\n]*\\) mask [^\n]* PASS\n\nPASS\n$"
+                  NOT_OUTPUT "FAIL" COMMAND ${AG} gradcheck ops)
+# Order 2: the same report, with one more row per check for the upstream gradient.
+attograd_cli_test(cli.gradcheck.ops.order2 EXIT 0
+                  STDOUT "order 2.*\nattention_probs \\([^\n]*\\) grad_output [^\n]* PASS\n\nPASS\n$" NOT_OUTPUT "FAIL"
+                  COMMAND ${AG} gradcheck ops --order 2)
+foreach(mask none causal padding both)
+  attograd_cli_test(cli.gradcheck.attention.order2.${mask} EXIT 0
+                    STDOUT "mask ${mask}.*order 2.*${row_pass}\ngrad_output [^\n]* PASS\n\nPASS\n$" NOT_OUTPUT "FAIL"
+                    COMMAND ${AG} gradcheck attention --order 2 --mask ${mask})
+endforeach()
+attograd_cli_test(cli.gradcheck.attention.order2_fails_with_zero_tolerance EXIT 1 STDOUT "FAIL\n\nFAIL\n$"
+                  COMMAND ${AG} gradcheck attention --order 2 --atol 0 --rtol 0)
+attograd_cli_test(cli.gradcheck.bad_order EXIT 2 STDERR "--order must be 1 or 2, got 3"
+                  COMMAND ${AG} gradcheck ops --order 3)
 attograd_cli_test(cli.gradcheck.nothing_to_check EXIT 2 STDERR "say what to check" COMMAND ${AG} gradcheck)
 
 # ---- the README stays true ------------------------------------------------------------------

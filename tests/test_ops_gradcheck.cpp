@@ -1,10 +1,18 @@
-// Every differentiable op, gradchecked in float64 with torch.autograd.gradcheck's criterion.
+// Every differentiable op, gradchecked in float64 with torch.autograd.gradcheck's criterion:
+// the cases are the one table of autograd/gradcheck_cases.h (which `attograd gradcheck ops`
+// prints too), and a test fails when an op of autograd/ops.h has no case there.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
+#include "autograd/gradcheck_cases.h"
 #include "autograd/ops.h"
 
 using namespace ag;
@@ -17,144 +25,111 @@ Generator& gen() {
 Tensor rnd(Shape s, double lo = -1, double hi = 1) {
   return Tensor::rand(s, DType::Float64, gen(), lo, hi).requires_grad_();
 }
-Tensor positive(Shape s) { return rnd(s, 0.5, 2.0); }
 
 void expect_gradcheck(const GradcheckFn& f, const std::vector<Tensor>& in) {
   const GradcheckReport r = gradcheck(f, in);
   EXPECT_TRUE(r.passed()) << r.table();
 }
 using V = const std::vector<Tensor>&;
+
+// The function a line of ops.h declares ("" for none): a declaration starts the line with its
+// return type, as every declaration in ops.h does.
+std::string declared_function(const std::string& line) {
+  static const std::regex decl(R"(^(?:Tensor|Shape|std::vector<Tensor>)\s+([A-Za-z_]\w*)\s*\()");
+  std::smatch m;
+  return std::regex_search(line, m, decl) ? std::string(m[1]) : std::string();
+}
+
+// The names of the functions declared in autograd/ops.h (operators aside: they forward to
+// named functions).
+std::set<std::string> functions_of_ops_h() {
+  std::ifstream in(std::string(ATTOGRAD_SOURCE_DIR) + "/autograd/ops.h");
+  EXPECT_TRUE(in.good()) << "cannot read autograd/ops.h under " << ATTOGRAD_SOURCE_DIR;
+  std::set<std::string> names;
+  for (std::string line; std::getline(in, line);)
+    if (const std::string n = declared_function(line); !n.empty()) names.insert(n);
+  return names;
+}
+
+std::string test_name(const OpCase& c, size_t i) {
+  std::string n = std::to_string(i) + "_" + c.title();
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
 }  // namespace
 
-TEST(Gradcheck, BinaryOpsSameShape) {
-  Tensor a = rnd({2, 3}), b = positive({2, 3});
-  expect_gradcheck([](V x) { return add(x[0], x[1]); }, {a, b});
-  expect_gradcheck([](V x) { return sub(x[0], x[1]); }, {a, b});
-  expect_gradcheck([](V x) { return sub(x[1], x[0]); }, {a, b});
-  expect_gradcheck([](V x) { return mul(x[0], x[1]); }, {a, b});
-  expect_gradcheck([](V x) { return div(x[0], x[1]); }, {a, b});
-  expect_gradcheck([](V x) { return div(x[1], x[0] + 3.0); }, {a, b});
+TEST(GradcheckTable, CoversEveryOpOfOpsH) {
+  const std::set<std::string> declared = functions_of_ops_h();
+  ASSERT_GT(declared.size(), 40u) << "the parser found too few functions in ops.h";
+  std::set<std::string> covered(ops_without_gradient().begin(), ops_without_gradient().end());
+  for (const OpCase& c : op_cases()) covered.insert(c.op);
+  for (const std::string& op : declared)
+    EXPECT_TRUE(covered.count(op)) << op
+                                   << " is declared in autograd/ops.h but has no case in autograd/gradcheck_cases.cpp";
+  for (const std::string& op : covered)
+    EXPECT_TRUE(declared.count(op)) << op << " has a case but is not a function of autograd/ops.h";
 }
 
-TEST(Gradcheck, BroadcastingInBothDirections) {
-  Tensor a = rnd({2, 3, 4}), row = positive({4}), col = positive({2, 1, 4}), mid = positive({3, 1});
-  for (const Tensor& b : {row, col, mid}) {
-    expect_gradcheck([](V x) { return add(x[0], x[1]); }, {a, b});
-    expect_gradcheck([](V x) { return add(x[1], x[0]); }, {a, b});
-    expect_gradcheck([](V x) { return sub(x[0], x[1]); }, {a, b});
-    expect_gradcheck([](V x) { return sub(x[1], x[0]); }, {a, b});
-    expect_gradcheck([](V x) { return mul(x[1], x[0]); }, {a, b});
-    expect_gradcheck([](V x) { return div(x[0], x[1]); }, {a, b});
-    expect_gradcheck([](V x) { return div(x[1], x[0] * x[0] + 1.0); }, {a, b});
-  }
-  // (3, 1) with (1, 4): both operands broadcast
-  expect_gradcheck([](V x) { return mul(x[0], x[1]); }, {rnd({3, 1}), rnd({1, 4})});
-  // against a 0-d scalar tensor
-  expect_gradcheck([](V x) { return mul(x[0], x[1]); }, {rnd({2, 2}), rnd({})});
+TEST(GradcheckTable, TheCoverageCheckSeesANewDeclaration) {
+  // The parser must recognise each form of declaration that ops.h uses.
+  for (const std::string line : {"Tensor foo(const Tensor& a);", "std::vector<Tensor> foo(const Tensor& a, int64_t n);",
+                                 "Shape foo(const Shape& a, const Shape& b, const char* op);"})
+    EXPECT_EQ(declared_function(line), "foo") << line;
+  EXPECT_EQ(declared_function("inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }"), "");
+  EXPECT_EQ(declared_function("// Tensor foo(a) in a comment"), "");
 }
 
-TEST(Gradcheck, UnaryAndScalarOps) {
-  Tensor a = rnd({2, 3}), p = positive({2, 3});
-  expect_gradcheck([](V x) { return neg(x[0]); }, {a});
-  expect_gradcheck([](V x) { return x[0] + 2.5; }, {a});
-  expect_gradcheck([](V x) { return x[0] * -1.5; }, {a});
-  expect_gradcheck([](V x) { return 3.0 - x[0]; }, {a});
-  expect_gradcheck([](V x) { return 2.0 / x[0]; }, {p});
-  expect_gradcheck([](V x) { return pow(x[0], 3.0); }, {a});
-  expect_gradcheck([](V x) { return pow(x[0], -0.5); }, {p});
-  expect_gradcheck([](V x) { return exp(x[0]); }, {a});
-  expect_gradcheck([](V x) { return log(x[0]); }, {p});
-  expect_gradcheck([](V x) { return sqrt(x[0]); }, {p});
-  expect_gradcheck([](V x) { return tanh(x[0]); }, {a});
-  expect_gradcheck([](V x) { return gelu(x[0] * 3.0); }, {a});
-  expect_gradcheck([](V x) { return gelu(x[0] * 3.0, /*approximate=*/true); }, {a});
-  // relu away from the kink at 0, where the derivative is undefined
-  Tensor r = Tensor::from_vector(std::vector<double>{-1.5, -0.2, 0.3, 2.0}, {4}, DType::Float64).requires_grad_();
-  expect_gradcheck([](V x) { return relu(x[0]); }, {r});
+class OpCaseTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpCaseTest, FirstOrder) {
+  const OpCase c = op_cases()[GetParam()];
+  Generator g(1000 + GetParam());
+  const std::vector<Tensor> in = draw_inputs(c, g);
+  std::vector<std::string> names;
+  for (const auto& a : c.args) names.push_back(a.first);
+  const GradcheckReport r = gradcheck(c.f, in, {}, names);
+  EXPECT_TRUE(r.passed()) << c.title() << "\n" << r.table();
 }
 
-TEST(Gradcheck, Reductions) {
-  Tensor a = rnd({2, 3, 4});
-  expect_gradcheck([](V x) { return sum(x[0]); }, {a});
-  expect_gradcheck([](V x) { return mean(x[0]); }, {a});
-  expect_gradcheck([](V x) { return sum(x[0], {1}); }, {a});
-  expect_gradcheck([](V x) { return sum(x[0], {0, 2}, true); }, {a});
-  expect_gradcheck([](V x) { return mean(x[0], {-1}); }, {a});
-  expect_gradcheck([](V x) { return mean(x[0], {0, 1}, true); }, {a});
+// Second order (torch.autograd.gradgradcheck's criterion): the backward of each case is
+// itself recorded under create_graph and checked against central differences.
+TEST_P(OpCaseTest, SecondOrder) {
+  const OpCase c = op_cases()[GetParam()];
+  Generator g(3000 + GetParam());
+  const std::vector<Tensor> in = draw_inputs(c, g);
+  std::vector<std::string> names;
+  for (const auto& a : c.args) names.push_back(a.first);
+  const GradcheckReport r = gradgradcheck(c.f, in, {}, names);
+  EXPECT_TRUE(r.passed()) << c.title() << "\n" << r.table();
 }
 
-TEST(Gradcheck, MatmulAllForms) {
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({4, 2})});
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({2, 3, 4}), rnd({2, 4, 5})});
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({2, 2, 3, 4}), rnd({2, 2, 4, 2})});
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({2, 3, 4}), rnd({4, 5})});       // broadcast b
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({3, 4}), rnd({2, 4, 2})});       // broadcast a
-  expect_gradcheck([](V x) { return matmul(x[0], x[1]); }, {rnd({2, 1, 3, 4}), rnd({3, 4, 2})});  // both
-  // transposed operands go to BLAS with the transpose flag
-  expect_gradcheck([](V x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); }, {rnd({4, 3}), rnd({2, 4})});
-  expect_gradcheck([](V x) { return linear(x[0], x[1], x[2]); }, {rnd({2, 3, 4}), rnd({5, 4}), rnd({5})});
-  expect_gradcheck([](V x) { return linear(x[0], x[1]); }, {rnd({3, 4}), rnd({2, 4})});
+// No gradient is dropped in silence: every input of every case that requires grad gets a
+// gradient (the output is part of a graph, and backward reaches each input).
+TEST_P(OpCaseTest, EveryInputGetsAGradient) {
+  const OpCase c = op_cases()[GetParam()];
+  Generator g(2000 + GetParam());
+  const std::vector<Tensor> in = draw_inputs(c, g);
+  const Tensor out = c.f(in);
+  ASSERT_TRUE(out.requires_grad()) << c.title() << ": the output has no graph";
+  out.backward(Tensor::randn(out.shape(), DType::Float64, g));
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_TRUE(in[i].grad().defined()) << c.title() << ": no gradient for " << c.args[i].first;
 }
 
-TEST(Gradcheck, ShapeOps) {
-  Tensor a = rnd({2, 3, 4});
-  expect_gradcheck([](V x) { return reshape(x[0], {4, -1}) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return transpose(x[0], 0, 2) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return permute(x[0], {1, 2, 0}) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return reshape(permute(x[0], {2, 0, 1}), {4, 6}) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return narrow(x[0], 2, 1, 2) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return unsqueeze(x[0], 1) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return squeeze(unsqueeze(x[0], 0), 0) * 2.0; }, {a});
-  expect_gradcheck([](V x) { return expand(x[0], {3, 2, 4}) * 2.0; }, {rnd({2, 1})});
-  expect_gradcheck([](V x) { return concat({x[0], x[1], x[0]}, 1); }, {rnd({2, 1, 3}), rnd({2, 2, 3})});
-  expect_gradcheck([](V x) {
-    auto parts = split(x[0], 2, 1);  // sizes 2, 1
-    return concat({parts[1] * 3.0, parts[0]}, 1);
-  }, {rnd({2, 3})});
-}
-
-TEST(Gradcheck, LookupsAndMasks) {
-  Tensor idx = Tensor::from_vector(std::vector<int64_t>{2, 0, 2, 1}, {4});  // repeated: scatter-add
-  expect_gradcheck([idx](V x) { return index_select(x[0], 0, idx); }, {rnd({3, 2})});
-  expect_gradcheck([idx](V x) { return index_select(x[0], 1, idx); }, {rnd({2, 3})});
-  Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 1, 0, 3, 2, 1}, {2, 3});
-  expect_gradcheck([ids](V x) { return embedding(ids, x[0]); }, {rnd({4, 3})});
-  Tensor mask = Tensor::from_vector(std::vector<bool>{true, false, false, true}, {1, 4});
-  expect_gradcheck([mask](V x) { return masked_fill(x[0], mask, -2.0) * x[0]; }, {rnd({3, 4})});
-}
-
-TEST(Gradcheck, FusedOps) {
-  Tensor a = rnd({3, 5}, -2, 2);
-  expect_gradcheck([](V x) { return softmax(x[0]); }, {a});
-  expect_gradcheck([](V x) { return log_softmax(x[0]); }, {a});
-  Tensor t = Tensor::from_vector(std::vector<int64_t>{4, 0, 2}, {3});
-  expect_gradcheck([t](V x) { return cross_entropy(x[0], t); }, {a});
-  Tensor ti = Tensor::from_vector(std::vector<int64_t>{4, -100, 2}, {3});
-  expect_gradcheck([ti](V x) { return cross_entropy(x[0], ti, -100); }, {a});
-  expect_gradcheck([](V x) { return layer_norm(x[0], x[1], x[2]); }, {rnd({2, 3, 6}), rnd({6}), rnd({6})});
-  expect_gradcheck([](V x) { return layer_norm(x[0], Tensor(), Tensor()); }, {rnd({4, 5})});
-  // dropout: re-seeding inside f keeps the same mask for every evaluation
-  expect_gradcheck([](V x) {
-    Generator g(5);
-    return dropout(x[0], 0.4, true, g);
-  }, {rnd({4, 6})});
-}
-
-TEST(Gradcheck, AttentionProbs) {
-  const double scale = 1 / std::sqrt(3.0);
-  Tensor q = rnd({2, 4, 3}), k = rnd({2, 5, 3});
-  expect_gradcheck([scale](V x) { return attention_probs(x[0], x[1], Tensor(), scale, false); }, {q, k});
-  expect_gradcheck([scale](V x) { return attention_probs(x[0], x[1], Tensor(), scale, true); }, {q, k});
-  Tensor m = Tensor::rand({4, 5}, DType::Float64, gen(), -1, 1);
-  expect_gradcheck([scale, m](V x) { return attention_probs(x[0], x[1], m, scale, true); }, {q, k});
-}
+INSTANTIATE_TEST_SUITE_P(Table, OpCaseTest, ::testing::Range<size_t>(0, op_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return test_name(op_cases()[info.param], info.param);
+                         });
 
 TEST(Gradcheck, ChainOfSeveralOps) {
-  expect_gradcheck([](V x) {
-    Tensor h = gelu(linear(x[0], x[1], x[2]));
-    Tensor n = layer_norm(h, Tensor(), Tensor());
-    return mean(sum(tanh(n) * exp(x[0] * 0.1), {-1}));
-  }, {rnd({2, 4}), rnd({4, 4}), rnd({4})});
+  expect_gradcheck(
+      [](V x) {
+        Tensor h = gelu(linear(x[0], x[1], x[2]));
+        Tensor n = layer_norm(h, Tensor(), Tensor());
+        return mean(sum(tanh(n) * exp(x[0] * 0.1), {-1}));
+      },
+      {rnd({2, 4}), rnd({4, 4}), rnd({4})});
 }
 
 TEST(Gradcheck, DetectsAWrongBackward) {
@@ -254,6 +229,6 @@ TEST(Ops, BadInputsNameTheOpShapesAndDtypes) {
   EXPECT_THROW(reshape(Tensor::zeros({2, 3}), {4, 2}), std::invalid_argument);
   EXPECT_THROW(narrow(Tensor::zeros({2, 3}), 1, 2, 2), std::invalid_argument);
   EXPECT_THROW(concat({Tensor::zeros({2, 3}), Tensor::zeros({3, 3})}, 1), std::invalid_argument);
-  EXPECT_THROW(softmax(Tensor::zeros({2, 3}), 0), std::invalid_argument);
+  EXPECT_THROW(softmax(Tensor::zeros({2, 3}), 2), std::invalid_argument);  // dim out of range
   EXPECT_THROW(masked_fill(Tensor::zeros({2, 3}), Tensor::zeros({2, 3}), 0), std::invalid_argument);  // not bool
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "autograd/dims.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
@@ -78,7 +79,7 @@ inline Shape broadcast_strides(const Tensor& t, const Shape& out_shape) {
 }
 
 // z = f(x, y) with NumPy broadcasting. Fast paths for equal shapes and for a scalar operand;
-// otherwise a carry counter walks the output with no division per element.
+// otherwise for_each_row walks the output with no division per element.
 template <class F>
 Tensor zip_float(const Tensor& a, const Tensor& b, const char* op, F f) {
   check_same_dtype(a, b, op);
@@ -108,24 +109,15 @@ Tensor zip_float(const Tensor& a, const Tensor& b, const char* op, F f) {
       for (int64_t i = 0; i < n; ++i) pz[i] = f(x, py[i]);
       return;
     }
-    const int64_t nd = static_cast<int64_t>(out_shape.size());
     const Shape sa = broadcast_strides(a, out_shape), sb = broadcast_strides(b, out_shape);
     const scalar_t* base_a = static_cast<const scalar_t*>(a.impl().storage->data);
     const scalar_t* base_b = static_cast<const scalar_t*>(b.impl().storage->data);
-    int64_t oa = a.impl().offset, ob = b.impl().offset;
-    const int64_t inner = out_shape[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
-    std::vector<int64_t> idx(nd, 0);
-    for (int64_t i = 0; i < n; i += inner) {
-      for (int64_t j = 0; j < inner; ++j) pz[i + j] = f(base_a[oa + j * ia], base_b[ob + j * ib]);
-      for (int64_t d = nd - 2; d >= 0; --d) {
-        oa += sa[d];
-        ob += sb[d];
-        if (++idx[d] < out_shape[d]) break;
-        oa -= sa[d] * out_shape[d];
-        ob -= sb[d] * out_shape[d];
-        idx[d] = 0;
-      }
-    }
+    const int64_t inner = out_shape.back(), ia = sa.back(), ib = sb.back();
+    for_each_row<2>(out_shape, {sa.data(), sb.data()}, {a.impl().offset, b.impl().offset},
+                    [&](int64_t r, const std::array<int64_t, 2>& o) {
+                      scalar_t* row = pz + r * inner;
+                      for (int64_t j = 0; j < inner; ++j) row[j] = f(base_a[o[0] + j * ia], base_b[o[1] + j * ib]);
+                    });
   });
   return out;
 }

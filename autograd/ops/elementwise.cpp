@@ -143,7 +143,9 @@ Tensor pow(const Tensor& a, double e) {
   Tensor out = map_float(a, "pow", [e](auto x) { return static_cast<decltype(x)>(std::pow(x, e)); });
   if (should_record({&a})) {
     record(out, "pow", {a}, [sa = SavedTensor::save(a), e](const Tensor& g) {
-      // out = a^e  =>  da = g * e * a^(e-1)
+      // out = a^e  =>  da = g * e * a^(e-1); for e = 0 the output is constant and da = 0, also
+      // at a = 0, where the formula would give 0·0^(−1) = 0·inf = NaN (PyTorch gives 0)
+      if (e == 0.0) return Grads{Tensor::zeros(g.shape(), g.dtype())};
       const Tensor a = sa.unpack();
       if (GradMode::enabled()) return Grads{mul(mul(g, pow(a, e - 1)), e)};
       return Grads{map2_float(g, a, "pow_backward", [e](auto gv, auto x) {

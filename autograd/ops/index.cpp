@@ -1,6 +1,7 @@
 // Lookups (index_select, embedding) whose backward scatter-adds, and masked_fill.
 #include <cstring>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
@@ -85,8 +86,7 @@ Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   if (!index.defined() || index.dim() != 1)
     throw std::invalid_argument("index_select: index must be 1-d, got " + describe(index));
-  const int64_t d = dim < 0 ? dim + a.dim() : dim;
-  if (d < 0 || d >= a.dim()) throw std::invalid_argument("index_select: dim " + std::to_string(dim) + " out of range for " + describe(a));
+  const int64_t d = wrap_dim(dim, a.dim(), "index_select", a);
   Shape s = a.shape();
   s[d] = index.numel();
   return select_along(a, d, index, s, "index_select");

@@ -38,8 +38,21 @@ std::pair<Tensor, MatLayout> blas_operand(const Tensor& t) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   kernels::check_same_dtype(a, b, "matmul");
-  if (a.dim() < 2 || b.dim() < 2)
-    throw std::invalid_argument("matmul: both operands need at least 2 dims, got " + describe(a) + " @ " + describe(b));
+  if (a.dim() == 0 || b.dim() == 0)
+    throw std::invalid_argument("matmul: both operands need at least 1 dim, got " + describe(a) + " @ " + describe(b));
+  if (a.dim() == 1 || b.dim() == 1) {
+    // PyTorch's rule: a vector operand becomes a matrix, (K) -> (1, K) on the left and
+    // (K) -> (K, 1) on the right, and that added dim is removed from the result. Views only,
+    // so the gradient flows through unsqueeze/squeeze back to the vector.
+    const Tensor a2 = a.dim() == 1 ? unsqueeze(a, 0) : a, b2 = b.dim() == 1 ? unsqueeze(b, 1) : b;
+    if (a2.size(-1) != b2.size(-2))
+      throw std::invalid_argument("matmul: inner dims differ, " + describe(a) + " @ " + describe(b) + " (" +
+                                  std::to_string(a2.size(-1)) + " vs " + std::to_string(b2.size(-2)) + ")");
+    Tensor out = matmul(a2, b2);
+    if (b.dim() == 1) out = squeeze(out, -1);  // (..., M, 1) -> (..., M)
+    if (a.dim() == 1) out = squeeze(out, b.dim() == 1 ? -1 : -2);  // (..., 1, N) -> (..., N); both 1-d: (1) -> 0-d
+    return out;
+  }
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (b.size(-2) != K)
     throw std::invalid_argument("matmul: inner dims differ, " + describe(a) + " @ " + describe(b) + " (" +

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/softmax.h"
@@ -14,17 +15,18 @@
 namespace ag {
 
 namespace {
-void check_last_dim(const Tensor& a, int64_t dim, const char* op) {
+// Checks a and wraps dim; true when dim is the last one (the fused kernel's case).
+bool is_last_dim(const Tensor& a, int64_t dim, const char* op) {
   kernels::check_float(a, op);
   if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor, got " + describe(a));
-  if (dim != -1 && dim != a.dim() - 1)
-    throw std::invalid_argument(std::string(op) + ": only the last dim is supported, got dim " + std::to_string(dim) +
-                                " for " + describe(a));
+  return wrap_dim(dim, a.dim(), op, a) == a.dim() - 1;
 }
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
-  check_last_dim(a, dim, "softmax");
+  // Another dim is swapped with the last (a view), normalised there, and swapped back; the
+  // two transposes carry the gradient, so the fused last-dim kernel is the only one.
+  if (!is_last_dim(a, dim, "softmax")) return transpose(softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
   Tensor y = Tensor::empty(a.shape(), a.dtype());
@@ -55,7 +57,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
-  check_last_dim(a, dim, "log_softmax");
+  if (!is_last_dim(a, dim, "log_softmax")) return transpose(log_softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
   Tensor y = Tensor::empty(a.shape(), a.dtype());
@@ -200,28 +202,26 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                              kernels::vec::layer_norm_forward(px + r0 * C, pw, pb, py + r0 * C, pm + r0, pr + r0,
                                                               r1 - r0, C, static_cast<float>(eps));
                            });
-  } else {
-    AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
-      const scalar_t* px = X.data<scalar_t>();
-      const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
-      const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
-      scalar_t* py = y.data<scalar_t>();
-      for (int64_t r = 0; r < rows; ++r) {
-        const scalar_t* xr = px + r * C;
-        double m = 0, v = 0;
-        for (int64_t j = 0; j < C; ++j) m += xr[j];
-        m /= static_cast<double>(C);
-        for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
-        v /= static_cast<double>(C);  // biased variance, as PyTorch
-        const double rs = 1.0 / std::sqrt(v + eps);
-        mean.data<scalar_t>()[r] = static_cast<scalar_t>(m);
-        rstd.data<scalar_t>()[r] = static_cast<scalar_t>(rs);
-        for (int64_t j = 0; j < C; ++j) {
-          const scalar_t xhat = static_cast<scalar_t>((xr[j] - m) * rs);
-          py[r * C + j] = (pw ? pw[j] : scalar_t(1)) * xhat + (pb ? pb[j] : scalar_t(0));
-        }
+  } else {  // float64 only: the plain reference of the float32 kernel (tests/test_vec_kernels.cpp)
+    const double* px = X.data<double>();
+    const double* pw = W.defined() ? W.data<double>() : nullptr;
+    const double* pb = B.defined() ? B.data<double>() : nullptr;
+    double* py = y.data<double>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* xr = px + r * C;
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < C; ++j) m += xr[j];
+      m /= static_cast<double>(C);
+      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+      v /= static_cast<double>(C);  // biased variance, as PyTorch
+      const double rs = 1.0 / std::sqrt(v + eps);
+      mean.data<double>()[r] = m;
+      rstd.data<double>()[r] = rs;
+      for (int64_t j = 0; j < C; ++j) {
+        const double xhat = (xr[j] - m) * rs;
+        py[r * C + j] = (pw ? pw[j] : 1.0) * xhat + (pb ? pb[j] : 0.0);
       }
-    });
+    }
   }
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
@@ -279,38 +279,37 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                  }
                return Grads{dx, dw, db};
              }
-             AG_DISPATCH_FLOAT(X.dtype(), "layer_norm_backward", [&] {
-               const scalar_t* px = X.data<scalar_t>();
-               const scalar_t* pg = G.data<scalar_t>();
-               const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
-               std::vector<double> dw_acc(gw ? C : 0, 0.0), db_acc(gb ? C : 0, 0.0);
-               for (int64_t r = 0; r < rows; ++r) {
-                 const scalar_t m = mean.data<scalar_t>()[r], rs = rstd.data<scalar_t>()[r];
-                 const scalar_t* xr = px + r * C;
-                 const scalar_t* gr = pg + r * C;
-                 double mean_dxhat = 0, mean_dxhat_xhat = 0;
+             // float64 only (float32 returned above): the reference of the vector kernel
+             const double* px = X.data<double>();
+             const double* pg = G.data<double>();
+             const double* pw = W.defined() ? W.data<double>() : nullptr;
+             std::vector<double> dw_acc(gw ? C : 0, 0.0), db_acc(gb ? C : 0, 0.0);
+             for (int64_t r = 0; r < rows; ++r) {
+               const double m = mean.data<double>()[r], rs = rstd.data<double>()[r];
+               const double* xr = px + r * C;
+               const double* gr = pg + r * C;
+               double mean_dxhat = 0, mean_dxhat_xhat = 0;
+               for (int64_t j = 0; j < C; ++j) {
+                 const double xhat = (xr[j] - m) * rs;
+                 const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
+                 mean_dxhat += dxhat;
+                 mean_dxhat_xhat += dxhat * xhat;
+                 if (gw) dw_acc[j] += gr[j] * xhat;
+                 if (gb) db_acc[j] += gr[j];
+               }
+               mean_dxhat /= static_cast<double>(C);
+               mean_dxhat_xhat /= static_cast<double>(C);
+               if (gx) {
+                 double* dr = dx.data<double>() + r * C;
                  for (int64_t j = 0; j < C; ++j) {
                    const double xhat = (xr[j] - m) * rs;
-                   const double dxhat = gr[j] * (pw ? pw[j] : scalar_t(1));
-                   mean_dxhat += dxhat;
-                   mean_dxhat_xhat += dxhat * xhat;
-                   if (gw) dw_acc[j] += gr[j] * xhat;
-                   if (gb) db_acc[j] += gr[j];
-                 }
-                 mean_dxhat /= static_cast<double>(C);
-                 mean_dxhat_xhat /= static_cast<double>(C);
-                 if (gx) {
-                   scalar_t* dr = dx.data<scalar_t>() + r * C;
-                   for (int64_t j = 0; j < C; ++j) {
-                     const double xhat = (xr[j] - m) * rs;
-                     const double dxhat = gr[j] * (pw ? pw[j] : scalar_t(1));
-                     dr[j] = static_cast<scalar_t>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
-                   }
+                   const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
+                   dr[j] = rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
                  }
                }
-               for (int64_t j = 0; gw && j < C; ++j) dw.data<scalar_t>()[j] = static_cast<scalar_t>(dw_acc[j]);
-               for (int64_t j = 0; gb && j < C; ++j) db.data<scalar_t>()[j] = static_cast<scalar_t>(db_acc[j]);
-             });
+             }
+             for (int64_t j = 0; gw && j < C; ++j) dw.data<double>()[j] = dw_acc[j];
+             for (int64_t j = 0; gb && j < C; ++j) db.data<double>()[j] = db_acc[j];
              return Grads{dx, dw, db};
            });
   }

@@ -1,8 +1,10 @@
-// Reductions: sum and mean over any dims (differentiable), max and argmax (forward only).
+// Reductions: sum and mean over any dims; max and min along one dim (the gradient goes to the
+// selected element); argmax (indices, no gradient).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
@@ -11,19 +13,11 @@ namespace ag {
 
 namespace {
 
-int64_t wrap_dim(int64_t d, int64_t nd, const char* op) {
-  const int64_t w = d < 0 ? d + nd : d;
-  if (w < 0 || w >= std::max<int64_t>(nd, 1) || (nd == 0 && d != 0 && d != -1))
-    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " out of range for a " +
-                                std::to_string(nd) + "-d tensor");
-  return w;
-}
-
 // Which dims are reduced, as a mask; an empty list means all dims.
 std::vector<bool> reduced_mask(const Tensor& a, const std::vector<int64_t>& dims, const char* op) {
   std::vector<bool> m(a.dim(), dims.empty());
   for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, a.dim(), op);
+    const int64_t w = wrap_dim(d, std::max<int64_t>(a.dim(), 1), op, a);  // a 0-d tensor takes dim 0 or -1
     if (a.dim() == 0) continue;
     if (m[w]) throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " listed twice");
     m[w] = true;
@@ -59,15 +53,14 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
     if (nd == 0 || n == 0) {
       if (n) acc[0] = px[0];
     } else {
-      // Output strides with 0 along reduced dims; walk the input with a carry counter.
+      // Output strides with 0 along reduced dims; walk the input one row at a time.
       Shape ost = contiguous_strides(ks);
       for (int64_t d = 0; d < nd; ++d)
         if (m[d]) ost[d] = 0;
       const int64_t inner = a.shape()[nd - 1];
       const int64_t inner_st = ost[nd - 1];
-      std::vector<int64_t> idx(nd, 0);
-      int64_t o = 0;
-      for (int64_t i = 0; i < n; i += inner) {
+      for_each_row<1>(a.shape(), {ost.data()}, {0}, [&](int64_t r, const std::array<int64_t, 1>& off) {
+        const int64_t i = r * inner, o = off[0];
         if (inner_st == 0) {
           double s = 0;
           for (int64_t j = 0; j < inner; ++j) s += px[i + j];
@@ -75,13 +68,7 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
         } else {
           for (int64_t j = 0; j < inner; ++j) acc[o + j] += px[i + j];
         }
-        for (int64_t d = nd - 2; d >= 0; --d) {
-          o += ost[d];
-          if (++idx[d] < a.shape()[d]) break;
-          o -= ost[d] * a.shape()[d];
-          idx[d] = 0;
-        }
-      }
+      });
     }
     scalar_t* po = out.data<scalar_t>();
     for (int64_t i = 0; i < n_out; ++i) po[i] = static_cast<scalar_t>(acc[i]);
@@ -133,11 +120,8 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 namespace {
-// Max over one dim: writes values and/or indices. Not differentiable.
-void max_kernel(const Tensor& a, int64_t dim, Tensor* values, Tensor* indices, const char* op) {
-  kernels::check_float(a, op);
-  if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor");
-  const int64_t d = wrap_dim(dim, a.dim(), op);
+// Max (or min) over one dim: writes values and/or indices, the first extreme on a tie.
+void max_kernel(const Tensor& a, int64_t d, Tensor* values, Tensor* indices, bool is_min, const char* op) {
   const int64_t n = a.shape()[d];
   if (n == 0) throw std::invalid_argument(std::string(op) + ": reducing over an empty dim of " + describe(a));
   int64_t outer = 1, inner = 1;
@@ -153,7 +137,8 @@ void max_kernel(const Tensor& a, int64_t dim, Tensor* values, Tensor* indices, c
         const scalar_t* row = px + o * n * inner + k;
         int64_t best = 0;
         for (int64_t j = 1; j < n; ++j)
-          if (row[j * inner] > row[best * inner] || std::isnan(row[j * inner])) {
+          if ((is_min ? row[j * inner] < row[best * inner] : row[j * inner] > row[best * inner]) ||
+              std::isnan(row[j * inner])) {
             best = j;
             if (std::isnan(row[j * inner])) break;  // NaN propagates, as in PyTorch
           }
@@ -163,26 +148,45 @@ void max_kernel(const Tensor& a, int64_t dim, Tensor* values, Tensor* indices, c
   });
 }
 
-Shape reduced_shape_one(const Tensor& a, int64_t dim, bool keepdim) {
-  const int64_t d = dim < 0 ? dim + a.dim() : dim;
+Shape reduced_shape_one(const Tensor& a, int64_t d, bool keepdim) {
   Shape s = a.shape();
   if (keepdim) s[d] = 1;
   else s.erase(s.begin() + d);
   return s;
 }
-}  // namespace
 
-Tensor max(const Tensor& a, int64_t dim, bool keepdim) {
-  if (a.dim() > 0) wrap_dim(dim, a.dim(), "max");
-  Tensor v = Tensor::empty(a.dim() ? reduced_shape_one(a, dim, keepdim) : Shape{}, a.dtype());
-  max_kernel(a, dim, &v, nullptr, "max");
-  return v;
+// Checks a for max/min/argmax and returns the wrapped dim.
+int64_t check_extreme(const Tensor& a, int64_t dim, const char* op) {
+  kernels::check_float(a, op);
+  if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor, got " + describe(a));
+  return wrap_dim(dim, a.dim(), op, a);
 }
 
+// max or min values along d. Backward: the gradient of each output goes to the element that
+// was selected (the index saved from the forward), as in PyTorch; the rest of a gets 0.
+Tensor extreme_along(const Tensor& a, int64_t dim, bool keepdim, bool is_min, const char* op) {
+  const int64_t d = check_extreme(a, dim, op);
+  Tensor v = Tensor::empty(reduced_shape_one(a, d, keepdim), a.dtype());
+  Tensor idx = Tensor::empty(reduced_shape_one(a, d, /*keepdim=*/true), DType::Int64);  // a's shape, 1 along d
+  max_kernel(a, d, &v, &idx, is_min, op);
+  if (should_record({&a})) {
+    record(v, op, {a}, [idx, d, keepdim, a_shape = a.shape()](const Tensor& g) {
+      // out = a[..., idx, ...] along d  =>  da = zeros with g at idx (scatter_add: differentiable)
+      const Tensor gk = keepdim ? g : unsqueeze(g, d);
+      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, idx, gk)};
+    });
+  }
+  return v;
+}
+}  // namespace
+
+Tensor max(const Tensor& a, int64_t dim, bool keepdim) { return extreme_along(a, dim, keepdim, false, "max"); }
+Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return extreme_along(a, dim, keepdim, true, "min"); }
+
 Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) {
-  if (a.dim() > 0) wrap_dim(dim, a.dim(), "argmax");
-  Tensor i = Tensor::empty(a.dim() ? reduced_shape_one(a, dim, keepdim) : Shape{}, DType::Int64);
-  max_kernel(a, dim, nullptr, &i, "argmax");
+  const int64_t d = check_extreme(a, dim, "argmax");
+  Tensor i = Tensor::empty(reduced_shape_one(a, d, keepdim), DType::Int64);
+  max_kernel(a, d, nullptr, &i, false, "argmax");
   return i;
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
@@ -10,13 +11,6 @@
 namespace ag {
 
 namespace {
-int64_t wrap(int64_t d, int64_t nd, const char* op, const Tensor& a) {
-  const int64_t w = d < 0 ? d + nd : d;
-  if (w < 0 || w >= nd)
-    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(d) + " out of range for " + describe(a));
-  return w;
-}
-
 Shape infer_shape(const Tensor& a, const Shape& shape, const char* op) {
   Shape s = shape;
   int64_t known = 1, infer = -1;
@@ -71,7 +65,7 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
   Shape s(nd), st(nd);
   std::vector<int64_t> inverse(nd, -1);
   for (int64_t i = 0; i < nd; ++i) {
-    const int64_t d = wrap(dims[i], nd, "permute", a);
+    const int64_t d = wrap_dim(dims[i], nd, "permute", a);
     if (inverse[d] != -1) throw std::invalid_argument("permute: dim " + std::to_string(dims[i]) + " repeated");
     inverse[d] = i;
     s[i] = a.shape()[d];
@@ -88,12 +82,12 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
   const int64_t nd = a.dim();
   std::vector<int64_t> dims(nd);
   std::iota(dims.begin(), dims.end(), 0);
-  std::swap(dims[wrap(d0, nd, "transpose", a)], dims[wrap(d1, nd, "transpose", a)]);
+  std::swap(dims[wrap_dim(d0, nd, "transpose", a)], dims[wrap_dim(d1, nd, "transpose", a)]);
   return permute(a, dims);
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
-  const int64_t d = wrap(dim, a.dim(), "narrow", a);
+  const int64_t d = wrap_dim(dim, a.dim(), "narrow", a);
   const int64_t n = a.shape()[d];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
@@ -125,9 +119,7 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
-  const int64_t nd = a.dim() + 1;
-  const int64_t d = dim < 0 ? dim + nd : dim;
-  if (d < 0 || d >= nd) throw std::invalid_argument("unsqueeze: dim " + std::to_string(dim) + " out of range for " + describe(a));
+  const int64_t d = wrap_dim(dim, a.dim() + 1, "unsqueeze", a);  // the new dim may come last
   Shape s = a.shape(), st = a.strides();
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, d < a.dim() ? a.strides()[d] * a.shape()[d] : 1);
@@ -135,7 +127,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
-  const int64_t d = wrap(dim, a.dim(), "squeeze", a);
+  const int64_t d = wrap_dim(dim, a.dim(), "squeeze", a);
   if (a.shape()[d] != 1)
     throw std::invalid_argument("squeeze: dim " + std::to_string(dim) + " has size " + std::to_string(a.shape()[d]) + " in " + describe(a));
   Shape s = a.shape(), st = a.strides();
@@ -147,7 +139,7 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
   if (ts.empty()) throw std::invalid_argument("concat: no tensors given");
   const Tensor& first = ts[0];
-  const int64_t d = wrap(dim, first.dim(), "concat", first);
+  const int64_t d = wrap_dim(dim, first.dim(), "concat", first);
   Shape out_shape = first.shape();
   out_shape[d] = 0;
   for (const Tensor& t : ts) {
@@ -190,8 +182,21 @@ Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
   return out;
 }
 
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
+  if (ts.empty()) throw std::invalid_argument("stack: no tensors given");
+  const int64_t d = wrap_dim(dim, ts[0].dim() + 1, "stack", ts[0]);  // the new dim may come last
+  std::vector<Tensor> parts;
+  for (const Tensor& t : ts) {
+    if (t.shape() != ts[0].shape())
+      throw std::invalid_argument("stack: every tensor needs one shape, got " + describe(ts[0]) + " and " + describe(t));
+    parts.push_back(unsqueeze(t, d));  // view, 1 along d
+  }
+  // out = [t0; t1; ...] along a new dim d: unsqueeze + concat, so the backward is theirs
+  return concat(parts, d);
+}
+
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
-  const int64_t d = wrap(dim, a.dim(), "split", a);
+  const int64_t d = wrap_dim(dim, a.dim(), "split", a);
   if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive, got " + std::to_string(split_size));
   std::vector<Tensor> parts;
   for (int64_t start = 0; start < a.shape()[d]; start += split_size)
