@@ -2,7 +2,9 @@
 // nanoGPT's shakespeare_char CPU configuration.
 #include <iostream>
 
+#include "autograd/parallel.h"
 #include "cli/commands.h"
+#include "train/config_error.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -42,6 +44,10 @@ int cmd_train(int argc, char** argv) {
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
+  const int threads = r["threads"].as<int>();
+  if (threads < 0 || threads > parallel::kMaxThreads)
+    throw UsageError("--threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core), got " +
+                     std::to_string(threads));
   if (r.count("resume")) {
     // The saved configuration is the run: only where to find the corpus and how to run may change.
     for (const char* flag : {"out", "layers", "heads", "embd", "block", "batch", "iters", "lr", "min-lr", "warmup",
@@ -49,9 +55,9 @@ int cmd_train(int argc, char** argv) {
                              "log-every", "seed", "sample-tokens", "skip-nonfinite", "grad-report"})
       if (r.count(flag))
         throw UsageError(std::string("--") + flag + " cannot be combined with --resume: the run continues with its saved configuration");
-    train::resume_lm(r["resume"].as<std::string>(), r.count("data") ? r["data"].as<std::string>() : "",
-                     r["threads"].as<int>(), !r.count("no-progress"), std::cout);
-    return 0;
+    const auto summary = train::resume_lm(r["resume"].as<std::string>(), r.count("data") ? r["data"].as<std::string>() : "",
+                                          threads, !r.count("no-progress"), std::cout);
+    return summary.interrupted ? kInterruptedStatus : 0;
   }
   if (!r.count("data")) throw UsageError("--data FILE is required");
   if (!r.count("out")) throw UsageError("--out DIR is required");
@@ -81,8 +87,13 @@ int cmd_train(int argc, char** argv) {
   c.progress_bar = !r.count("no-progress");
   c.skip_nonfinite = r.count("skip-nonfinite") > 0;
   c.grad_report = r.count("grad-report") > 0;
-  train::train_lm(c, std::cout);
-  return 0;
+  train::TrainSummary summary;
+  try {
+    summary = train::train_lm(c, std::cout);
+  } catch (const train::ConfigError& e) {  // the flags given cannot work: a usage error
+    throw UsageError(e.what());
+  }
+  return summary.interrupted ? kInterruptedStatus : 0;
 }
 
 }  // namespace ag::cli

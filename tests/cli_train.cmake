@@ -28,7 +28,7 @@ attograd_cli_test(cli.train.short_corpus EXIT 1 STDERR "short\\.txt"
                   COMMAND ${AG} train --data short.txt --out bad_run ${TINY_MODEL})
 attograd_cli_test(cli.train.directory_corpus EXIT 1 STDERR "directory"
                   COMMAND ${AG} train --data ${ATTOGRAD_CLI_SRC} --out bad_run ${TINY_MODEL})
-attograd_cli_test(cli.train.bad_heads EXIT 1 STDERR "divisible"
+attograd_cli_test(cli.train.bad_heads EXIT 2 STDERR "divisible.*\nTry 'attograd train --help'"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --embd 10 --heads 3)
 attograd_cli_test(cli.train.resume_with_flags EXIT 2 STDERR "--lr cannot be combined with --resume"
                   COMMAND ${AG} train --resume small_run --lr 0.1)

@@ -16,9 +16,12 @@
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
+#include "train/config_error.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
+#include "train/memory_check.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
@@ -42,21 +45,39 @@ std::string format_duration(double s) {
 
 void check_config(const TrainConfig& c) {
   auto positive = [](double v, const char* name) {
-    if (!(v > 0)) throw std::invalid_argument(std::string("train: --") + name + " must be positive");
+    if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
   positive(static_cast<double>(c.batch_size), "batch");
   positive(static_cast<double>(c.eval_every), "eval-every");
   positive(static_cast<double>(c.eval_iters), "eval-iters");
   positive(static_cast<double>(c.log_every), "log-every");
   positive(c.lr, "lr");
-  if (c.iters < 0) throw std::invalid_argument("train: --iters must be ≥ 0");
-  if (c.warmup < 0) throw std::invalid_argument("train: --warmup must be ≥ 0");
-  if (!(c.min_lr >= 0)) throw std::invalid_argument("train: --min-lr must be ≥ 0");
-  if (!(c.weight_decay >= 0)) throw std::invalid_argument("train: --weight-decay must be ≥ 0");
+  if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
+  if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
+  // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
+  if (c.model.block_size > data::kMaxTextFileBytes / 10)
+    throw ConfigError("train: --block " + std::to_string(c.model.block_size) + " is larger than any corpus can serve (at most " +
+                      std::to_string(data::kMaxTextFileBytes) + " bytes, split 90/10)");
+  if (c.sample_tokens < 0) throw ConfigError("train: --sample-tokens must be ≥ 0 (0: no sample)");
+  if (c.threads < 0 || c.threads > parallel::kMaxThreads)
+    throw ConfigError("train: --threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core)");
+  if (!(c.min_lr >= 0)) throw ConfigError("train: --min-lr must be ≥ 0");
+  if (!(c.weight_decay >= 0)) throw ConfigError("train: --weight-decay must be ≥ 0");
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
-    throw std::invalid_argument("train: --beta1 and --beta2 must be in [0, 1)");
-  if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
-  if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
+    throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
+  if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
+  if (c.out_dir.empty()) throw ConfigError("train: --out is required");
+}
+
+// The model's shape checks, then its memory estimate against this machine, before anything
+// is built (vocab_size is known once the corpus is read).
+void check_model(const TrainConfig& c) {
+  try {
+    c.model.validate();
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  require_training_fits(c.model, c.batch_size);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -339,7 +360,7 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  cfg.model.validate();
+  check_model(cfg);
   Run run(cfg, std::move(corpus), out);
   return run.run(/*fresh_metrics=*/true);
 }
@@ -362,6 +383,7 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
+  check_model(cfg);
   Run run(cfg, std::move(corpus), out);
   run.resume_from(state_path, st.pos);
   return run.run(/*fresh_metrics=*/false);
