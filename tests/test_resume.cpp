@@ -43,7 +43,7 @@ TrainConfig small_run(const fs::path& dir, const std::string& name) {
   c.eval_iters = 2;
   c.log_every = 1;
   c.sample_tokens = 0;
-  c.progress_bar = false;
+  c.no_progress = true;
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include "data/tokenizer.h"
 #include "models/transformer_lm.h"
 #include "train/optimizer.h"
+#include "train/run_config.h"
 #include "train/trainer.h"
 
 namespace ag::train {
@@ -41,9 +42,5 @@ LoadedTrainState read_train_state(const std::string& path);
 // Copies weights and AdamW state from the file into a model and optimizer built from
 // read_train_state(path).config.
 void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt);
-
-// The run configuration as JSON (everything that shapes the run's numbers).
-std::string config_to_json(const TrainConfig& cfg);
-TrainConfig config_from_json(const std::string& json, const std::string& source);
 
 }  // namespace ag::train

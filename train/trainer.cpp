@@ -67,17 +67,18 @@ void check_config(const TrainConfig& c) {
     throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
+  if (c.model.name != "gpt") throw ConfigError("train: unknown --model '" + c.model.name + "' (known: gpt)");
 }
 
 // The model's shape checks, then its memory estimate against this machine, before anything
 // is built (vocab_size is known once the corpus is read).
 void check_model(const TrainConfig& c) {
   try {
-    c.model.validate();
+    c.model.gpt().validate();
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  require_training_fits(c.model, c.batch_size);
+  require_training_fits(c.model.gpt(), c.batch_size);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -125,7 +126,7 @@ class Run {
         model_gen_(cfg.seed),
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
-        model_(cfg.model, DType::Float32, model_gen_),
+        model_(cfg.model.gpt(), DType::Float32, model_gen_),
         opt_(model_.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
@@ -219,7 +220,7 @@ TrainSummary Run::run(bool fresh_metrics) {
   else truncate_metrics(metrics_path, pos_.iter);
   metrics_.open(metrics_path, std::ios::app);
   if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
-  const bool tty = cfg_.progress_bar && isatty(STDOUT_FILENO) && &out_ == &std::cout;
+  const bool tty = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
        << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
@@ -365,19 +366,16 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   return run.run(/*fresh_metrics=*/true);
 }
 
-TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
+TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out) {
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   if (!fs::exists(state_path))
     throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
   LoadedTrainState st = read_train_state(state_path);
-  TrainConfig cfg = st.config;
-  cfg.out_dir = dir;
-  cfg.threads = threads;
-  cfg.progress_bar = progress_bar;
-  if (!data_path.empty()) cfg.data_path = data_path;
+  TrainConfig cfg = resumed_config(st.config, now, given);
+  cfg.out_dir = dir;  // the folder may have moved since
   check_config(cfg);
-  if (threads > 0) parallel::set_num_threads(threads);
+  if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   if (!(corpus.tokenizer == st.tokenizer))
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
@@ -387,6 +385,17 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   Run run(cfg, std::move(corpus), out);
   run.resume_from(state_path, st.pos);
   return run.run(/*fresh_metrics=*/false);
+}
+
+TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
+                       std::ostream& out) {
+  TrainConfig now;
+  now.data_path = data_path;
+  now.threads = threads;
+  now.no_progress = !progress_bar;
+  std::set<std::string> given;
+  if (!data_path.empty()) given.insert("data");
+  return resume_lm(dir, now, given, out);
 }
 
 }  // namespace ag::train
