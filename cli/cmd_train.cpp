@@ -7,6 +7,7 @@
 #include "autograd/parallel.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "models/registry.h"
 #include "train/config_error.h"
 #include "train/trainer.h"
 
@@ -27,6 +28,11 @@ int cmd_train(int argc, char** argv) {
     refuse_run_flags_on_resume(flags);
     const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
     return summary.interrupted ? kInterruptedStatus : 0;
+  }
+  try {
+    models::find_model(flags.config.model.name);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--model: ") + e.what());
   }
   if (!flags.given.count("data")) throw UsageError("--data FILE is required");
   if (!flags.given.count("out")) throw UsageError("--out DIR is required");

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "models/transformer_lm.h"
+#include "models/gpt_config.h"
 
 // clang-format off
 #define AG_MODEL_FIELDS(X)                                                                                   \
@@ -39,5 +39,13 @@ struct ModelConfig {
         vocab_size(g.vocab_size) {}
   GPTConfig gpt() const { return {vocab_size, n_layer, n_head, n_embd, block_size, dropout}; }
 };
+
+// f(member, key, flag) for every row of AG_MODEL_FIELDS (key: the member's name).
+template <class Config, class F>
+void visit_model_fields(Config& c, F&& f) {
+#define AG_VISIT_MODEL_FIELD(type, member, flag, def, help) f(c.member, #member, flag);
+  AG_MODEL_FIELDS(AG_VISIT_MODEL_FIELD)
+#undef AG_VISIT_MODEL_FIELD
+}
 
 }  // namespace ag::models

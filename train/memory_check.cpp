@@ -3,23 +3,30 @@
 #include <stdexcept>
 
 #include "autograd/memory_limit.h"
-#include "models/gpt_size.h"
+#include "models/registry.h"
 #include "train/config_error.h"
 
 namespace ag::train {
 
 namespace {
-std::string describe(const models::GPTConfig& c) {
-  return std::to_string(c.n_layer) + " layers, " + std::to_string(c.n_embd) + " wide, block " +
-         std::to_string(c.block_size) + ", vocab " + std::to_string(c.vocab_size);
+// "gpt: n_layer 4, n_head 4, n_embd 128, block_size 64, vocab 65" (the integer fields it reads).
+std::string describe(const models::ModelConfig& c) {
+  const models::ModelEntry& e = models::find_model(c.name);
+  std::string s = c.name + ":";
+  models::visit_model_fields(c, [&](const auto& v, const char* key, const char*) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
+      for (const auto& f : e.fields)
+        if (f == key) s += std::string(s.back() == ':' ? " " : ", ") + key + " " + std::to_string(v);
+  });
+  return s + ", vocab " + std::to_string(c.vocab_size);
 }
 }  // namespace
 
-void require_training_fits(const models::GPTConfig& cfg, int64_t batch) {
-  const std::string flags = "lower --batch, --block, --embd or --layers";
+void require_training_fits(const models::ModelConfig& cfg, int64_t batch) {
+  const std::string flags = "lower --batch, --block, --embd, --layers or --hidden";
   int64_t need = 0;
   try {
-    need = models::gpt_training_bytes(cfg, batch);
+    need = models::find_model(cfg.name).memory_bytes(cfg, batch, true);
   } catch (const std::overflow_error& e) {
     throw ConfigError("the model (" + describe(cfg) + ") with batch " + std::to_string(batch) +
                       " is too large to train: its " + e.what() + "; " + flags);
@@ -31,10 +38,10 @@ void require_training_fits(const models::GPTConfig& cfg, int64_t batch) {
                       limit.where + "; " + flags);
 }
 
-void require_inference_fits(const models::GPTConfig& cfg, const std::string& file) {
+void require_inference_fits(const models::ModelConfig& cfg, const std::string& file) {
   int64_t need = 0;
   try {
-    need = models::gpt_inference_bytes(cfg);
+    need = models::find_model(cfg.name).memory_bytes(cfg, 1, false);
   } catch (const std::overflow_error& e) {
     throw std::runtime_error(file + ": the model its metadata describes (" + describe(cfg) + ") is too large: its " +
                              e.what());

@@ -15,7 +15,7 @@
 #include "models/model_config.h"
 
 namespace ag::models {
-class TransformerLM;
+class LanguageModel;
 }
 
 namespace ag::train {
@@ -58,7 +58,7 @@ struct TrainConfig {
 #undef AG_DECLARE_TRAIN_FIELD
   // Hooks for tests (not configuration): after backward (before clipping and the update),
   // and after each step.
-  std::function<void(models::TransformerLM&)> after_backward;
+  std::function<void(models::LanguageModel&)> after_backward;
   std::function<void(int64_t iter)> after_step;
 };
 

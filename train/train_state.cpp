@@ -6,6 +6,7 @@
 
 #include "autograd/safetensors.h"
 #include "autograd/short_quote.h"
+#include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/finite.h"
 #include "train/metadata_seal.h"
@@ -49,7 +50,7 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 }
 }  // namespace
 
-void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
                       const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   const auto params = model.named_parameters();
@@ -83,7 +84,7 @@ LoadedTrainState read_train_state(const std::string& path) {
   check_metadata_seal(f);
   s.config = config_from_json(meta(f, "config"), path);
   try {
-    s.config.model.gpt().validate();
+    models::find_model(s.config.model.name).validate(s.config.model);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
   }
@@ -112,11 +113,11 @@ LoadedTrainState read_train_state(const std::string& path) {
     throw std::runtime_error(path + ": iter " + std::to_string(s.pos.iter) + " is outside the run's 0.." +
                              std::to_string(s.config.iters));
   // Every tensor against the configuration before the run builds a model from it.
-  check_tensors_against_config(f, s.config.model.gpt(), {"model.", "adam.exp_avg.", "adam.exp_avg_sq."});
+  check_tensors_against_config(f, s.config.model, {"model.", "adam.exp_avg.", "adam.exp_avg_sq."});
   return s;
 }
 
-void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt) {
+void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt) {
   const SafeTensorsFile f = SafeTensorsFile::load(path);
   std::set<std::string> expected;
   const auto params = model.named_parameters();

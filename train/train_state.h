@@ -11,7 +11,7 @@
 #include <string>
 
 #include "data/tokenizer.h"
-#include "models/transformer_lm.h"
+#include "models/language_model.h"
 #include "train/optimizer.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
@@ -27,7 +27,7 @@ struct RunPosition {
   Generator::State rng_model{}, rng_batch{}, rng_eval{};
 };
 
-void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
                       const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
 
 struct LoadedTrainState {
@@ -41,6 +41,6 @@ struct LoadedTrainState {
 LoadedTrainState read_train_state(const std::string& path);
 // Copies weights and AdamW state from the file into a model and optimizer built from
 // read_train_state(path).config.
-void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt);
+void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt);
 
 }  // namespace ag::train

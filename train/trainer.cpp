@@ -17,6 +17,7 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/text_file.h"
+#include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/config_error.h"
 #include "train/grad_report.h"
@@ -67,18 +68,22 @@ void check_config(const TrainConfig& c) {
     throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
-  if (c.model.name != "gpt") throw ConfigError("train: unknown --model '" + c.model.name + "' (known: gpt)");
-}
-
-// The model's shape checks, then its memory estimate against this machine, before anything
-// is built (vocab_size is known once the corpus is read).
-void check_model(const TrainConfig& c) {
   try {
-    c.model.gpt().validate();
+    models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  require_training_fits(c.model.gpt(), c.batch_size);
+}
+
+// The model's own checks, then its memory estimate against this machine, before anything is
+// built (vocab_size is known once the corpus is read).
+void check_model(const TrainConfig& c) {
+  try {
+    models::find_model(c.model.name).validate(c.model);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  require_training_fits(c.model, c.batch_size);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -126,24 +131,31 @@ class Run {
         model_gen_(cfg.seed),
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
-        model_(cfg.model.gpt(), DType::Float32, model_gen_),
-        opt_(model_.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
+        opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
-    model_.train();
+    model_->train();
   }
 
   void resume_from(const std::string& state_path, const RunPosition& pos) {
-    restore_train_state(state_path, model_, opt_);
+    restore_train_state(state_path, *model_, opt_);
     pos_ = pos;
     model_gen_.set_state(pos.rng_model);
     batch_gen_.set_state(pos.rng_batch);
     eval_gen_.set_state(pos.rng_eval);
   }
 
+  // The loop: at each evaluation point evaluate and checkpoint; otherwise step, then log.
   TrainSummary run(bool fresh_metrics);
 
  private:
+  void start(bool fresh_metrics);                  // open metrics.jsonl, print the run's header
+  void evaluate_and_checkpoint(int64_t it, double lr);
+  double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
+  void log_step(int64_t it, double loss, double lr);
+  TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
+  TrainSummary finish();                           // the last line and the sample
   double estimate_loss(const std::vector<int64_t>& ids);
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
@@ -154,7 +166,7 @@ class Run {
   data::Corpus corpus_;
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
-  models::TransformerLM model_;
+  std::unique_ptr<models::LanguageModel> model_;
   AdamW opt_;
   CosineSchedule sched_;
   RunPosition pos_;
@@ -162,6 +174,10 @@ class Run {
   std::ofstream metrics_;
   Clock::time_point t_start_ = Clock::now();
   double tokens_per_s_ = 0;
+  bool tty_ = false;  // a progress bar on a terminal instead of log lines
+  TrainSummary summary_;
+  Clock::time_point t_log_;  // throughput since the last log line (evaluations excluded)
+  int64_t steps_since_log_ = 0;
   // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
   // evaluation at pending_report_iter_.
   std::string pending_report_;
@@ -173,13 +189,13 @@ class Run {
 // its own generator, so evaluating never changes the training batches.
 double Run::estimate_loss(const std::vector<int64_t>& ids) {
   NoGradGuard no_grad;
-  model_.eval();
+  model_->eval();
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
-    total += model_.loss(x, y).item();
+    total += model_->loss(x, y).item();
   }
-  model_.train();
+  model_->train();
   return total / static_cast<double>(cfg_.eval_iters);
 }
 
@@ -197,9 +213,9 @@ void Run::save_checkpoint(bool new_best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
-  save_train_state(path("train_state.safetensors"), cfg_, model_, opt_, pos_, corpus_.tokenizer);
-  save_model(path("model.safetensors"), model_, corpus_.tokenizer);
-  if (new_best) save_model(path("model.best.safetensors"), model_, corpus_.tokenizer);
+  save_train_state(path("train_state.safetensors"), cfg_, *model_, opt_, pos_, corpus_.tokenizer);
+  save_model(path("model.safetensors"), *model_, corpus_.tokenizer);
+  if (new_best) save_model(path("model.best.safetensors"), *model_, corpus_.tokenizer);
 }
 
 void Run::write_grad_report(int64_t it, bool tty) {
@@ -213,128 +229,141 @@ void Run::write_grad_report(int64_t it, bool tty) {
   pending_report_iter_ = -1;
 }
 
-TrainSummary Run::run(bool fresh_metrics) {
+void Run::start(bool fresh_metrics) {
   fs::create_directories(dir_);
   const fs::path metrics_path = dir_ / "metrics.jsonl";
   if (fresh_metrics) std::ofstream(metrics_path, std::ios::trunc);
   else truncate_metrics(metrics_path, pos_.iter);
   metrics_.open(metrics_path, std::ios::app);
   if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
-  const bool tty = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
+  tty_ = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
        << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
-       << "model: " << cfg_.model.n_layer << " layers, " << cfg_.model.n_head << " heads, " << cfg_.model.n_embd
-       << " wide, block " << cfg_.model.block_size << ", " << model_.num_parameters() << " parameters\n"
+       << "model: " << model_->summary() << ", " << model_->num_parameters() << " parameters\n"
        << "run: batch " << cfg_.batch_size << ", " << cfg_.iters << " iters, lr " << cfg_.lr << " -> " << cfg_.min_lr
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
+  t_log_ = Clock::now();
+}
 
+TrainSummary Run::run(bool fresh_metrics) {
+  start(fresh_metrics);
   InterruptGuard interrupts;
-  TrainSummary summary;
-  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
-  auto t_log = Clock::now();
-  int64_t steps_since_log = 0;
-
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) {
-      const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
-      summary.train_loss = tl;
-      summary.val_loss = vl;
-      write_metrics(it, tl, &vl, lr);
-      const bool best = vl < pos_.best_val_loss;
-      if (best) pos_.best_val_loss = vl;
-      pos_.eval_done = true;
-      save_checkpoint(best);
-      char line[160];
-      std::snprintf(line, sizeof line, "eval  iter %5ld  train %.4f  val %.4f  (%s)", static_cast<long>(it), tl, vl,
-                    format_duration(seconds_since(t_start_)).c_str());
-      out_ << (tty ? "\r\033[K" : "") << line << "\n";
-      out_.flush();
-      if (cfg_.grad_report) write_grad_report(it, tty);
-      t_log = Clock::now();  // evaluation time is not training throughput
-      steps_since_log = 0;
-    }
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) evaluate_and_checkpoint(it, lr);
     if (it == cfg_.iters) break;
-
-    // ---- one step ----
-    opt_.set_lr(lr);
-    auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
-    Tensor loss = model_.loss(x, y);
-    const double loss_v = loss.item();
-    opt_.zero_grad();
-    loss.backward();
-    if (cfg_.after_backward) cfg_.after_backward(model_);
-    if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
-      const GradReport rep = grad_report(opt_.params());
-      char head[200];
-      std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
-                    static_cast<long>(it), static_cast<long>(it + 1), loss_v);
-      pending_report_ = head + format_grad_report(rep);
-      pending_summary_ = grad_report_summary(rep);
-      pending_report_iter_ = it + 1;
-    }
-    const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
-    if (!bad.empty()) {
-      char msg[512];
-      std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s", 
-                    std::isfinite(loss_v) ? "gradient" : "loss", static_cast<long>(it), loss_v, bad.c_str());
-      if (!cfg_.skip_nonfinite)
-        throw NonFiniteError(std::string(msg) + "; stopped without updating. The last good checkpoint in " +
-                             dir_.string() + " is kept (use --skip-nonfinite to skip such steps)");
-      ++pos_.skipped_updates;
-      out_ << (tty ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
-      opt_.zero_grad();
-    } else {
-      if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
-      opt_.step();
-    }
-    pos_.eval_done = false;
-    ++steps_since_log;
-    if (cfg_.after_step) cfg_.after_step(it);
-
-    const bool log_now = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
-    if (log_now || tty) {
-      const double dt = seconds_since(t_log);
-      if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log) / dt;
-      const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
-      const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
-      char line[200];
-      if (tty) {
-        const int width = 24, filled = static_cast<int>(width * done / total);
-        std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
-                      std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
-                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-        out_ << line;
-      } else if (log_now) {
-        std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
-                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-        out_ << line;
-      }
-      out_.flush();
-      if (log_now) {
-        write_metrics(it + 1, loss_v, nullptr, lr);
-        t_log = Clock::now();
-        steps_since_log = 0;
-      }
-    }
-
+    const double loss = step(it, lr);
+    log_step(it, loss, lr);
     if (InterruptGuard::requested()) {
       ++it;  // this step is complete: the run continues at the next one
-      save_checkpoint(false);
-      out_ << (tty ? "\r\033[K" : "") << "\ninterrupted (signal " << InterruptGuard::signal_number() << ") after iter "
-           << it << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
-           << dir_.string() << "\n";
-      out_.flush();
-      summary.interrupted = true;
-      summary.iters = it;
-      summary.skipped_updates = pos_.skipped_updates;
-      return summary;
+      return stop_interrupted();
     }
   }
+  return finish();
+}
 
+void Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
+  summary_.train_loss = tl;
+  summary_.val_loss = vl;
+  write_metrics(it, tl, &vl, lr);
+  const bool best = vl < pos_.best_val_loss;
+  if (best) pos_.best_val_loss = vl;
+  pos_.eval_done = true;
+  save_checkpoint(best);
+  char line[160];
+  std::snprintf(line, sizeof line, "eval  iter %5ld  train %.4f  val %.4f  (%s)", static_cast<long>(it), tl, vl,
+                format_duration(seconds_since(t_start_)).c_str());
+  out_ << (tty_ ? "\r\033[K" : "") << line << "\n";
+  out_.flush();
+  if (cfg_.grad_report) write_grad_report(it, tty_);
+  t_log_ = Clock::now();  // evaluation time is not training throughput
+  steps_since_log_ = 0;
+}
+
+double Run::step(int64_t it, double lr) {
+  opt_.set_lr(lr);
+  auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+  Tensor loss = model_->loss(x, y);
+  const double loss_v = loss.item();
+  opt_.zero_grad();
+  loss.backward();
+  if (cfg_.after_backward) cfg_.after_backward(*model_);
+  if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
+    const GradReport rep = grad_report(opt_.params());
+    char head[200];
+    std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
+                  static_cast<long>(it), static_cast<long>(it + 1), loss_v);
+    pending_report_ = head + format_grad_report(rep);
+    pending_summary_ = grad_report_summary(rep);
+    pending_report_iter_ = it + 1;
+  }
+  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
+  if (!bad.empty()) {
+    char msg[512];
+    std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s",
+                  std::isfinite(loss_v) ? "gradient" : "loss", static_cast<long>(it), loss_v, bad.c_str());
+    if (!cfg_.skip_nonfinite)
+      throw NonFiniteError(std::string(msg) + "; stopped without updating. The last good checkpoint in " +
+                           dir_.string() + " is kept (use --skip-nonfinite to skip such steps)");
+    ++pos_.skipped_updates;
+    out_ << (tty_ ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
+    opt_.zero_grad();
+  } else {
+    if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
+    opt_.step();
+  }
+  pos_.eval_done = false;
+  ++steps_since_log_;
+  if (cfg_.after_step) cfg_.after_step(it);
+  return loss_v;
+}
+
+void Run::log_step(int64_t it, double loss_v, double lr) {
+  const bool log_now = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
+  if (!log_now && !tty_) return;
+  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
+  const double dt = seconds_since(t_log_);
+  if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log_) / dt;
+  const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
+  const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
+  char line[200];
+  if (tty_) {
+    const int width = 24, filled = static_cast<int>(width * done / total);
+    std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
+                  std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
+                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+    out_ << line;
+  } else {
+    std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
+                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+    out_ << line;
+  }
+  out_.flush();
+  if (log_now) {
+    write_metrics(it + 1, loss_v, nullptr, lr);
+    t_log_ = Clock::now();
+    steps_since_log_ = 0;
+  }
+}
+
+TrainSummary Run::stop_interrupted() {
+  save_checkpoint(false);
+  out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted (signal " << InterruptGuard::signal_number() << ") after iter "
+       << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+       << dir_.string() << "\n";
+  out_.flush();
+  summary_.interrupted = true;
+  summary_.iters = pos_.iter;
+  summary_.skipped_updates = pos_.skipped_updates;
+  return summary_;
+}
+
+TrainSummary Run::finish() {
+  TrainSummary& summary = summary_;
   summary.iters = cfg_.iters;
   summary.seconds = seconds_since(t_start_);
   summary.tokens_per_s = tokens_per_s_;
@@ -345,9 +374,9 @@ TrainSummary Run::run(bool fresh_metrics) {
   out_ << "\n";
   if (cfg_.sample_tokens > 0) {
     Generator sample_gen(cfg_.seed);
-    model_.eval();
+    model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_.generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
   }

@@ -14,7 +14,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/transformer_lm.h"
 #include "train/run_config.h"
 
 namespace ag::train {
