@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "autograd/atomic_file.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
@@ -20,6 +21,7 @@
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/config_error.h"
+#include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
@@ -105,7 +107,8 @@ std::string first_nonfinite_grad(const NamedParams& params) {
 }
 
 // Keeps the lines of a metrics.jsonl whose iter ≤ last_iter (what a resumed run has already
-// accounted for); later lines belong to steps that will be run again.
+// accounted for); later lines belong to steps that will be run again. Rewritten atomically
+// (temporary file + rename): a signal or a crash meanwhile leaves the old file whole.
 void truncate_metrics(const fs::path& path, int64_t last_iter) {
   std::ifstream in(path);
   std::string kept, line;
@@ -118,7 +121,11 @@ void truncate_metrics(const fs::path& path, int64_t last_iter) {
     }
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  write_file_atomically(path.string(), kept);
+}
+
+void report_removed(const RunDir& dir, std::ostream& out) {
+  for (const auto& f : dir.removed_temporaries()) out << "removed " << f << " (left by a process that was killed)\n";
 }
 
 // One training run, new or resumed. Owns everything that an exact resume must restore.
@@ -151,12 +158,13 @@ class Run {
 
  private:
   void start(bool fresh_metrics);                  // open metrics.jsonl, print the run's header
-  void evaluate_and_checkpoint(int64_t it, double lr);
+  // false when interrupted before it finished (nothing written; it is redone on resume)
+  bool evaluate_and_checkpoint(int64_t it, double lr);
   double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
   void log_step(int64_t it, double loss, double lr);
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                           // the last line and the sample
-  double estimate_loss(const std::vector<int64_t>& ids);
+  bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
   void write_grad_report(int64_t it, bool tty);
@@ -186,17 +194,23 @@ class Run {
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
-// its own generator, so evaluating never changes the training batches.
-double Run::estimate_loss(const std::vector<int64_t>& ids) {
+// its own generator, so evaluating never changes the training batches. Checks for SIGINT and
+// SIGTERM between batches, since a long evaluation must not make a stop request wait.
+bool Run::estimate_loss(const std::vector<int64_t>& ids, double& mean) {
   NoGradGuard no_grad;
   model_->eval();
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
+    if (InterruptGuard::requested()) {
+      model_->train();
+      return false;
+    }
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
     total += model_->loss(x, y).item();
   }
   model_->train();
-  return total / static_cast<double>(cfg_.eval_iters);
+  mean = total / static_cast<double>(cfg_.eval_iters);
+  return true;
 }
 
 void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, double lr) {
@@ -232,7 +246,7 @@ void Run::write_grad_report(int64_t it, bool tty) {
 void Run::start(bool fresh_metrics) {
   fs::create_directories(dir_);
   const fs::path metrics_path = dir_ / "metrics.jsonl";
-  if (fresh_metrics) std::ofstream(metrics_path, std::ios::trunc);
+  if (fresh_metrics) write_file_atomically(metrics_path.string(), "");
   else truncate_metrics(metrics_path, pos_.iter);
   metrics_.open(metrics_path, std::ios::app);
   if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
@@ -249,11 +263,12 @@ void Run::start(bool fresh_metrics) {
 }
 
 TrainSummary Run::run(bool fresh_metrics) {
+  InterruptGuard interrupts;  // first: a signal during start() must not kill a half-written metrics file
   start(fresh_metrics);
-  InterruptGuard interrupts;
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) evaluate_and_checkpoint(it, lr);
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !evaluate_and_checkpoint(it, lr))
+      return stop_interrupted();
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
@@ -265,8 +280,21 @@ TrainSummary Run::run(bool fresh_metrics) {
   return finish();
 }
 
-void Run::evaluate_and_checkpoint(int64_t it, double lr) {
-  const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
+bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  const Generator::State eval_start = eval_gen_.state();
+  double tl = 0, vl = 0;
+  if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
+    eval_gen_.set_state(eval_start);  // the checkpoint then resumes into this same evaluation
+    return false;
+  }
+  // A model that evaluates to NaN or Inf is not saved over the last good checkpoint.
+  if (!std::isfinite(tl) || !std::isfinite(vl)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "non-finite evaluation at iter %ld: train loss %g, val loss %g", static_cast<long>(it),
+                  tl, vl);
+    throw NonFiniteError(std::string(msg) + "; the model is not saved. The last good checkpoint in " + dir_.string() +
+                         " is kept (a lower --lr may help)");
+  }
   summary_.train_loss = tl;
   summary_.val_loss = vl;
   write_metrics(it, tl, &vl, lr);
@@ -282,6 +310,7 @@ void Run::evaluate_and_checkpoint(int64_t it, double lr) {
   if (cfg_.grad_report) write_grad_report(it, tty_);
   t_log_ = Clock::now();  // evaluation time is not training throughput
   steps_since_log_ = 0;
+  return true;
 }
 
 double Run::step(int64_t it, double lr) {
@@ -376,9 +405,15 @@ TrainSummary Run::finish() {
     Generator sample_gen(cfg_.seed);
     model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    models::SampleOptions opt{cfg_.sample_tokens, 0.8, 0, true};
+    opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
+    if (InterruptGuard::requested()) {
+      out_ << "sample interrupted (signal " << InterruptGuard::signal_number() << "); the run itself is complete\n";
+      summary.interrupted = true;
+    }
   }
   return summary;
 }
@@ -391,6 +426,9 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   check_model(cfg);
+  // Locked once the command line has proven sound, before anything is written.
+  const RunDir run_dir(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
+  report_removed(run_dir, out);
   Run run(cfg, std::move(corpus), out);
   return run.run(/*fresh_metrics=*/true);
 }
@@ -400,6 +438,8 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   if (!fs::exists(state_path))
     throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+  const RunDir run_dir(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
+  report_removed(run_dir, out);
   LoadedTrainState st = read_train_state(state_path);
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
