@@ -24,7 +24,8 @@
 
 namespace ag::models {
 
-// Options for generate(). temperature 0 means greedy (argmax).
+// Options for generate(). temperature 0 means greedy (argmax), and so does any temperature so
+// small that a logit divided by it overflows (e.g. 1e-320).
 struct SampleOptions {
   int64_t max_new_tokens = 200;
   double temperature = 1.0;
