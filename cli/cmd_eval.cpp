@@ -4,15 +4,15 @@
 // predicted character.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "data/batch.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
+#include "train/interrupt.h"
 
 namespace ag::cli {
 
@@ -26,18 +26,22 @@ int cmd_eval(int argc, char** argv) {
   if (!r.count("text-file")) throw UsageError("--text-file FILE is required");
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
   const std::string path = r["text-file"].as<std::string>();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto ids = loaded.tokenizer.encode(std::string_view(ss.str()), path);
+  // A regular file of bounded size only: /dev/zero or a FIFO would be read forever.
+  const std::string text = data::read_text_file(path, path);
+  const auto ids = loaded.tokenizer.encode(std::string_view(text), path);
   if (ids.size() < 2) throw std::runtime_error(path + ": needs at least 2 characters to predict one");
 
   NoGradGuard no_grad;
   const int64_t block = loaded.model->block_size();
   double total = 0;  // summed over predicted characters
   int64_t count = 0;
+  train::InterruptGuard interrupts;  // a long text: Ctrl-C or SIGTERM stops between windows
   for (const auto& [start, len] : data::eval_windows(static_cast<int64_t>(ids.size()), block)) {
+    if (train::InterruptGuard::requested()) {
+      std::fprintf(stderr, "interrupted (signal %d) after %ld of %ld characters; no loss printed\n",
+                   train::InterruptGuard::signal_number(), static_cast<long>(count), static_cast<long>(ids.size() - 1));
+      return kInterruptedStatus;
+    }
     std::vector<int64_t> x(ids.begin() + start, ids.begin() + start + len);
     std::vector<int64_t> y(ids.begin() + start + 1, ids.begin() + start + len + 1);
     const Tensor loss = loaded.model->loss(Tensor::from_vector(x, {1, len}), Tensor::from_vector(y, {1, len}));

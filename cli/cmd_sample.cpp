@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "train/checkpoint.h"
+#include "train/interrupt.h"
 
 namespace ag::cli {
 
@@ -15,7 +16,7 @@ int cmd_sample(int argc, char** argv) {
     ("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())
     ("prompt", "text to continue (default: a newline)", cxxopts::value<std::string>()->default_value("\n"))
     ("tokens", "characters to generate", cxxopts::value<int64_t>()->default_value("500"))
-    ("temperature", "softmax temperature; 0 is greedy", cxxopts::value<double>()->default_value("0.8"))
+    ("temperature", "softmax temperature; 0 is greedy, as is one so small that logits / T overflow (1e-320)", cxxopts::value<double>()->default_value("0.8"))
     ("top-k", "sample among the k most likely characters (0: all)", cxxopts::value<int64_t>()->default_value("0"))
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
     ("no-cache", "recompute the whole context for every character instead of using the GPT's KV cache (slow; for comparison)")
@@ -35,12 +36,28 @@ int cmd_sample(int argc, char** argv) {
   if (prompt.empty()) throw UsageError("--prompt must not be empty");
   const auto ids = loaded.tokenizer.encode(std::string_view(prompt), "prompt");
   Generator gen(r["seed"].as<uint64_t>());
+  // The text is streamed as it is generated, so --tokens 1000000000 shows progress and Ctrl-C
+  // (or SIGTERM) stops it cleanly after the character being written.
+  train::InterruptGuard interrupts;
+  int64_t made = 0;
+  models::SampleOptions opt{n, temperature, top_k, !r.count("no-cache")};
+  opt.on_token = [&](int64_t id) {
+    std::cout << loaded.tokenizer.decode({id}) << std::flush;
+    ++made;
+    return !train::InterruptGuard::requested();
+  };
+  std::cout << prompt << std::flush;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto out = loaded.model->generate(ids, {n, temperature, top_k, !r.count("no-cache")}, gen);
+  loaded.model->generate(ids, opt, gen);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << loaded.tokenizer.decode(out) << std::endl;
-  std::fprintf(stderr, "generated %ld characters in %.3f s: %.0f tokens/s (%s)\n", static_cast<long>(n), s,
-               s > 0 ? static_cast<double>(n) / s : 0.0, r.count("no-cache")                ? "no cache"
+  std::cout << std::endl;
+  if (train::InterruptGuard::requested()) {
+    std::fprintf(stderr, "interrupted (signal %d) after %ld characters\n", train::InterruptGuard::signal_number(),
+                 static_cast<long>(made));
+    return kInterruptedStatus;
+  }
+  std::fprintf(stderr, "generated %ld characters in %.3f s: %.0f tokens/s (%s)\n", static_cast<long>(made), s,
+               s > 0 ? static_cast<double>(made) / s : 0.0, r.count("no-cache")                ? "no cache"
                : loaded.model->attention() ? "KV cache"
                                            : "a fixed context, no cache needed");
   return 0;

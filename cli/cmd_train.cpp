@@ -11,6 +11,7 @@
 #include "cli/train_flags.h"
 #include "models/registry.h"
 #include "tensorboard/train_logger.h"
+#include "train/config_error.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -31,12 +32,17 @@ int cmd_train(int argc, char** argv) {
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
   TrainFlags flags = read_train_flags(r);
+  const int threads = flags.config.threads;
+  if (threads < 0 || threads > parallel::kMaxThreads)
+    throw UsageError("--threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core), got " +
+                     std::to_string(threads));
 
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
+    if (flags.given.count("overwrite")) throw UsageError("--overwrite cannot be combined with --resume, which continues the run");
     attach_tensorboard(flags.config, r["resume"].as<std::string>());
-    train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
-    return 0;
+    const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
+    return summary.interrupted ? kInterruptedStatus : 0;
   }
   try {
     models::find_model(flags.config.model.name);
@@ -46,8 +52,13 @@ int cmd_train(int argc, char** argv) {
   if (flags.config.data_path.empty()) throw UsageError("--data FILE is required (or data = \"FILE\" in --config)");
   if (flags.config.out_dir.empty()) throw UsageError("--out DIR is required (or out = \"DIR\" in --config)");
   attach_tensorboard(flags.config, flags.config.out_dir);
-  train::train_lm(flags.config, std::cout);
-  return 0;
+  train::TrainSummary summary;
+  try {
+    summary = train::train_lm(flags.config, std::cout);
+  } catch (const train::ConfigError& e) {  // the flags given cannot work: a usage error
+    throw UsageError(e.what());
+  }
+  return summary.interrupted ? kInterruptedStatus : 0;
 }
 
 }  // namespace ag::cli

@@ -13,6 +13,10 @@ int64_t sample_token(const std::vector<double>& logits, double temperature, int6
   if (temperature <= 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
   std::vector<double> l(logits);
   for (double& v : l) v /= temperature;
+  // A temperature so small that logits / temperature overflow (1e-320) leaves all the mass on
+  // the largest logit: that is greedy decoding, and exp(inf - inf) would only give NaN.
+  for (double v : l)
+    if (!std::isfinite(v)) return std::max_element(logits.begin(), logits.end()) - logits.begin();
   if (top_k > 0 && top_k < V) {
     std::vector<double> sorted(l);
     std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());

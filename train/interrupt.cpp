@@ -13,7 +13,7 @@ struct sigaction g_old_int, g_old_term;
 
 extern "C" void on_signal(int sig) {
   if (g_signal != 0 && sig == SIGINT) {
-    static const char msg[] = "\nattograd train: second interrupt, stopping now without writing a checkpoint\n";
+    static const char msg[] = "\nattograd: second interrupt, stopping now without writing anything more\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
     _exit(130);
   }

@@ -1,6 +1,6 @@
-// Ctrl-C during training: the first SIGINT (or a SIGTERM) only sets a flag, so the loop
-// finishes its step, writes a checkpoint and exits cleanly; a second SIGINT exits at once
-// (status 130) without writing anything.
+// Ctrl-C during a long phase (training, evaluation, sampling): the first SIGINT (or a SIGTERM)
+// only sets a flag, so the loop finishes its step (training writes a checkpoint) and stops
+// cleanly; a second SIGINT exits at once (status 130) without writing anything more.
 #pragma once
 
 namespace ag::train {

@@ -12,17 +12,22 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "autograd/atomic_file.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/text_file.h"
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/config_file.h"
+#include "train/config_error.h"
+#include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
+#include "train/memory_check.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/schedule.h"
@@ -39,24 +44,46 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 void check_config(const TrainConfig& c) {
   auto positive = [](double v, const char* name) {
-    if (!(v > 0)) throw std::invalid_argument(std::string("train: --") + name + " must be positive");
+    if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
   positive(static_cast<double>(c.batch_size), "batch");
   positive(static_cast<double>(c.eval_every), "eval-every");
   positive(static_cast<double>(c.eval_iters), "eval-iters");
   positive(static_cast<double>(c.log_every), "log-every");
   positive(c.lr, "lr");
-  if (c.iters < 0) throw std::invalid_argument("train: --iters must be ≥ 0");
-  if (c.warmup < 0) throw std::invalid_argument("train: --warmup must be ≥ 0");
-  if (!(c.min_lr >= 0)) throw std::invalid_argument("train: --min-lr must be ≥ 0");
-  if (!(c.weight_decay >= 0)) throw std::invalid_argument("train: --weight-decay must be ≥ 0");
+  if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
+  if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
+  // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
+  if (c.model.block_size > data::kMaxTextFileBytes / 10)
+    throw ConfigError("train: --block " + std::to_string(c.model.block_size) + " is larger than any corpus can serve (at most " +
+                      std::to_string(data::kMaxTextFileBytes) + " bytes, split 90/10)");
+  if (c.sample_tokens < 0) throw ConfigError("train: --sample-tokens must be ≥ 0 (0: no sample)");
+  if (c.threads < 0 || c.threads > parallel::kMaxThreads)
+    throw ConfigError("train: --threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core)");
+  if (!(c.min_lr >= 0)) throw ConfigError("train: --min-lr must be ≥ 0");
+  if (!(c.weight_decay >= 0)) throw ConfigError("train: --weight-decay must be ≥ 0");
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
-    throw std::invalid_argument("train: --beta1 and --beta2 must be in [0, 1)");
-  if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
-  if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
+    throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
+  if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
+  if (c.out_dir.empty()) throw ConfigError("train: --out is required");
   if (c.tensorboard && c.loggers.empty())  // never silently without the logs asked for
-    throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
-  models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
+    throw std::logic_error("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
+  try {
+    models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+// The model's own checks, then its memory estimate against this machine, before anything is
+// built (vocab_size is known once the corpus is read).
+void check_model(const TrainConfig& c) {
+  try {
+    models::find_model(c.model.name).validate(c.model);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  require_training_fits(c.model, c.batch_size);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -78,7 +105,8 @@ std::string first_nonfinite_grad(const NamedParams& params) {
 }
 
 // Keeps the lines of a metrics.jsonl whose iter ≤ last_iter (what a resumed run has already
-// accounted for); later lines belong to steps that will be run again.
+// accounted for); later lines belong to steps that will be run again. Rewritten atomically
+// (temporary file + rename): a signal or a crash meanwhile leaves the old file whole.
 void truncate_metrics(const fs::path& path, int64_t last_iter) {
   std::ifstream in(path);
   std::string kept, line;
@@ -91,7 +119,11 @@ void truncate_metrics(const fs::path& path, int64_t last_iter) {
     }
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  write_file_atomically(path.string(), kept);
+}
+
+void report_removed(const RunDir& dir, std::ostream& out) {
+  for (const auto& f : dir.removed_temporaries()) out << "removed " << f << " (left by a process that was killed)\n";
 }
 
 // One training run, new or resumed. Owns everything that an exact resume must restore.
@@ -124,12 +156,13 @@ class Run {
 
  private:
   void start(bool fresh_metrics);                  // open metrics.jsonl, print the run's header
-  void evaluate_and_checkpoint(int64_t it, double lr);
+  // false when interrupted before it finished (nothing written; it is redone on resume)
+  bool evaluate_and_checkpoint(int64_t it, double lr);
   double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
   void log_step(int64_t it, double loss, double lr);
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                           // the last line and the sample
-  double estimate_loss(const std::vector<int64_t>& ids);
+  bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
   void write_grad_report(int64_t it, bool tty);
@@ -160,17 +193,23 @@ class Run {
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
-// its own generator, so evaluating never changes the training batches.
-double Run::estimate_loss(const std::vector<int64_t>& ids) {
+// its own generator, so evaluating never changes the training batches. Checks for SIGINT and
+// SIGTERM between batches, since a long evaluation must not make a stop request wait.
+bool Run::estimate_loss(const std::vector<int64_t>& ids, double& mean) {
   NoGradGuard no_grad;
   model_->eval();
   double total = 0;
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
+    if (InterruptGuard::requested()) {
+      model_->train();
+      return false;
+    }
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
     total += model_->loss(x, y).item();
   }
   model_->train();
-  return total / static_cast<double>(cfg_.eval_iters);
+  mean = total / static_cast<double>(cfg_.eval_iters);
+  return true;
 }
 
 void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, double lr) {
@@ -207,7 +246,7 @@ void Run::start(bool fresh_metrics) {
   fs::create_directories(dir_);
   const fs::path metrics_path = dir_ / "metrics.jsonl";
   if (fresh_metrics) {
-    std::ofstream(metrics_path, std::ios::trunc);
+    write_file_atomically(metrics_path.string(), "");
     write_config_toml(path("config.toml"), cfg_);  // the run's configuration, resolved and readable
   }
   else truncate_metrics(metrics_path, pos_.iter);
@@ -227,11 +266,12 @@ void Run::start(bool fresh_metrics) {
 }
 
 TrainSummary Run::run(bool fresh_metrics) {
+  InterruptGuard interrupts;  // first: a signal during start() must not kill a half-written metrics file
   start(fresh_metrics);
-  InterruptGuard interrupts;
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) evaluate_and_checkpoint(it, lr);
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !evaluate_and_checkpoint(it, lr))
+      return stop_interrupted();
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
@@ -243,8 +283,21 @@ TrainSummary Run::run(bool fresh_metrics) {
   return finish();
 }
 
-void Run::evaluate_and_checkpoint(int64_t it, double lr) {
-  const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
+bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  const Generator::State eval_start = eval_gen_.state();
+  double tl = 0, vl = 0;
+  if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
+    eval_gen_.set_state(eval_start);  // the checkpoint then resumes into this same evaluation
+    return false;
+  }
+  // A model that evaluates to NaN or Inf is not saved over the last good checkpoint.
+  if (!std::isfinite(tl) || !std::isfinite(vl)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "non-finite evaluation at iter %ld: train loss %g, val loss %g", static_cast<long>(it),
+                  tl, vl);
+    throw NonFiniteError(std::string(msg) + "; the model is not saved. The last good checkpoint in " + dir_.string() +
+                         " is kept (a lower --lr may help)");
+  }
   summary_.train_loss = tl;
   summary_.val_loss = vl;
   write_metrics(it, tl, &vl, lr);
@@ -265,6 +318,7 @@ void Run::evaluate_and_checkpoint(int64_t it, double lr) {
   }
   t_log_ = Clock::now();  // evaluation time is not training throughput
   steps_since_log_ = 0;
+  return true;
 }
 
 double Run::step(int64_t it, double lr) {
@@ -367,9 +421,15 @@ TrainSummary Run::finish() {
     Generator sample_gen(cfg_.seed);
     model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    models::SampleOptions opt{cfg_.sample_tokens, 0.8, 0, true};
+    opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
+    if (InterruptGuard::requested()) {
+      out_ << "sample interrupted (signal " << InterruptGuard::signal_number() << "); the run itself is complete\n";
+      summary.interrupted = true;
+    }
   }
   return summary;
 }
@@ -381,7 +441,10 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  models::find_model(cfg.model.name).validate(cfg.model);
+  check_model(cfg);
+  // Locked once the command line has proven sound, before anything is written.
+  const RunDir run_dir(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
+  report_removed(run_dir, out);
   Run run(cfg, std::move(corpus), out);
   return run.run(/*fresh_metrics=*/true);
 }
@@ -391,6 +454,8 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   if (!fs::exists(state_path))
     throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+  const RunDir run_dir(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
+  report_removed(run_dir, out);
   LoadedTrainState st = read_train_state(state_path);
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
@@ -401,6 +466,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
+  check_model(cfg);
   Run run(cfg, std::move(corpus), out);
   run.resume_from(state_path, st.pos);
   return run.run(/*fresh_metrics=*/false);
