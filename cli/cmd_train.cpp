@@ -3,11 +3,13 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
 
-int cmd_train(int argc, char** argv) {
+namespace {
+int train_command(int argc, char** argv) {
   cxxopts::Options options("attograd train", "Train a character-level GPT on a text file (nanoGPT's CPU defaults).");
   train::TrainConfig d;  // defaults
   // clang-format off
@@ -18,7 +20,8 @@ int cmd_train(int argc, char** argv) {
     ("heads", "attention heads", cxxopts::value<int64_t>()->default_value(std::to_string(d.model.n_head)))
     ("embd", "embedding width", cxxopts::value<int64_t>()->default_value(std::to_string(d.model.n_embd)))
     ("block", "context length", cxxopts::value<int64_t>()->default_value(std::to_string(d.model.block_size)))
-    ("batch", "sequences per step", cxxopts::value<int64_t>()->default_value(std::to_string(d.batch_size)))
+    ("batch", "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", cxxopts::value<int64_t>()->default_value(std::to_string(d.batch_size)))
+    ("grad-accum", "micro-batches per step, each of batch/(N*K) rows; only the last one communicates (allowed with --resume)", cxxopts::value<int64_t>()->default_value("1"))
     ("iters", "optimizer steps", cxxopts::value<int64_t>()->default_value(std::to_string(d.iters)))
     ("lr", "peak learning rate", cxxopts::value<double>()->default_value("1e-3"))
     ("min-lr", "final learning rate of the cosine decay", cxxopts::value<double>()->default_value("1e-4"))
@@ -50,7 +53,8 @@ int cmd_train(int argc, char** argv) {
       if (r.count(flag))
         throw UsageError(std::string("--") + flag + " cannot be combined with --resume: the run continues with its saved configuration");
     train::resume_lm(r["resume"].as<std::string>(), r.count("data") ? r["data"].as<std::string>() : "",
-                     r["threads"].as<int>(), !r.count("no-progress"), std::cout);
+                     r["threads"].as<int>(), !r.count("no-progress"), std::cout,
+                     r.count("grad-accum") ? r["grad-accum"].as<int64_t>() : 0);
     return 0;
   }
   if (!r.count("data")) throw UsageError("--data FILE is required");
@@ -64,6 +68,7 @@ int cmd_train(int argc, char** argv) {
   c.model.block_size = r["block"].as<int64_t>();
   c.model.dropout = r["dropout"].as<double>();
   c.batch_size = r["batch"].as<int64_t>();
+  c.grad_accum = r["grad-accum"].as<int64_t>();
   c.iters = r["iters"].as<int64_t>();
   c.lr = r["lr"].as<double>();
   c.min_lr = r["min-lr"].as<double>();
@@ -83,6 +88,13 @@ int cmd_train(int argc, char** argv) {
   c.grad_report = r.count("grad-report") > 0;
   train::train_lm(c, std::cout);
   return 0;
+}
+}  // namespace
+
+// Under mpirun, an error on one rank ends the whole job (naming the rank) instead of leaving
+// the others waiting in a collective.
+int cmd_train(int argc, char** argv) {
+  return train::run_or_abort_job("train", [&] { return train_command(argc, argv); });
 }
 
 }  // namespace ag::cli

@@ -284,6 +284,8 @@ int run_or_abort_job(const char* command, const std::function<int()>& fn) {
     return fn();
   } catch (const std::exception& e) {
     if (!comm || !comm->distributed()) throw;
+    // When every rank fails alike (a bad flag), let rank 0's message be the one shown.
+    if (!comm->is_root()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     comm->abort(std::string("attograd ") + command + ": error: " + comm->describe(comm->rank()) + ": " + e.what() +
                 "\nattograd " + command + ": stopping every rank of the job");
   }

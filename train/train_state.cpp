@@ -18,7 +18,7 @@ std::string config_to_json(const TrainConfig& c) {
                   {"weight_decay", c.weight_decay}, {"beta1", c.beta1},           {"beta2", c.beta2},
                   {"grad_clip", c.grad_clip},   {"eval_every", c.eval_every},     {"eval_iters", c.eval_iters},
                   {"log_every", c.log_every},   {"seed", c.seed},                 {"skip_nonfinite", c.skip_nonfinite},
-                  {"sample_tokens", c.sample_tokens}, {"grad_report", c.grad_report}};
+                  {"sample_tokens", c.sample_tokens}, {"grad_report", c.grad_report}, {"grad_accum", c.grad_accum}};
   return j.dump();
 }
 
@@ -49,6 +49,7 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
     c.skip_nonfinite = j.at("skip_nonfinite").get<bool>();
     c.sample_tokens = j.at("sample_tokens").get<int64_t>();
     c.grad_report = j.value("grad_report", false);  // absent from states written before it existed
+    c.grad_accum = j.value("grad_accum", int64_t{1});    // likewise
     c.model.validate();
     return c;
   } catch (const std::exception& e) {
@@ -115,8 +116,10 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
   save_safetensors(path, tensors, md);
 }
 
-LoadedTrainState read_train_state(const std::string& path) {
-  const SafeTensorsFile f = SafeTensorsFile::load(path);
+LoadedTrainState read_train_state(const std::string& path) { return read_train_state(SafeTensorsFile::load(path)); }
+
+LoadedTrainState read_train_state(const SafeTensorsFile& f) {
+  const std::string& path = f.source();
   LoadedTrainState s;
   if (meta(f, "format") != "attograd.train_state")
     throw std::runtime_error(path + ": not an attograd train state (format \"" + meta(f, "format") + "\")");
@@ -149,7 +152,11 @@ LoadedTrainState read_train_state(const std::string& path) {
 }
 
 void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt) {
-  const SafeTensorsFile f = SafeTensorsFile::load(path);
+  restore_train_state(SafeTensorsFile::load(path), model, opt);
+}
+
+void restore_train_state(const SafeTensorsFile& f, models::TransformerLM& model, AdamW& opt) {
+  const std::string& path = f.source();
   std::set<std::string> expected;
   const auto params = model.named_parameters();
   std::map<std::string, Tensor> weights;

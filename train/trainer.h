@@ -5,6 +5,10 @@
 //     at it == iters: stop;
 //     lr = schedule(it); loss = model(x, y); backward; clip; AdamW step.
 // So `iters` updates are made and the last evaluation sees the model after all of them.
+// Under mpirun (train/distributed.h) every rank runs this loop in step: rank 0 broadcasts the
+// initial (or resumed) state, each rank computes its slice of the global batch, gradients
+// are averaged over ranks before clipping, evaluation batches are shared out and their losses
+// summed, and rank 0 alone writes files and output.
 // With grad_report, the step before each evaluation also takes a gradient report (before
 // clipping), which that evaluation writes.
 #pragma once
@@ -22,7 +26,9 @@ struct TrainConfig {
   std::string data_path;
   std::string out_dir;
   models::GPTConfig model;  // vocab_size comes from the corpus
-  int64_t batch_size = 12;
+  int64_t batch_size = 12;  // the global batch: under mpirun each of the N ranks takes batch / N rows
+  int64_t grad_accum = 1;   // micro-batches per step (nanoGPT's gradient_accumulation_steps); each
+                            // rank runs batch / (N * grad_accum) rows at a time
   int64_t iters = 2000;
   double lr = 1e-3, min_lr = 1e-4;
   int64_t warmup = 100;
@@ -61,8 +67,9 @@ struct TrainSummary {
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 
 // Continues the run in dir from dir/train_state.safetensors, exactly. data_path, when not
-// empty, replaces the corpus path saved in the state (its vocabulary must match).
+// empty, replaces the corpus path saved in the state (its vocabulary must match); grad_accum,
+// when > 0, replaces the saved one (the global batch, and so the run, stays the same).
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out);
+                       std::ostream& out, int64_t grad_accum = 0);
 
 }  // namespace ag::train
