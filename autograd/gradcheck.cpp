@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "autograd/ops.h"
 
 namespace ag {
 
@@ -117,6 +118,46 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     report.inputs.push_back(r);
   }
   return report;
+}
+
+GradcheckReport gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, const GradcheckOptions& opt,
+                              const std::vector<std::string>& names, uint64_t seed) {
+  std::vector<size_t> checked;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) checked.push_back(i);
+  if (checked.empty()) throw std::invalid_argument("gradgradcheck: no input requires grad");
+  Shape out_shape;
+  {
+    EnableGradGuard grad_on;
+    const Tensor y = f(inputs);
+    if (!y.defined() || !y.requires_grad())
+      throw std::invalid_argument("gradgradcheck: f's output does not depend on any checked input");
+    out_shape = y.shape();
+  }
+  Generator gen(seed);
+  const Tensor v = Tensor::randn(out_shape, DType::Float64, gen).requires_grad_();
+  // g(x, v): the first-order gradients, flattened and concatenated, recorded (create_graph)
+  // so that gradcheck can differentiate them. The numeric side calls this under NoGradGuard;
+  // the first-order pass needs its forward graph all the same.
+  auto first_order = [&](const std::vector<Tensor>& all) {
+    EnableGradGuard grad_on;
+    const std::vector<Tensor> xs(all.begin(), all.end() - 1);
+    std::vector<Tensor> wrt;
+    for (size_t i : checked) wrt.push_back(xs[i]);
+    const Tensor y = f(xs);
+    const std::vector<Tensor> gs = grad({y}, wrt, {all.back()}, /*retain_graph=*/true, /*create_graph=*/true,
+                                        /*allow_unused=*/true);
+    std::vector<Tensor> flat;
+    for (size_t c = 0; c < gs.size(); ++c)
+      flat.push_back(gs[c].defined() ? reshape(gs[c], {-1}) : Tensor::zeros({wrt[c].numel()}, DType::Float64));
+    return concat(flat, 0);
+  };
+  std::vector<Tensor> all = inputs;
+  all.push_back(v);
+  std::vector<std::string> all_names;
+  for (size_t i = 0; i < inputs.size(); ++i) all_names.push_back(i < names.size() ? names[i] : "input " + std::to_string(i));
+  all_names.push_back("grad_output");
+  return gradcheck(first_order, all, opt, all_names);
 }
 
 }  // namespace ag

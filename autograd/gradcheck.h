@@ -41,4 +41,13 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options = {},
                           const std::vector<std::string>& names = {});
 
+// Second-order check, torch.autograd.gradgradcheck's criterion: with v a random upstream
+// gradient (float64, fixed seed), the first-order gradients g(x, v) = grad(f(x), x, v,
+// create_graph=true) are themselves gradchecked as a function of the checked inputs and of v
+// (so the analytic side is a backward through the recorded backward pass: double backward).
+// The report has one row per checked input and a last row "grad_output" for v.
+GradcheckReport gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {}, const std::vector<std::string>& names = {},
+                              uint64_t seed = 2024);
+
 }  // namespace ag

@@ -67,6 +67,14 @@ Walk walk(const Tensor& root) {
 
 }  // namespace
 
+NodeGradNorms::NodeGradNorms()
+    : guard_([this](const Node& n, const Tensor& g) { norms_[&n] = l2(g); }) {}
+
+double NodeGradNorms::norm(const Node* node) const {
+  auto it = norms_.find(node);
+  return it == norms_.end() ? -1.0 : it->second;
+}
+
 std::vector<std::shared_ptr<TensorImpl>> graph_leaves(const Tensor& root) { return walk(root).leaves; }
 
 GraphStats graph_stats(const Tensor& root) {
@@ -93,7 +101,8 @@ std::string to_dot(const Tensor& root, const DotOptions& opt, GraphStats* stats)
     const Node& n = *w.ops[i];
     std::string label = n.op + "\n" + shape_str(n.out_shape);
     if (n.out_dtype != DType::Float32) label.append(" ").append(dtype_name(n.out_dtype));
-    if (opt.grad_norms && n.grad_norm >= 0) label += "\n|grad| = " + fmt_norm(n.grad_norm);
+    const double norm = opt.grad_norms && opt.node_grad_norms ? opt.node_grad_norms->norm(&n) : -1.0;
+    if (norm >= 0) label += "\n|grad| = " + fmt_norm(norm);
     os << "  n" << i << " [shape=box, style=\"rounded,filled\", fillcolor=\"" << (i == 0 ? "#f4b6b6" : "#cfe2f3")
        << "\"" << (i == 0 ? ", penwidth=2" : "") << ", label=\"" << quoted(label) << "\"];\n";
   }

@@ -1,8 +1,9 @@
 // Graphviz DOT export of the autograd graph behind a tensor, for studying the backward pass.
 //
 //   * one node per graph Node (an op), labelled "op" and its output shape, in the order of
-//     topological_order(root) (root first); after a backward(grad, /*retain_graph=*/true)
-//     also "|grad| = ..." (Node::grad_norm, the L2 norm of the gradient of the op's output);
+//     topological_order(root) (root first); when a NodeGradNorms recorder was alive during a
+//     backward(grad, /*retain_graph=*/true), also "|grad| = ..." (the L2 norm of the gradient
+//     of the op's output). Ordinary backward passes compute no norms;
 //   * one box per leaf tensor that requires grad (reached through Edge::leaf), labelled with
 //     its TensorImpl::name (nn::name_parameters sets the parameters' dotted names), its shape
 //     and, when it has one, the norm of its accumulated .grad;
@@ -14,16 +15,33 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "autograd/engine.h"
 
 namespace ag {
 
+// While it lives, records the L2 norm of every node's output gradient in the backward passes
+// run on this thread (an engine observer: ordinary backward passes pay nothing for it).
+class NodeGradNorms {
+ public:
+  NodeGradNorms();
+  NodeGradNorms(const NodeGradNorms&) = delete;
+  NodeGradNorms& operator=(const NodeGradNorms&) = delete;
+  // -1 when no gradient reached the node while recording.
+  double norm(const Node* node) const;
+
+ private:
+  std::unordered_map<const Node*, double> norms_;
+  ObserveNodeGradsGuard guard_;
+};
+
 struct DotOptions {
   std::string title;        // shown above the graph; "" for none
   bool grad_norms = true;   // label nodes and leaves with gradient norms where they are known
   bool left_to_right = false;  // rankdir=LR instead of top to bottom
+  const NodeGradNorms* node_grad_norms = nullptr;  // op nodes' norms (with grad_norms); the graph must still be alive
 };
 
 struct GraphStats {

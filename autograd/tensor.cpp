@@ -314,7 +314,28 @@ Tensor Tensor::to(DType to_dtype) const {
   return out;
 }
 
+// In grad mode an in-place write must not silently make a recorded history wrong, nor drop the
+// gradient of its source (engine.h); under NoGradGuard it is the caller's intent.
+static void check_in_place(const Tensor& dst, const Tensor* src, const char* op) {
+  if (!GradMode::enabled()) return;
+  if (dst.requires_grad()) {
+    const std::string what = describe(dst) + (dst.name().empty() ? "" : " '" + dst.name() + "'");
+    if (dst.is_leaf())
+      throw std::runtime_error(std::string(op) + ": a leaf tensor that requires grad (" + what +
+                               ") is being used in an in-place operation; do it under NoGradGuard");
+    throw std::runtime_error(std::string(op) + ": in-place write to " + what + ", the output of '" + dst.grad_fn()->op +
+                             "', which requires grad: attograd does not record in-place ops, so its history would be "
+                             "wrong; use an out-of-place op, or write under NoGradGuard");
+  }
+  if (src && src->requires_grad())
+    throw std::runtime_error(std::string(op) + ": the source " + describe(*src) +
+                             " requires grad, but in-place ops are not recorded, so its gradient would be lost; "
+                             "use clone(), or copy under NoGradGuard");
+}
+
 void Tensor::fill_(double value) {
+  check_in_place(*this, nullptr, "fill_");
+  bump_version();
   Tensor self = *this;
   AG_DISPATCH_ALL(dtype(), "fill_", [&] {
     const scalar_t v = static_cast<scalar_t>(value);
@@ -330,7 +351,9 @@ void Tensor::fill_(double value) {
 void Tensor::copy_(const Tensor& src) {
   if (src.shape() != shape())
     throw std::invalid_argument("Tensor::copy_: shape mismatch, destination " + describe(*this) + ", source " + describe(src));
+  check_in_place(*this, &src, "copy_");
   Tensor c = copy_to_contiguous(src, dtype());
+  bump_version();
   if (numel() == 0) return;
   if (is_contiguous()) {
     std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
@@ -380,9 +403,44 @@ void Tensor::set_grad(const Tensor& g) {
 
 Tensor Tensor::detach() const { return make_view(*this, shape(), strides(), impl().offset); }
 
-void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
-  run_backward(*this, grad_output, retain_graph);
+void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
+  run_backward(*this, grad_output, retain_graph, create_graph);
 }
+
+template <class F> static HookHandle add_hook(std::shared_ptr<HookList<F>>& list, F fn) {
+  if (!fn) throw std::invalid_argument("register_hook: empty function");
+  if (!list) list = std::make_shared<HookList<F>>();
+  const uint64_t id = list->next_id++;
+  list->entries.emplace_back(id, std::move(fn));
+  return HookHandle([weak = std::weak_ptr<HookList<F>>(list), id] {
+    if (auto l = weak.lock())
+      std::erase_if(l->entries, [id](const auto& e) { return e.first == id; });
+  });
+}
+
+HookHandle Tensor::register_hook(GradHook fn) const {
+  if (!requires_grad())
+    throw std::invalid_argument("register_hook: cannot register a hook on a tensor that does not require grad (" +
+                                describe(*this) + ")");
+  if (is_leaf()) return add_hook(impl().hooks, std::move(fn));
+  return add_hook(grad_fn()->hooks, std::move(fn));
+}
+
+HookHandle Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook fn) const {
+  if (!requires_grad() || !is_leaf())
+    throw std::invalid_argument("register_post_accumulate_grad_hook: only leaf tensors that require grad accumulate a "
+                                "gradient, got " + describe(*this) + (is_leaf() ? "" : ", the output of '" + grad_fn()->op + "'"));
+  return add_hook(impl().post_accumulate_hooks, std::move(fn));
+}
+
+void Tensor::retain_grad() const {
+  if (!requires_grad())
+    throw std::invalid_argument("retain_grad: the tensor " + describe(*this) + " does not require grad");
+  if (is_leaf()) return;  // a leaf keeps its gradient anyway
+  grad_fn()->retained = impl_;
+}
+
+bool Tensor::retains_grad() const { return !is_leaf() && !grad_fn()->retained.expired(); }
 
 // ---- printing ------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // share storage. Layout is row-major; strides are in elements.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -37,9 +38,37 @@ struct Storage {
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t nbytes = 0;
+  // Bumped by every in-place write through the public API (fill_, copy_, bump_version()); a
+  // backward function's saved tensors compare it with the version they saw (engine.h).
+  uint64_t version = 0;
 };
 
 struct Node;
+class Tensor;
+
+// Hooks (engine.h explains when they run). A GradHook returns a replacement gradient, or an
+// undefined Tensor to keep the one it was given.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
+template <class F> struct HookList {
+  std::vector<std::pair<uint64_t, F>> entries;
+  uint64_t next_id = 0;
+};
+
+// Returned by register_hook(): remove() unregisters the hook (idempotent; harmless once the
+// tensor is gone).
+class HookHandle {
+ public:
+  HookHandle() = default;
+  explicit HookHandle(std::function<void()> remover) : remover_(std::move(remover)) {}
+  void remove() {
+    if (remover_) remover_();
+    remover_ = nullptr;
+  }
+
+ private:
+  std::function<void()> remover_;
+};
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -52,6 +81,9 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
   std::shared_ptr<Node> grad_fn;     // the op that made this tensor (null for leaves)
   std::string name;                  // optional label, e.g. a parameter's dotted name
+  // Leaves only (an intermediate's hooks live on its grad_fn node).
+  std::shared_ptr<HookList<GradHook>> hooks;
+  std::shared_ptr<HookList<PostAccumulateGradHook>> post_accumulate_hooks;
 };
 
 class Tensor {
@@ -102,9 +134,14 @@ class Tensor {
   Tensor contiguous() const;  // this tensor if already contiguous, else a copy (differentiable)
   Tensor clone() const;       // always a fresh contiguous copy (differentiable)
   Tensor to(DType dtype) const;  // conversion (differentiable between float dtypes)
-  // In-place helpers used by optimizers and initialisers; never recorded in the graph.
+  // In-place writes, used by optimizers and initialisers; never recorded in the graph. Each
+  // bumps the storage's version. In grad mode they throw when this tensor requires grad (or,
+  // for copy_, when src does): use them under NoGradGuard.
   void fill_(double value);
   void copy_(const Tensor& src);  // same shape; converts dtype; the destination may be a strided view
+  // The version of this tensor's storage, and a bump for code that writes through data<T>().
+  uint64_t version() const { return impl().storage->version; }
+  void bump_version() const { ++impl().storage->version; }
 
   // ---- autograd -----------------------------------------------------------------------------
   bool requires_grad() const { return impl().requires_grad; }
@@ -115,8 +152,17 @@ class Tensor {
   void set_grad(const Tensor& g);
   Tensor detach() const;  // shares storage, no history
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
-  // Backpropagates from this tensor. With no argument it must hold one element (gradient 1).
-  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
+  // Backpropagates from this tensor into the leaves' .grad. With no argument it must hold one
+  // element (gradient 1). create_graph records the backward pass itself, so .grad can be
+  // differentiated again (it implies retain_graph). See autograd/engine.h.
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  // fn(grad) sees this tensor's gradient in each backward pass and may return a replacement.
+  HookHandle register_hook(GradHook fn) const;
+  // Leaves only: fn(*this) runs once this backward pass has accumulated into .grad.
+  HookHandle register_post_accumulate_grad_hook(PostAccumulateGradHook fn) const;
+  // An intermediate tensor keeps its gradient in .grad() (no-op on a leaf).
+  void retain_grad() const;
+  bool retains_grad() const;
 
   // ---- printing -------------------------------------------------------------------------------
   std::string to_string(int precision = 4) const;

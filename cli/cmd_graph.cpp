@@ -1,10 +1,11 @@
 // `attograd graph (--model | --attention) --out FILE.dot|.svg|.png [options]`: records the
-// autograd graph of one forward pass, runs a backward through it with retain_graph so that
-// each node keeps the norm of its gradient, and writes it as Graphviz DOT (autograd/graph_export.h).
+// autograd graph of one forward pass, runs a backward through it with retain_graph while a
+// NodeGradNorms recorder notes the norm of each node's gradient, and writes it as Graphviz DOT (autograd/graph_export.h).
 // For .svg and .png it also runs Graphviz's dot, when installed, next to a .dot file.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "autograd/graph_export.h"
 #include "autograd/ops.h"
@@ -93,10 +94,14 @@ int cmd_graph(int argc, char** argv) {
     root = model->loss(x, y);
   }
   const bool backward = !r.count("no-backward");
-  if (backward) root.backward(Tensor(), /*retain_graph=*/true);
+  std::optional<NodeGradNorms> norms;
+  if (backward) {
+    norms.emplace();
+    root.backward(Tensor(), /*retain_graph=*/true);
+  }
 
   GraphStats stats;
-  const std::string dot = to_dot(root, DotOptions{title, backward, false}, &stats);
+  const std::string dot = to_dot(root, DotOptions{title, backward, false, norms ? &*norms : nullptr}, &stats);
   fs::path dot_path = out;
   dot_path.replace_extension(".dot");
   {

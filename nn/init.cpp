@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 
 namespace ag::nn::init {
@@ -10,6 +11,7 @@ namespace {
 template <class F>
 void fill_with(Tensor& t, const char* op, F draw) {
   if (!t.is_contiguous()) throw std::invalid_argument(std::string(op) + ": needs a contiguous tensor, got " + describe(t));
+  t.bump_version();  // an in-place write: saved tensors that saw the old values must notice
   AG_DISPATCH_FLOAT(t.dtype(), op, [&] {
     scalar_t* p = t.data<scalar_t>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<scalar_t>(draw());
@@ -23,8 +25,15 @@ void uniform_(Tensor& t, double lo, double hi, Generator& gen) {
 void normal_(Tensor& t, double mean, double std, Generator& gen) {
   fill_with(t, "normal_", [&] { return mean + std * gen.normal(); });
 }
-void zeros_(Tensor& t) { t.fill_(0.0); }
-void ones_(Tensor& t) { t.fill_(1.0); }
+// Initialisers write parameters that already require grad: like torch.nn.init, not recorded.
+void zeros_(Tensor& t) {
+  NoGradGuard no_grad;
+  t.fill_(0.0);
+}
+void ones_(Tensor& t) {
+  NoGradGuard no_grad;
+  t.fill_(1.0);
+}
 
 std::pair<int64_t, int64_t> fans(const Tensor& t) {
   if (t.dim() != 2) throw std::invalid_argument("init: fan in/out needs a 2-d weight, got " + describe(t));

@@ -49,9 +49,10 @@ TEST(GraphExport, SmallGraphHasShapesNamesAndDataDirectionEdges) {
   Tensor y = sum(tanh(matmul(x, W)));  // ops in topological order: sum, tanh, matmul
   const std::string before = to_dot(y);
   EXPECT_EQ(before.find("|grad|"), std::string::npos) << "no backward yet, so no gradient norms";
+  NodeGradNorms norms;
   y.backward(Tensor(), /*retain_graph=*/true);
   GraphStats stats;
-  const std::string dot = to_dot(y, {}, &stats);
+  const std::string dot = to_dot(y, {"", true, false, &norms}, &stats);
   EXPECT_EQ(stats.op_nodes, 3u);
   EXPECT_EQ(stats.leaf_nodes, 2u);
   EXPECT_EQ(stats.edges, 4u);
@@ -75,10 +76,11 @@ TEST(GraphExport, DotNodeCountEqualsTheRecordedGraphOfMultiheadAttention) {
   nn::name_parameters(mha);
   Tensor x = Tensor::randn({2, 5, 8}, DType::Float32, gen).requires_grad_().set_name("x");
   Tensor loss = sum(mha.forward(x, x, x, Tensor(), false, Tensor(), true, /*is_causal=*/true).output);
+  NodeGradNorms norms;
   loss.backward(Tensor(), /*retain_graph=*/true);
   const Counted c = count_graph(loss);
   GraphStats stats;
-  const std::string dot = to_dot(loss, {"MHA", true, false}, &stats);
+  const std::string dot = to_dot(loss, {"MHA", true, false, &norms}, &stats);
   EXPECT_EQ(dot_nodes(dot), c.ops + c.leaves);
   EXPECT_EQ(stats.nodes(), c.ops + c.leaves);
   EXPECT_EQ(dot_edges(dot), c.edges);

@@ -1,6 +1,7 @@
 // attention_probs: P = softmax(scale · Q·Kᵀ + mask), fused into one node.
 // Forward and backward each run one GEMM per batch entry plus a row loop; the (B, L, S)
-// score matrix is never stored, only the probabilities P.
+// score matrix is never stored, only the probabilities P. A float mask that requires grad (a
+// learned bias) gets dScores as its gradient; create_graph uses the same formulas with ops.
 #include <cmath>
 #include <limits>
 
@@ -65,45 +66,61 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
       }
     });
   });
-  if (should_record({&q, &k})) {
-    const bool gq = q.requires_grad(), gk = k.requires_grad();
-    record(P, "attention_probs", {q, k},
-           [Q = Q.detach(), K = K.detach(), P = P.detach(), scale, gq, gk, B, L, S, D, batch_grain](const Tensor& g) {
+  if (should_record({&q, &k, &mask})) {
+    const bool gq = q.requires_grad(), gk = k.requires_grad(), gm = mask.defined() && mask.requires_grad();
+    // Q, K are q, k themselves when contiguous (the usual case), else dense copies for the kernels.
+    record(P, "attention_probs", {q, k, mask},
+           [sQ = gk ? SavedTensor::save(Q) : SavedTensor(), sK = gq ? SavedTensor::save(K) : SavedTensor(),
+            sq = gk ? SavedTensor::save(q) : SavedTensor(), sk = gq ? SavedTensor::save(k) : SavedTensor(),
+            sP = SavedTensor::save_output(P), scale, gq, gk, gm, mask_batched, B, L, S, D,
+            batch_grain](const Tensor& g) {
              // P = softmax(scale·Q·Kᵀ + mask)  =>
              //   dScores = P ⊙ (dP − Σ_j dP_j P_j)   (row-wise softmax backward; masked entries have P = 0)
-             //   dQ = scale · dScores @ K,  dK = scale · dScoresᵀ @ Q
+             //   dQ = scale · dScores @ K,  dK = scale · dScoresᵀ @ Q,  dmask = dScores (summed over B for a 2-d mask)
+             const Tensor P = sP.unpack();
+             Tensor dq, dk, dmask;
+             if (GradMode::enabled()) {  // the same with ops, recorded
+               const Tensor ds = mul(P, sub(g, sum(mul(g, P), {-1}, /*keepdim=*/true)));  // (B, L, S)
+               if (gq) dq = mul(matmul(ds, sk.unpack()), scale);
+               if (gk) dk = mul(matmul(transpose(ds, 1, 2), sq.unpack()), scale);
+               if (gm) dmask = mask_batched ? ds : sum(ds, {0});
+               return Grads{dq, dk, dmask};
+             }
+             const Tensor Q = gk ? sQ.unpack() : Tensor(), K = gq ? sK.unpack() : Tensor();
              const Tensor G = kernels::dense(g);
-             Tensor dq = gq ? Tensor::empty(Q.shape(), Q.dtype()) : Tensor();
-             Tensor dk = gk ? Tensor::empty(K.shape(), K.dtype()) : Tensor();
-             AG_DISPATCH_FLOAT(Q.dtype(), "attention_probs_backward", [&] {
+             dq = gq ? Tensor::empty({B, L, D}, P.dtype()) : Tensor();
+             dk = gk ? Tensor::empty({B, S, D}, P.dtype()) : Tensor();
+             Tensor ds_all = gm ? Tensor::empty({B, L, S}, P.dtype()) : Tensor();  // (B, L, S), only for the mask
+             AG_DISPATCH_FLOAT(P.dtype(), "attention_probs_backward", [&] {
                const scalar_t sc = static_cast<scalar_t>(scale);
                parallel::parallel_for(B, batch_grain, [&](int64_t b0, int64_t b1) {
-                 std::vector<scalar_t> ds(static_cast<size_t>(L * S));  // (L, S) for one batch entry
+                 std::vector<scalar_t> ds_local(gm ? 0 : static_cast<size_t>(L * S));  // (L, S) for one batch entry
                  for (int64_t b = b0; b < b1; ++b) {
+                   scalar_t* ds = gm ? ds_all.data<scalar_t>() + b * L * S : ds_local.data();
                    const scalar_t* Pb = P.data<scalar_t>() + b * L * S;
                    const scalar_t* Gb = G.data<scalar_t>() + b * L * S;
-                   for (int64_t i = 0; i < L; ++i)
-                     kernels::softmax_row_backward(Pb + i * S, Gb + i * S, ds.data() + i * S, S);
+                   for (int64_t i = 0; i < L; ++i) kernels::softmax_row_backward(Pb + i * S, Gb + i * S, ds + i * S, S);
                    if (gq) {
                      scalar_t* dqb = dq.data<scalar_t>() + b * L * D;
                      if (S > 0 && D > 0)
-                       kernels::gemm(false, false, L, D, S, sc, ds.data(), S, K.data<scalar_t>() + b * S * D, D,
-                                     scalar_t(0), dqb, D);
+                       kernels::gemm(false, false, L, D, S, sc, ds, S, K.data<scalar_t>() + b * S * D, D, scalar_t(0),
+                                     dqb, D);
                      else
                        std::fill(dqb, dqb + L * D, scalar_t(0));
                    }
                    if (gk) {
                      scalar_t* dkb = dk.data<scalar_t>() + b * S * D;
                      if (L > 0 && D > 0)
-                       kernels::gemm(true, false, S, D, L, sc, ds.data(), S, Q.data<scalar_t>() + b * L * D, D,
-                                     scalar_t(0), dkb, D);
+                       kernels::gemm(true, false, S, D, L, sc, ds, S, Q.data<scalar_t>() + b * L * D, D, scalar_t(0),
+                                     dkb, D);
                      else
                        std::fill(dkb, dkb + S * D, scalar_t(0));
                    }
                  }
                });
              });
-             return Grads{dq, dk};
+             if (gm) dmask = mask_batched ? ds_all : sum(ds_all, {0});
+             return Grads{dq, dk, dmask};
            });
   }
   return P;

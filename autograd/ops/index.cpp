@@ -38,6 +38,27 @@ void scatter_add_rows(const T* g, const int64_t* idx, int64_t n_idx, int64_t out
     }
 }
 
+// The backward of a selection as an op of its own, so that it can be recorded (create_graph):
+// da (a_shape, viewed as (outer, n, inner)) = zeros with g's rows scatter-added at the 1-d
+// index I along the middle dim. Its own backward
+// selects the rows again.
+Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape, int64_t outer, int64_t n,
+                         int64_t inner, int64_t n_idx) {
+  Tensor da = Tensor::zeros(a_shape, g.dtype());
+  const Tensor G = kernels::dense(g);
+  AG_DISPATCH_FLOAT(g.dtype(), "index_select_backward", [&] {
+    scatter_add_rows(G.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, da.data<scalar_t>());
+  });
+  if (should_record({&g})) {
+    record(da, "index_select_backward", {g}, [I, g_shape = g.shape(), outer, inner](const Tensor& gg) {
+      // da[..., index[i], ...] += g[..., i, ...]  =>  dg[..., i, ...] = gg[..., index[i], ...]
+      Tensor sel = index_select(reshape(gg, {outer, gg.numel() / std::max<int64_t>(outer * inner, 1), inner}), 1, I);
+      return Grads{reshape(sel, g_shape)};
+    });
+  }
+  return da;
+}
+
 // index_select and embedding share this: select n_idx entries along dim d of a.
 Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape& out_shape, const char* op) {
   kernels::check_float(a, op);
@@ -52,14 +73,9 @@ Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape
     gather_rows(A.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, out.data<scalar_t>());
   });
   if (should_record({&a})) {
-    record(out, op, {a}, [I = I.detach(), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
+    record(out, op, {a}, [I = make_view(I, {n_idx}, {1}, I.impl().offset), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
       // out = a[..., index, ...]  =>  da[..., index[i], ...] += g[..., i, ...]
-      Tensor da = Tensor::zeros(a_shape, g.dtype());
-      const Tensor G = kernels::dense(g);
-      AG_DISPATCH_FLOAT(g.dtype(), "index_select_backward", [&] {
-        scatter_add_rows(G.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, da.data<scalar_t>());
-      });
-      return Grads{da};
+      return Grads{scatter_add_along(g, I, a_shape, outer, n, inner, n_idx)};
     });
   }
   return out;
@@ -105,6 +121,7 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
   if (should_record({&a})) {
     record(out, "masked_fill", {a}, [m](const Tensor& g) {
       // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true
+      if (GradMode::enabled()) return Grads{masked_fill(g, m, 0.0)};
       const Tensor G = kernels::dense(g);
       Tensor da = Tensor::empty(g.shape(), g.dtype());
       const bool* pm = m.data<bool>();

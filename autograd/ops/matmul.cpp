@@ -99,11 +99,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, "matmul", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+    record(out, "matmul", {a, b}, [sa = gb ? SavedTensor::save(a) : SavedTensor(), sb = ga ? SavedTensor::save(b) : SavedTensor(),
+                                   sha = a.shape(), shb = b.shape(), ga, gb](const Tensor& g) {
       // out = a @ b  =>  da = g @ bᵀ, db = aᵀ @ g  (summed over broadcast batch dims)
       Tensor da, db;
-      if (ga) da = sum_to(matmul(g, transpose(b, -1, -2)), a.shape());
-      if (gb) db = sum_to(matmul(transpose(a, -1, -2), g), b.shape());
+      if (ga) da = sum_to(matmul(g, transpose(sb.unpack(), -1, -2)), sha);
+      if (gb) db = sum_to(matmul(transpose(sa.unpack(), -1, -2), g), shb);
       return Grads{da, db};
     });
   }
@@ -149,11 +150,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
-    record(out, "linear", {x, weight, bias}, [X = X.detach(), W = W.detach(), gx, gw, gb, rows, in_f, out_f,
-                                              x_shape = x.shape()](const Tensor& g) {
+    // X and W are x and weight themselves when contiguous (the usual case), else dense copies.
+    record(out, "linear", {x, weight, bias}, [sx = gw ? SavedTensor::save(x) : SavedTensor(),
+                                              sw = gx ? SavedTensor::save(weight) : SavedTensor(),
+                                              sX = gw ? SavedTensor::save(X) : SavedTensor(),
+                                              sW = gx ? SavedTensor::save(W) : SavedTensor(), gx, gw, gb, rows, in_f,
+                                              out_f, x_shape = x.shape()](const Tensor& g) {
       // y = x·Wᵀ + b  =>  dx = g·W,  dW = gᵀ·x,  db = Σ_rows g
-      const Tensor G = reshape(kernels::dense(g), {rows, out_f});  // (rows, out)
       Tensor dx, dw, db;
+      if (GradMode::enabled()) {  // the same with ops on the graph-connected x and weight
+        const Tensor G = reshape(g, {rows, out_f});
+        if (gx) dx = reshape(matmul(G, sw.unpack()), x_shape);
+        if (gw) dw = matmul(transpose(G, 0, 1), reshape(sx.unpack(), {rows, in_f}));
+        if (gb) db = sum(G, {0});
+        return Grads{dx, dw, db};
+      }
+      const Tensor G = reshape(kernels::dense(g), {rows, out_f});  // (rows, out)
+      const Tensor X = gw ? sX.unpack() : Tensor(), W = gx ? sW.unpack() : Tensor();
       if (gx) dx = reshape(matmul(G, W), x_shape);                                    // (rows, in)
       if (gw) dw = matmul(transpose(G, 0, 1), reshape(X, {rows, in_f}));             // (out, in)
       if (gb) db = sum(G, {0});                                                      // (out)

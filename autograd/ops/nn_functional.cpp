@@ -1,5 +1,7 @@
 // Fused, numerically stable ops: softmax, log_softmax, cross_entropy, layer_norm, dropout.
-// Each is one node with a hand-written backward, so no intermediate is stored twice.
+// Each is one node with a hand-written backward, so no intermediate is stored twice. When the
+// backward pass is recorded (create_graph, GradMode on), each backward instead computes the
+// same formula with differentiable ops (engine.h).
 #include <cmath>
 #include <limits>
 
@@ -35,8 +37,10 @@ Tensor softmax(const Tensor& a, int64_t dim) {
                            });
   });
   if (should_record({&a})) {
-    record(y, "softmax", {a}, [y = y.detach(), rows, C](const Tensor& g) {
+    record(y, "softmax", {a}, [sy = SavedTensor::save_output(y), rows, C](const Tensor& g) {
       // y = softmax(x)  =>  dx = y ⊙ (g − Σ_j g_j y_j)
+      const Tensor y = sy.unpack();
+      if (GradMode::enabled()) return Grads{mul(y, sub(g, sum(mul(g, y), {-1}, /*keepdim=*/true)))};
       const Tensor G = kernels::dense(g);
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       AG_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
@@ -71,8 +75,10 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
     }
   });
   if (should_record({&a})) {
-    record(y, "log_softmax", {a}, [y = y.detach(), rows, C](const Tensor& g) {
+    record(y, "log_softmax", {a}, [sy = SavedTensor::save_output(y), rows, C](const Tensor& g) {
       // y = log_softmax(x)  =>  dx = g − exp(y) · Σ_j g_j
+      const Tensor y = sy.unpack();
+      if (GradMode::enabled()) return Grads{sub(g, mul(exp(y), sum(g, {-1}, /*keepdim=*/true)))};
       const Tensor G = kernels::dense(g);
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       AG_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
@@ -135,10 +141,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<
   });
   Tensor loss = Tensor::scalar(total / static_cast<double>(n_valid), logits.dtype());
   if (should_record({&logits})) {
-    record(loss, "cross_entropy", {logits}, [probs, T = T.detach(), ignore_index, N, C, n_valid](const Tensor& g) {
+    record(loss, "cross_entropy", {logits}, [probs, sx = SavedTensor::save(logits), T = T.detach(), ignore_index, N, C,
+                                             n_valid](const Tensor& g) {
       // loss = mean_i −log p_i[t_i]  =>  dlogits_i = g · (p_i − onehot(t_i)) / n_valid, 0 for ignored rows
-      Tensor dx = Tensor::empty({N, C}, probs.dtype());
       const int64_t* pt = T.data<int64_t>();
+      if (GradMode::enabled()) {  // p recomputed with ops from the graph-connected logits
+        const Tensor x = sx.unpack();
+        Tensor onehot = Tensor::zeros({N, C}, x.dtype()), keep = Tensor::zeros({N, 1}, x.dtype());  // constants
+        AG_DISPATCH_FLOAT(x.dtype(), "cross_entropy_backward", [&] {
+          for (int64_t i = 0; i < N; ++i) {
+            if (ignore_index && pt[i] == *ignore_index) continue;
+            onehot.data<scalar_t>()[i * C + pt[i]] = 1;
+            keep.data<scalar_t>()[i] = 1;
+          }
+        });
+        return Grads{mul(mul(sub(softmax(x), onehot), keep), mul(g, 1.0 / static_cast<double>(n_valid)))};
+      }
+      Tensor dx = Tensor::empty({N, C}, probs.dtype());
       const double scale = g.item() / static_cast<double>(n_valid);
       AG_DISPATCH_FLOAT(probs.dtype(), "cross_entropy_backward", [&] {
         const scalar_t* pp = probs.data<scalar_t>();
@@ -208,10 +227,29 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
     record(y, "layer_norm", {x, weight, bias},
-           [X = X.detach(), W = W.defined() ? W.detach() : Tensor(), mean, rstd, rows, C, gx, gw, gb](const Tensor& g) {
+           [sX = SavedTensor::save(X), sW = SavedTensor::save(W), sx = SavedTensor::save(x),
+            sw = SavedTensor::save(weight), mean, rstd, rows, C, gx, gw, gb, eps](const Tensor& g) {
              // y = w ⊙ x̂ + b, x̂ = (x − μ)·rstd  =>
              //   db = Σ_rows g,  dw = Σ_rows g ⊙ x̂,
              //   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)), dx̂ = g ⊙ w
+             if (GradMode::enabled()) {  // the same with ops, x̂ recomputed from the graph-connected x
+               const Tensor x = sx.unpack(), w = sw.unpack();
+               const Tensor xc = sub(x, ag::mean(x, {-1}, true));
+               const Tensor rs = pow(add(ag::mean(mul(xc, xc), {-1}, true), eps), -0.5);
+               const Tensor xhat = mul(xc, rs);
+               const Tensor dxhat = w.defined() ? mul(g, w) : g;
+               std::vector<int64_t> lead(static_cast<size_t>(x.dim() - 1));
+               for (size_t i = 0; i < lead.size(); ++i) lead[i] = static_cast<int64_t>(i);
+               auto sum_rows = [&](const Tensor& t) { return lead.empty() ? t : sum(t, lead); };
+               Tensor dx, dw, db;
+               if (gx)
+                 dx = mul(rs, sub(sub(dxhat, ag::mean(dxhat, {-1}, true)),
+                                  mul(xhat, ag::mean(mul(dxhat, xhat), {-1}, true))));
+               if (gw) dw = sum_rows(mul(g, xhat));
+               if (gb) db = sum_rows(g);
+               return Grads{dx, dw, db};
+             }
+             const Tensor X = sX.unpack(), W = sW.unpack();
              const Tensor G = kernels::dense(g);
              Tensor dx = gx ? Tensor::empty(X.shape(), X.dtype()) : Tensor();
              Tensor dw = gw ? Tensor::zeros({C}, X.dtype()) : Tensor();

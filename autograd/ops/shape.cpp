@@ -106,6 +106,16 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
     record(out, "narrow", {a}, [in_shape = a.shape(), d, start, length](const Tensor& g) {
       // out = a[start : start+length] along d  =>  da is g placed there, zeros elsewhere
       if (length == in_shape[d]) return Grads{g};
+      if (GradMode::enabled()) {  // recorded: zeros | g | zeros along d
+        std::vector<Tensor> parts;
+        Shape before = in_shape, after = in_shape;
+        before[d] = start;
+        after[d] = in_shape[d] - start - length;
+        if (start > 0) parts.push_back(Tensor::zeros(before, g.dtype()));
+        parts.push_back(g);
+        if (after[d] > 0) parts.push_back(Tensor::zeros(after, g.dtype()));
+        return Grads{concat(parts, d)};
+      }
       Tensor da = Tensor::zeros(in_shape, g.dtype());
       make_view(da, g.shape(), da.strides(), start * da.strides()[d]).copy_(g);
       return Grads{da};
