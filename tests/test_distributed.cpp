@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "autograd/ops.h"
 #include "train/distributed.h"
 
 namespace ag::train {
@@ -86,6 +87,21 @@ TEST(ReducerProtocol, AParameterWithoutGradientContributesZeros) {
   EXPECT_EQ(ps[0].grad().to_double_vector(), (std::vector<double>{1, 2, 3}));  // one rank: unchanged
 }
 
+TEST(ReducerHooks, BucketsStartDuringBackwardAndOnlyBetweenPrepareAndFinish) {
+  auto ps = make_params({4, 4, 4});
+  Reducer r(Comm::single(), ps, 16, 16);  // one parameter per bucket
+  r.attach_hooks();
+  const Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {4});
+  auto loss = [&] { return sum(mul(ps[0], x)) + sum(mul(ps[1], x)) + sum(mul(mul(ps[2], ps[2]), x)); };
+  loss().backward();  // a backward that does not communicate (no prepare): hooks do nothing
+  r.prepare();
+  loss().backward();  // accumulates onto the first: .grad = 2·dloss
+  EXPECT_EQ(r.last_launched_early(), 0);
+  r.finish();
+  EXPECT_EQ(r.last_launched_early(), 3);  // every bucket was started by a hook, none by finish()
+  EXPECT_EQ(ps[1].grad().to_double_vector(), (std::vector<double>{2, 4, 6, 8}));
+}
+
 // ---- on the world communicator: one process under ctest, N ranks under mpirun -------------
 
 TEST(Distributed, ReducerAveragesGradientsOverRanks) {
@@ -110,6 +126,22 @@ TEST(Distributed, ReducerAveragesGradientsOverRanks) {
       }
     }
   }
+}
+
+TEST(Distributed, HooksAverageTheGradientsOfARealBackward) {
+  Comm& c = Comm::world();
+  std::vector<Tensor> ps = {Tensor::from_vector(std::vector<float>{1, -2, 3}, {3}).requires_grad_(),
+                            Tensor::from_vector(std::vector<float>{0.5f, 4}, {2}).requires_grad_()};
+  Reducer r(c, ps, 8, 8);
+  r.attach_hooks();
+  const double xr = c.rank() + 1;  // this rank's data
+  r.prepare();
+  (sum(ps[0] * xr) + sum(mul(ps[1], ps[1]) * xr)).backward();  // d/da = x, d/db = 2·b·x
+  r.finish();
+  EXPECT_EQ(r.last_launched_early(), 2);
+  const double mean_x = (c.size() + 1) / 2.0;
+  EXPECT_EQ(ps[0].grad().to_double_vector(), (std::vector<double>{mean_x, mean_x, mean_x}));
+  EXPECT_EQ(ps[1].grad().to_double_vector(), (std::vector<double>{mean_x, 8 * mean_x}));
 }
 
 TEST(Distributed, BroadcastCopiesRootsValuesToEveryRank) {

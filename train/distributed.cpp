@@ -328,6 +328,18 @@ Reducer::Reducer(Comm& comm, std::vector<Tensor> params, int64_t first_bucket_by
   ready_.assign(n, 0);
 }
 
+Reducer::~Reducer() {
+  for (HookHandle& h : hooks_) h.remove();
+}
+
+void Reducer::attach_hooks() {
+  if (!hooks_.empty()) return;
+  for (size_t k = 0; k < params_.size(); ++k)
+    hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](const Tensor&) {
+      if (active_) mark_ready(k);
+    }));
+}
+
 void Reducer::prepare() {
   if (active_) throw std::logic_error("Reducer::prepare: the previous step was never finished");
   for (size_t b = 0; b < bucket_params_.size(); ++b) pending_[b] = static_cast<int>(bucket_params_[b].size());

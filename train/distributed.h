@@ -85,7 +85,8 @@ int run_or_abort_job(const char* command, const std::function<int()>& fn);
 // bucket, as they become final during backward.
 //
 //   reducer.prepare();                 // before the backward that communicates
-//   ... backward: reducer.mark_ready(i) once each parameter's gradient is final ...
+//   ... backward: reducer.mark_ready(i) once each parameter's gradient is final (attach_hooks()
+//       makes the engine's post-accumulate-grad hooks do it) ...
 //   reducer.finish();                  // launches what is left, waits, .grad = mean over ranks
 //
 // Buckets are filled from the last registered parameter to the first (backward produces the
@@ -100,6 +101,14 @@ class Reducer {
 
   Reducer(Comm& comm, std::vector<Tensor> params, int64_t first_bucket_bytes = kFirstBucketBytes,
           int64_t bucket_bytes = kBucketBytes);
+  ~Reducer();  // removes the hooks
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Registers a post-accumulate-grad hook on every parameter that calls mark_ready(i) during
+  // a backward between prepare() and finish() (and does nothing in other backward passes,
+  // such as the micro-batches of gradient accumulation that do not communicate).
+  void attach_hooks();
 
   void prepare();
   void mark_ready(size_t param_index);
@@ -137,6 +146,7 @@ class Reducer {
   int64_t total_elems_ = 0;
   double last_wait_s_ = 0;
   int64_t launched_early_ = 0;
+  std::vector<HookHandle> hooks_;
 };
 
 }  // namespace ag::train

@@ -138,6 +138,7 @@ class Run {
       std::vector<Tensor> params;
       for (const auto& [name, p] : opt_.params()) params.push_back(p);
       reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+      reducer_->attach_hooks();  // buckets start reducing during backward
       decorrelate_dropout();
     }
   }
