@@ -122,10 +122,19 @@ Comm& Comm::world() {
     const Impl::Peer me = c.impl_->peers[0];
     c.impl_->peers.assign(static_cast<size_t>(c.size_), Impl::Peer{});
     MPI_Allgather(&me, sizeof me, MPI_BYTE, c.impl_->peers.data(), sizeof me, MPI_BYTE, c.impl_->comm);
+    MPI_Comm node;
+    MPI_Comm_split_type(c.impl_->comm, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &c.local_size_);
+    MPI_Comm_free(&node);
     return c;
 #endif
   }();
   return w;
+}
+
+int Comm::threads_per_rank() const {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, static_cast<int>(cores) / local_size_);
 }
 
 std::string Comm::describe(int r) const {
@@ -348,6 +357,7 @@ void Reducer::prepare() {
   next_launch_ = 0;
   launched_early_ = 0;
   active_ = true;
+  if (comm_.distributed()) progress_.emplace([this](const Node&, const Tensor&) { comm_.progress(); });
 }
 
 void Reducer::mark_ready(size_t k) {
@@ -388,6 +398,7 @@ void Reducer::launch(size_t b) {
 void Reducer::finish() {
   if (!active_) throw std::logic_error("Reducer::finish: called without prepare()");
   launched_early_ = static_cast<int64_t>(next_launch_);
+  progress_.reset();
   // Without gradient-ready hooks (or for parameters backward never reached) everything is
   // still pending here: mark it now, in bucket order.
   for (size_t b = 0; b < bucket_params_.size(); ++b)

@@ -435,7 +435,8 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   TrainConfig cfg = cfg_in;
   Comm& comm = Comm::world();
   check_config(cfg, comm);
-  if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
+  // 0: all cores for one process; under mpirun, the cores shared among this machine's ranks.
+  if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
@@ -469,7 +470,7 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   if (!data_path.empty()) cfg.data_path = data_path;
   if (grad_accum > 0) cfg.grad_accum = grad_accum;
   check_config(cfg, comm);
-  if (threads > 0) parallel::set_num_threads(threads);
+  if (threads > 0 || comm.distributed()) parallel::set_num_threads(threads > 0 ? threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
   if (!(corpus.tokenizer == st.tokenizer))
