@@ -57,13 +57,13 @@ int cmd_attend(int argc, char** argv) {
   if (ec) throw std::runtime_error(dir.string() + ": cannot create the folder: " + ec.message());
   const std::string st = (dir / "attention.safetensors").string();
   viz::save_attention(st, maps, loaded.tokenizer, loaded.path);
-  const auto& cfg = loaded.model->config();
-  std::cout << "attend: " << loaded.path << " (" << cfg.n_layer << " layers, " << cfg.n_head << " heads) on "
+  const int64_t n_layer = static_cast<int64_t>(maps.layers.size()), n_head = maps.n_head();
+  std::cout << "attend: " << loaded.path << " (" << n_layer << " layers, " << n_head << " heads) on "
             << maps.length() << " characters\n"
-            << "wrote " << st << " (" << (cfg.n_layer > 1 ? "layer0 .. layer" + std::to_string(cfg.n_layer - 1) : "layer0")
-            << ": F32 [" << cfg.n_head << ", " << maps.length() << ", " << maps.length() << "] each)\n";
-  for (int64_t l = 0; l < cfg.n_layer; ++l)
-    for (int64_t h = 0; h < cfg.n_head; ++h) {
+            << "wrote " << st << " (" << (n_layer > 1 ? "layer0 .. layer" + std::to_string(n_layer - 1) : "layer0")
+            << ": F32 [" << n_head << ", " << maps.length() << ", " << maps.length() << "] each)\n";
+  for (int64_t l = 0; l < n_layer; ++l)
+    for (int64_t h = 0; h < n_head; ++h) {
       const auto s = viz::head_stats(maps, l, h);
       char line[160];
       std::snprintf(line, sizeof line, "layer %ld head %ld: mean entropy %.2f bits, mean distance back %.2f characters",

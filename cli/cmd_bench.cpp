@@ -16,7 +16,7 @@
 #include "bench/gemm_floor.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
-#include "models/transformer_lm.h"
+#include "models/registry.h"
 #include "nn/attention.h"
 #include "train/distributed.h"
 #include "train/optimizer.h"
@@ -35,7 +35,7 @@ double peak_rss_mb() {
 
 struct BenchConfig {
   std::string name;
-  models::GPTConfig model;
+  models::ModelConfig model;  // the GPT
   int64_t batch;
 };
 
@@ -43,16 +43,6 @@ BenchConfig config_named(const std::string& name) {
   if (name == "default") return {name, models::GPTConfig{65, 4, 4, 128, 64, 0.0}, 12};
   if (name == "large") return {name, models::GPTConfig{65, 6, 6, 384, 256, 0.0}, 16};
   throw UsageError("--config must be default or large, got '" + name + "'");
-}
-
-// Matmul FLOPs of one forward pass (the backward costs twice that).
-double forward_flops(const models::GPTConfig& c, int64_t B) {
-  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd), BT = static_cast<double>(B) * T;
-  const double per_layer = 2 * BT * E * 3 * E   // q, k, v projections
-                           + 2 * 2 * BT * T * E  // scores and weights·v, all heads
-                           + 2 * BT * E * E      // out_proj
-                           + 2 * 2 * BT * E * 4 * E;  // MLP
-  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
 }
 
 // OpenBLAS sgemm on `threads` of its own threads, n³, in GFLOP/s.
@@ -103,7 +93,8 @@ void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64
     throw UsageError("the " + bc.name + " batch of " + std::to_string(bc.batch) + " does not split into ranks × --grad-accum = " +
                      std::to_string(comm.size() * K));
   Generator gen(1337);
-  models::TransformerLM model(bc.model, DType::Float32, gen);
+  const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+  models::LanguageModel& model = *model_ptr;
   model.train();
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
@@ -214,7 +205,8 @@ int bench_command(int argc, char** argv) {
     if (!train::Comm::world().is_root()) return 0;  // rank 0 reports
   } else if (what == "train" || what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    models::TransformerLM model(bc.model, DType::Float32, gen);
+    const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+    models::LanguageModel& model = *model_ptr;
     const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
     const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
     const double tokens = static_cast<double>(bc.batch * bc.model.block_size);
@@ -232,7 +224,7 @@ int bench_command(int argc, char** argv) {
         opt.step();
       };
       sec = time_steps(step, 3, seconds, max_steps, steps);
-      flops = 3 * forward_flops(bc.model, bc.batch);
+      flops = 3 * model.forward_flops(bc.batch);
       // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
       const auto calls = bench::record_gemms(step);
       const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
@@ -243,7 +235,7 @@ int bench_command(int argc, char** argv) {
       model.eval();
       NoGradGuard no_grad;
       sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
-      flops = forward_flops(bc.model, bc.batch);
+      flops = model.forward_flops(bc.batch);
     }
     // The peak MFU is measured against: the better of OpenBLAS on one core and on all of them
     // (on a machine whose cores share their FMA units, more threads do not add FLOPs).
@@ -254,7 +246,8 @@ int bench_command(int argc, char** argv) {
                 {"peak_rss_mb", peak_rss_mb()}});
   } else if (what == "sample") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    models::TransformerLM model(bc.model, DType::Float32, gen);
+    const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+    models::LanguageModel& model = *model_ptr;
     model.eval();
     const int64_t n = r["tokens"].as<int64_t>();
     models::SampleOptions so{n, 1.0, 0, true};

@@ -34,7 +34,7 @@ int cmd_eval(int argc, char** argv) {
   if (ids.size() < 2) throw std::runtime_error(path + ": needs at least 2 characters to predict one");
 
   NoGradGuard no_grad;
-  const int64_t block = loaded.model->config().block_size;
+  const int64_t block = loaded.model->block_size();
   double total = 0;  // summed over predicted characters
   int64_t count = 0;
   for (const auto& [start, len] : data::eval_windows(static_cast<int64_t>(ids.size()), block)) {

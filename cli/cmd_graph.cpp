@@ -10,6 +10,7 @@
 #include "autograd/graph_export.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
+#include "models/registry.h"
 #include "nn/attention.h"
 #include "train/checkpoint.h"
 #include "viz/graphviz.h"
@@ -52,7 +53,7 @@ int cmd_graph(int argc, char** argv) {
 
   // Build and run the forward pass; every tensor stays alive until the export is written.
   std::shared_ptr<nn::Module> owner;
-  std::unique_ptr<models::TransformerLM> loaded_model;
+  std::unique_ptr<models::LanguageModel> loaded_model;
   Tensor root, input;
   std::string title;
   if (attention) {
@@ -68,20 +69,20 @@ int cmd_graph(int argc, char** argv) {
             "), causal self-attention on x (1, " + std::to_string(len) + ", " + std::to_string(E) + "); root: sum(output)";
   } else {
     std::vector<int64_t> ids;
-    const models::TransformerLM* model = nullptr;
+    const models::LanguageModel* model = nullptr;
     if (r.count("checkpoint")) {
       auto loaded = train::load_model(r["checkpoint"].as<std::string>());
       ids = loaded.tokenizer.encode(std::string_view(r["text"].as<std::string>()), "--text");
       if (ids.size() < 2) throw UsageError("--text needs at least 2 characters (inputs and the next one)");
-      if (static_cast<int64_t>(ids.size()) - 1 > loaded.model->config().block_size)
+      if (static_cast<int64_t>(ids.size()) - 1 > loaded.model->block_size())
         throw UsageError("--text is longer than the model's block_size + 1");
       loaded_model = std::move(loaded.model);
       model = loaded_model.get();
-      title = "TransformerLM from " + loaded.path + " on \"" + r["text"].as<std::string>() + "\"; root: the loss";
+      title = model->model_config().name + " (" + model->summary() + ") from " + loaded.path + " on \"" + r["text"].as<std::string>() + "\"; root: the loss";
     } else {
-      models::GPTConfig cfg;
+      models::ModelConfig cfg;  // the GPT
       cfg.vocab_size = 10, cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 8, cfg.block_size = std::max<int64_t>(len, 8);
-      loaded_model = std::make_unique<models::TransformerLM>(cfg, DType::Float32, gen);
+      loaded_model = models::make_model(cfg, DType::Float32, gen);
       model = loaded_model.get();
       for (int64_t i = 0; i <= len; ++i) ids.push_back(static_cast<int64_t>(gen.next_u64() % 10));
       title = "TransformerLM(1 layer, 2 heads, width 8, vocab 10) on " + std::to_string(len) +

@@ -126,38 +126,26 @@ Tensor TransformerLM::forward_cached(const Tensor& idx, int64_t pos0, std::vecto
   return head(x);
 }
 
-int64_t sample_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen) {
-  const int64_t V = static_cast<int64_t>(logits.size());
-  if (temperature <= 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
-  std::vector<double> l(logits);
-  for (double& v : l) v /= temperature;
-  if (top_k > 0 && top_k < V) {
-    std::vector<double> sorted(l);
-    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
-    const double kth = sorted[top_k - 1];
-    for (double& v : l)
-      if (v < kth) v = -std::numeric_limits<double>::infinity();
-  }
-  const double m = *std::max_element(l.begin(), l.end());
-  double s = 0;
-  for (double& v : l) s += (v = std::exp(v - m));
-  double u = gen.uniform() * s;
-  for (int64_t i = 0; i < V; ++i) {
-    u -= l[i];
-    if (u < 0) return i;
-  }
-  for (int64_t i = V - 1; i >= 0; --i)  // rounding left u ≥ 0: the last token with mass
-    if (l[i] > 0) return i;
-  return V - 1;
+std::string TransformerLM::summary() const {
+  return std::to_string(cfg_.n_layer) + " layers, " + std::to_string(cfg_.n_head) + " heads, " +
+         std::to_string(cfg_.n_embd) + " wide, block " + std::to_string(cfg_.block_size);
+}
+
+// Matmul FLOPs of one forward pass over (batch, block_size) (the backward costs twice that).
+double TransformerLM::forward_flops(int64_t batch) const {
+  const auto& c = cfg_;
+  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd);
+  const double BT = static_cast<double>(batch) * T;
+  const double per_layer = 2 * BT * E * 3 * E       // q, k, v projections
+                           + 2 * 2 * BT * T * E      // scores and weights·v, all heads
+                           + 2 * BT * E * E          // out_proj
+                           + 2 * 2 * BT * E * 4 * E;  // MLP
+  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
 }
 
 std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,
                                              Generator& gen) const {
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt must hold at least one token");
-  for (int64_t t : prompt)
-    if (t < 0 || t >= cfg_.vocab_size)
-      throw std::invalid_argument("generate: token id " + std::to_string(t) + " outside the vocabulary of " +
-                                  std::to_string(cfg_.vocab_size));
+  check_prompt(prompt, cfg_.vocab_size);
   NoGradGuard no_grad;
   const int64_t block = cfg_.block_size, keep = std::max<int64_t>(1, block / 2);
   std::vector<int64_t> seq = prompt;

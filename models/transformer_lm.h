@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "models/gpt_config.h"
+#include "models/language_model.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
@@ -22,16 +24,6 @@
 #include "nn/module_list.h"
 
 namespace ag::models {
-
-struct GPTConfig {
-  int64_t vocab_size = 65;
-  int64_t n_layer = 4;
-  int64_t n_head = 4;
-  int64_t n_embd = 128;
-  int64_t block_size = 64;
-  double dropout = 0.0;
-  void validate() const;  // throws std::invalid_argument naming the bad field
-};
 
 class MLP : public nn::Module {
  public:
@@ -55,31 +47,30 @@ class Block : public nn::Module {
   int64_t block_size;
 };
 
-// Options for generate(). temperature 0 means greedy (argmax).
-struct SampleOptions {
-  int64_t max_new_tokens = 200;
-  double temperature = 1.0;
-  int64_t top_k = 0;     // 0: no top-k filtering
-  bool use_cache = true;  // false: recompute the whole window for every token (for testing)
-};
-
-class TransformerLM : public nn::Module {
+class TransformerLM : public LanguageModel, public AttentionIntrospection {
  public:
   // Initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual projections at
   // 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0; all draws from gen.
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
-  Tensor forward(const Tensor& idx) const;                        // int64 (B, T) -> logits (B, T, V)
+  Tensor forward(const Tensor& idx) const override;               // int64 (B, T) -> logits (B, T, V)
   // forward(idx), also returning each block's attention weights per head, (B, H, T, T) with
   // row i the weights of query i over the keys (zero for the keys j > i it may not see).
-  Tensor forward_with_attention(const Tensor& idx, std::vector<Tensor>& attn_weights) const;
-  Tensor loss(const Tensor& idx, const Tensor& targets) const;    // mean next-token cross-entropy
+  Tensor forward_with_attention(const Tensor& idx, std::vector<Tensor>& attn_weights) const override;
+  Tensor loss(const Tensor& idx, const Tensor& targets) const override;  // mean next-token cross-entropy
   // Appends max_new_tokens sampled tokens to `prompt` (ids); needs a non-empty prompt.
   // The model sees at most block_size tokens: when the window is full it restarts from the
   // last block_size/2 tokens, with or without the KV cache, so both paths see the same context.
-  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const SampleOptions& opt, Generator& gen) const;
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,
+                                Generator& gen) const override;
 
   const GPTConfig& config() const { return cfg_; }
+
+  // LanguageModel
+  ModelConfig model_config() const override { return ModelConfig(cfg_); }
+  std::string summary() const override;
+  double forward_flops(int64_t batch) const override;
+  const AttentionIntrospection* attention() const override { return this; }
 
   std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
   std::shared_ptr<nn::Dropout> drop;
@@ -94,8 +85,5 @@ class TransformerLM : public nn::Module {
 
   GPTConfig cfg_;
 };
-
-// Picks the next token from logits (V) of the last position.
-int64_t sample_token(const std::vector<double>& logits, double temperature, int64_t top_k, Generator& gen);
 
 }  // namespace ag::models

@@ -92,7 +92,7 @@ TEST(GradReport, TrainWritesOneReportPerEvaluationAfterAStep) {
   c.out_dir = (dir / "run").string();
   c.model.n_layer = 1, c.model.n_head = 2, c.model.n_embd = 8, c.model.block_size = 8;
   c.batch_size = 2, c.iters = 5, c.eval_every = 2, c.eval_iters = 1, c.log_every = 5, c.sample_tokens = 0;
-  c.progress_bar = false;
+  c.no_progress = true;
   c.grad_report = true;
   std::ostringstream out;
   train_lm(c, out);

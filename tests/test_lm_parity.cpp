@@ -51,7 +51,7 @@ struct Fixture {
 
 TEST(LMParity, CheckpointIsTheSmallModelOfTheCorpus) {
   Fixture f;
-  const auto& cfg = f.loaded.model->config();
+  const auto& cfg = f.loaded.model->model_config();
   EXPECT_EQ(cfg.n_layer, 2);
   EXPECT_EQ(cfg.n_head, 2);
   EXPECT_EQ(cfg.n_embd, 32);
@@ -70,7 +70,7 @@ TEST(LMParity, LogitsMatchTheTwin) {
   NoGradGuard no_grad;
   const Tensor got = f.loaded.model->forward(ids);
   ASSERT_EQ(got.shape(), want.shape());
-  ASSERT_EQ(got.shape(), Shape({2, 16, f.loaded.model->config().vocab_size}));
+  ASSERT_EQ(got.shape(), Shape({2, 16, f.loaded.model->model_config().vocab_size}));
   const double err = max_abs_diff(got, want);
   EXPECT_LE(err, kTol) << "max |attograd - twin| over the logits";
   std::printf("[ LMParity ] logits max abs err %.3e\n", err);
@@ -105,7 +105,7 @@ TEST(LMParity, EvalLossMatchesTheTwin) {
 
   const std::string path = kDir + "eval_text.txt";
   const auto ids = f.loaded.tokenizer.encode(std::string_view(read_file(path)), path);
-  const int64_t block = f.loaded.model->config().block_size;
+  const int64_t block = f.loaded.model->model_config().block_size;
   const auto windows = data::eval_windows(static_cast<int64_t>(ids.size()), block);
   ASSERT_GT(windows.size(), 2u);
   EXPECT_LT(windows.back().second, block) << "the fixture should end with a short window";

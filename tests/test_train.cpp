@@ -11,6 +11,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
+#include "models/transformer_lm.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -114,7 +115,7 @@ TEST(Checkpoint, BadModelFilesAreRefusedWithTheFileName) {
   const auto tok = data::CharTokenizer::from_chars({"a", "b", "c"});
   std::vector<std::pair<std::string, Tensor>> ts;
   for (auto& [n, p] : m.named_parameters()) ts.emplace_back(n, p);
-  auto meta = model_metadata(m.config(), tok);
+  auto meta = model_metadata(m, tok);
   auto expect_refused = [&](const std::vector<std::pair<std::string, Tensor>>& t, const std::map<std::string, std::string>& md,
                             const std::string& needle) {
     const std::string p = (d / "m.safetensors").string();

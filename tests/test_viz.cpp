@@ -12,6 +12,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
+#include "models/transformer_lm.h"
 #include "viz/attention_maps.h"
 #include "viz/font.h"
 #include "viz/heatmap.h"

@@ -3,27 +3,32 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 
 #include "autograd/safetensors.h"
+#include "models/registry.h"
 
 namespace ag::train {
 
-std::map<std::string, std::string> model_metadata(const models::GPTConfig& cfg, const data::CharTokenizer& tok) {
-  return {{"format", "attograd.TransformerLM"},
-          {"n_layer", std::to_string(cfg.n_layer)},
-          {"n_head", std::to_string(cfg.n_head)},
-          {"n_embd", std::to_string(cfg.n_embd)},
-          {"block_size", std::to_string(cfg.block_size)},
-          {"vocab", nlohmann::json(tok.chars()).dump()}};
+std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tok) {
+  const models::ModelConfig cfg = model.model_config();
+  const models::ModelEntry& entry = models::find_model(cfg.name);
+  std::map<std::string, std::string> md = {{"format", entry.format}, {"vocab", nlohmann::json(tok.chars()).dump()}};
+  models::visit_model_fields(cfg, [&](const auto& v, const char* key, const char*) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
+      for (const auto& f : entry.fields)
+        if (f == key) md[key] = std::to_string(v);
+  });
+  return md;
 }
 
-void save_model(const std::string& path, const models::TransformerLM& model, const data::CharTokenizer& tok) {
-  if (tok.vocab_size() != model.config().vocab_size)
+void save_model(const std::string& path, const models::LanguageModel& model, const data::CharTokenizer& tok) {
+  if (tok.vocab_size() != model.vocab_size())
     throw std::invalid_argument("save_model: tokenizer has " + std::to_string(tok.vocab_size()) +
-                                " characters but the model's vocab_size is " + std::to_string(model.config().vocab_size));
+                                " characters but the model's vocab_size is " + std::to_string(model.vocab_size()));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p.detach().to(DType::Float32));
-  save_safetensors(path, tensors, model_metadata(model.config(), tok));
+  save_safetensors(path, tensors, model_metadata(model, tok));
 }
 
 namespace {
@@ -47,11 +52,21 @@ LoadedModel load_model(const std::string& path) {
     throw std::runtime_error(file + ": no such checkpoint (give a run folder or its model.safetensors)");
   const SafeTensorsFile f = SafeTensorsFile::load(file);
 
-  models::GPTConfig cfg;
-  cfg.n_layer = meta_int(f, "n_layer");
-  cfg.n_head = meta_int(f, "n_head");
-  cfg.n_embd = meta_int(f, "n_embd");
-  cfg.block_size = meta_int(f, "block_size");
+  // Which model: files written before there was more than one have no format and are GPTs.
+  const auto fmt = f.metadata().find("format");
+  const models::ModelEntry* entry = nullptr;
+  try {
+    entry = fmt == f.metadata().end() ? &models::find_model("gpt") : &models::find_model_by_format(fmt->second);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(file + ": " + e.what() + " (not an attograd model?)");
+  }
+  models::ModelConfig cfg;
+  cfg.name = entry->name;
+  models::visit_model_fields(cfg, [&](auto& v, const char* key, const char*) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
+      for (const auto& k : entry->fields)
+        if (k == key) v = meta_int(f, key);
+  });
   auto it = f.metadata().find("vocab");
   if (it == f.metadata().end()) throw std::runtime_error(file + ": __metadata__ lacks 'vocab'");
   LoadedModel out;
@@ -63,12 +78,12 @@ LoadedModel load_model(const std::string& path) {
   }
   cfg.vocab_size = out.tokenizer.vocab_size();
   try {
-    cfg.validate();
+    entry->validate(cfg);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(file + ": " + e.what());
   }
   Generator g(0);
-  out.model = std::make_unique<models::TransformerLM>(cfg, DType::Float32, g);
+  out.model = entry->make(cfg, DType::Float32, g);
 
   std::set<std::string> expected;
   std::map<std::string, Tensor> state;
@@ -79,7 +94,7 @@ LoadedModel load_model(const std::string& path) {
     if (info.dtype != "F32") throw std::runtime_error(file + ": tensor '" + name + "' is " + info.dtype + ", expected F32");
     if (Shape(info.shape) != p.shape())
       throw std::runtime_error(file + ": tensor '" + name + "' has shape " + shape_str(info.shape) + ", but the metadata (" +
-                               "n_layer/n_head/n_embd/block_size/vocab) needs " + shape_str(p.shape()));
+                               "its hyperparameters and vocab) needs " + shape_str(p.shape()));
     state[name] = f.get(name);
   }
   for (const auto& n : f.names())

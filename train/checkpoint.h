@@ -1,31 +1,35 @@
-// model.safetensors: the TransformerLM's parameters in F32 under their PyTorch-twin names
-// (the tied head is stored once, as tok_emb.weight), with __metadata__ holding n_layer,
-// n_head, n_embd, block_size (decimal strings) and vocab (a JSON array of the characters in
-// id order), so sampling and evaluation need no other file.
+// model.safetensors: a language model's parameters in F32 under their names, with
+// __metadata__ holding format (which model: models/registry.h), the integer hyperparameters
+// that model reads (for the GPT: n_layer, n_head, n_embd, block_size, as decimal strings) and
+// vocab (a JSON array of the characters in id order), so sampling and evaluation need no
+// other file. A GPT's tied head is stored once, as tok_emb.weight. Files without a format are
+// GPTs.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
 #include "data/tokenizer.h"
-#include "models/transformer_lm.h"
+#include "models/language_model.h"
 
 namespace ag::train {
 
 struct LoadedModel {
-  std::unique_ptr<models::TransformerLM> model;
+  std::unique_ptr<models::LanguageModel> model;
   data::CharTokenizer tokenizer;
   std::string path;  // the file actually read
 };
 
 // Writes durably (temp file, fsync, rename): a crash never leaves a half-written model.
-void save_model(const std::string& path, const models::TransformerLM& model, const data::CharTokenizer& tokenizer);
+void save_model(const std::string& path, const models::LanguageModel& model, const data::CharTokenizer& tokenizer);
 
 // PATH is a model.safetensors file or a run folder holding one. Every problem (bad file,
-// missing metadata, missing or extra tensors, wrong shapes, vocab size mismatch) throws
-// std::runtime_error naming the file and the problem. The model is returned in eval mode.
+// unknown format, missing metadata, missing or extra tensors, wrong shapes, vocab size
+// mismatch) throws std::runtime_error naming the file and the problem. The model is returned
+// in eval mode.
 LoadedModel load_model(const std::string& path);
 
-// The metadata block of a model file, shared by save_model and the train state.
-std::map<std::string, std::string> model_metadata(const models::GPTConfig& cfg, const data::CharTokenizer& tokenizer);
+// The metadata block of a model file.
+std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tokenizer);
 
 }  // namespace ag::train

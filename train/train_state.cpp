@@ -5,57 +5,11 @@
 #include <set>
 
 #include "autograd/safetensors.h"
+#include "models/registry.h"
 
 namespace ag::train {
 
 using nlohmann::json;
-
-std::string config_to_json(const TrainConfig& c) {
-  const json j = {{"data_path", c.data_path},   {"n_layer", c.model.n_layer},     {"n_head", c.model.n_head},
-                  {"n_embd", c.model.n_embd},   {"block_size", c.model.block_size}, {"vocab_size", c.model.vocab_size},
-                  {"dropout", c.model.dropout}, {"batch_size", c.batch_size},     {"iters", c.iters},
-                  {"lr", c.lr},                 {"min_lr", c.min_lr},             {"warmup", c.warmup},
-                  {"weight_decay", c.weight_decay}, {"beta1", c.beta1},           {"beta2", c.beta2},
-                  {"grad_clip", c.grad_clip},   {"eval_every", c.eval_every},     {"eval_iters", c.eval_iters},
-                  {"log_every", c.log_every},   {"seed", c.seed},                 {"skip_nonfinite", c.skip_nonfinite},
-                  {"sample_tokens", c.sample_tokens}, {"grad_report", c.grad_report}, {"grad_accum", c.grad_accum}};
-  return j.dump();
-}
-
-TrainConfig config_from_json(const std::string& text, const std::string& source) {
-  try {
-    const json j = json::parse(text);
-    TrainConfig c;
-    c.data_path = j.at("data_path").get<std::string>();
-    c.model.n_layer = j.at("n_layer").get<int64_t>();
-    c.model.n_head = j.at("n_head").get<int64_t>();
-    c.model.n_embd = j.at("n_embd").get<int64_t>();
-    c.model.block_size = j.at("block_size").get<int64_t>();
-    c.model.vocab_size = j.at("vocab_size").get<int64_t>();
-    c.model.dropout = j.at("dropout").get<double>();
-    c.batch_size = j.at("batch_size").get<int64_t>();
-    c.iters = j.at("iters").get<int64_t>();
-    c.lr = j.at("lr").get<double>();
-    c.min_lr = j.at("min_lr").get<double>();
-    c.warmup = j.at("warmup").get<int64_t>();
-    c.weight_decay = j.at("weight_decay").get<double>();
-    c.beta1 = j.at("beta1").get<double>();
-    c.beta2 = j.at("beta2").get<double>();
-    c.grad_clip = j.at("grad_clip").get<double>();
-    c.eval_every = j.at("eval_every").get<int64_t>();
-    c.eval_iters = j.at("eval_iters").get<int64_t>();
-    c.log_every = j.at("log_every").get<int64_t>();
-    c.seed = j.at("seed").get<uint64_t>();
-    c.skip_nonfinite = j.at("skip_nonfinite").get<bool>();
-    c.sample_tokens = j.at("sample_tokens").get<int64_t>();
-    c.grad_report = j.value("grad_report", false);  // absent from states written before it existed
-    c.grad_accum = j.value("grad_accum", int64_t{1});    // likewise
-    c.model.validate();
-    return c;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(source + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
-  }
-}
 
 namespace {
 std::string rng_to_json(const Generator::State& s) {
@@ -92,7 +46,7 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 }
 }  // namespace
 
-void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
                       const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   const auto params = model.named_parameters();
@@ -125,6 +79,11 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
     throw std::runtime_error(path + ": not an attograd train state (format \"" + meta(f, "format") + "\")");
   s.config = config_from_json(meta(f, "config"), path);
   try {
+    models::find_model(s.config.model.name).validate(s.config.model);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
+  }
+  try {
     s.tokenizer = data::CharTokenizer::from_chars(json::parse(meta(f, "vocab")).get<std::vector<std::string>>());
     s.pos.iter = std::stoll(meta(f, "iter"));
     s.pos.eval_done = meta(f, "eval_done") == "true";
@@ -151,11 +110,11 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   return s;
 }
 
-void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt) {
+void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt) {
   restore_train_state(SafeTensorsFile::load(path), model, opt);
 }
 
-void restore_train_state(const SafeTensorsFile& f, models::TransformerLM& model, AdamW& opt) {
+void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, AdamW& opt) {
   const std::string& path = f.source();
   std::set<std::string> expected;
   const auto params = model.named_parameters();

@@ -12,8 +12,9 @@
 
 #include "autograd/safetensors.h"
 #include "data/tokenizer.h"
-#include "models/transformer_lm.h"
+#include "models/language_model.h"
 #include "train/optimizer.h"
+#include "train/run_config.h"
 #include "train/trainer.h"
 
 namespace ag::train {
@@ -27,7 +28,7 @@ struct RunPosition {
   Generator::State rng_model{}, rng_batch{}, rng_eval{};
 };
 
-void save_train_state(const std::string& path, const TrainConfig& cfg, const models::TransformerLM& model,
+void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
                       const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
 
 struct LoadedTrainState {
@@ -42,11 +43,7 @@ LoadedTrainState read_train_state(const std::string& path);
 LoadedTrainState read_train_state(const SafeTensorsFile& file);  // already in memory (MPI: broadcast by rank 0)
 // Copies weights and AdamW state from the file into a model and optimizer built from
 // read_train_state(path).config.
-void restore_train_state(const std::string& path, models::TransformerLM& model, AdamW& opt);
-void restore_train_state(const SafeTensorsFile& file, models::TransformerLM& model, AdamW& opt);
-
-// The run configuration as JSON (everything that shapes the run's numbers).
-std::string config_to_json(const TrainConfig& cfg);
-TrainConfig config_from_json(const std::string& json, const std::string& source);
+void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt);
+void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, AdamW& opt);
 
 }  // namespace ag::train

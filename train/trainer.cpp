@@ -16,6 +16,7 @@
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/grad_report.h"
@@ -65,6 +66,7 @@ void check_config(const TrainConfig& c, const Comm& comm) {
     throw std::invalid_argument("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
+  models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -127,14 +129,14 @@ class Run {
         model_gen_(cfg.seed),
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
-        model_(cfg.model, DType::Float32, model_gen_),
-        opt_(model_.named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
+        opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
-    model_.train();
+    model_->train();
     if (comm_.distributed()) {
       // Every rank built the same model from the same seed; rank 0's copy is the one.
-      for (auto& [name, p] : model_.named_parameters()) comm_.broadcast(p);
+      for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
       std::vector<Tensor> params;
       for (const auto& [name, p] : opt_.params()) params.push_back(p);
       reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
@@ -145,7 +147,7 @@ class Run {
 
   // The state file's bytes are the same on every rank (rank 0 read and broadcast them).
   void resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
-    restore_train_state(state, model_, opt_);
+    restore_train_state(state, *model_, opt_);
     pos_ = pos;
     model_gen_.set_state(pos.rng_model);
     batch_gen_.set_state(pos.rng_batch);
@@ -170,7 +172,7 @@ class Run {
   data::Corpus corpus_;
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
-  models::TransformerLM model_;
+  std::unique_ptr<models::LanguageModel> model_;
   AdamW opt_;
   CosineSchedule sched_;
   RunPosition pos_;
@@ -192,14 +194,14 @@ class Run {
 // loss exactly once (x + 0 is exact), and it is added up in the same order as by one process.
 double Run::estimate_loss(const std::vector<int64_t>& ids) {
   NoGradGuard no_grad;
-  model_.eval();
+  model_->eval();
   std::vector<double> losses(static_cast<size_t>(cfg_.eval_iters), 0.0);
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
-    if (i % comm_.size() == comm_.rank()) losses[static_cast<size_t>(i)] = model_.loss(x, y).item();
+    if (i % comm_.size() == comm_.rank()) losses[static_cast<size_t>(i)] = model_->loss(x, y).item();
   }
   comm_.allreduce_sum(losses.data(), static_cast<int>(losses.size()));
-  model_.train();
+  model_->train();
   double total = 0;
   for (double l : losses) total += l;
   return total / static_cast<double>(cfg_.eval_iters);
@@ -230,7 +232,7 @@ double Run::forward_backward() {
       xs = narrow(x, 0, row, micro);
       ys = narrow(y, 0, row, micro);
     }
-    Tensor loss = model_.loss(xs, ys);
+    Tensor loss = model_->loss(xs, ys);
     loss_sum += loss.item();
     if (K > 1) loss = loss * (1.0 / static_cast<double>(K));  // the step's loss is the mean over micro-batches
     const bool communicate = reducer_ && k == K - 1;
@@ -257,9 +259,9 @@ void Run::save_checkpoint(bool new_best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
-  save_train_state(path("train_state.safetensors"), cfg_, model_, opt_, pos_, corpus_.tokenizer);
-  save_model(path("model.safetensors"), model_, corpus_.tokenizer);
-  if (new_best) save_model(path("model.best.safetensors"), model_, corpus_.tokenizer);
+  save_train_state(path("train_state.safetensors"), cfg_, *model_, opt_, pos_, corpus_.tokenizer);
+  save_model(path("model.safetensors"), *model_, corpus_.tokenizer);
+  if (new_best) save_model(path("model.best.safetensors"), *model_, corpus_.tokenizer);
 }
 
 void Run::write_grad_report(int64_t it, bool tty) {
@@ -283,12 +285,11 @@ TrainSummary Run::run(bool fresh_metrics) {
     metrics_.open(metrics_path, std::ios::app);
     if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
   }
-  const bool tty = cfg_.progress_bar && isatty(STDOUT_FILENO) && &out_ == &std::cout;
+  const bool tty = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
        << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
-       << "model: " << cfg_.model.n_layer << " layers, " << cfg_.model.n_head << " heads, " << cfg_.model.n_embd
-       << " wide, block " << cfg_.model.block_size << ", " << model_.num_parameters() << " parameters\n"
+       << "model: " << model_->summary() << ", " << model_->num_parameters() << " parameters\n"
        << "run: batch " << cfg_.batch_size << ", " << cfg_.iters << " iters, lr " << cfg_.lr << " -> " << cfg_.min_lr
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
   if (comm_.distributed() || cfg_.grad_accum > 1)
@@ -334,14 +335,15 @@ TrainSummary Run::run(bool fresh_metrics) {
     double loss_v = forward_backward();
     // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
     // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
-    bool stop = InterruptGuard::requested();
+    bool stop = false;  // one process: decided at the end of the step (below)
     if (comm_.distributed()) {
+      stop = InterruptGuard::requested();
       double agree[2] = {loss_v, stop ? 1.0 : 0.0};
       comm_.allreduce_sum(agree, 2);
       loss_v = agree[0] / static_cast<double>(comm_.size());
       stop = agree[1] > 0;
     }
-    if (cfg_.after_backward) cfg_.after_backward(model_);
+    if (cfg_.after_backward) cfg_.after_backward(*model_);
     if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
       const GradReport rep = grad_report(opt_.params());
       char head[200];
@@ -396,7 +398,7 @@ TrainSummary Run::run(bool fresh_metrics) {
       }
     }
 
-    if (stop) {
+    if (comm_.distributed() ? stop : InterruptGuard::requested()) {
       ++it;  // this step is complete: the run continues at the next one
       save_checkpoint(false);
       const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
@@ -421,9 +423,9 @@ TrainSummary Run::run(bool fresh_metrics) {
   out_ << "\n";
   if (cfg_.sample_tokens > 0 && comm_.is_root()) {
     Generator sample_gen(cfg_.seed);
-    model_.eval();
+    model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_.generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
   }
@@ -440,14 +442,14 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  cfg.model.validate();
+  models::find_model(cfg.model.name).validate(cfg.model);
   std::ostream null_out(nullptr);
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   return run.run(/*fresh_metrics=*/true);
 }
 
-TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out, int64_t grad_accum) {
+TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
+                       std::ostream& out) {
   Comm& comm = Comm::world();
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   // Rank 0 reads the state and sends its bytes to every rank (the run folder may exist on
@@ -463,14 +465,10 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   comm.broadcast(bytes);
   const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);
   LoadedTrainState st = read_train_state(state);
-  TrainConfig cfg = st.config;
-  cfg.out_dir = dir;
-  cfg.threads = threads;
-  cfg.progress_bar = progress_bar;
-  if (!data_path.empty()) cfg.data_path = data_path;
-  if (grad_accum > 0) cfg.grad_accum = grad_accum;
+  TrainConfig cfg = resumed_config(st.config, now, given);
+  cfg.out_dir = dir;  // the folder may have moved since
   check_config(cfg, comm);
-  if (threads > 0 || comm.distributed()) parallel::set_num_threads(threads > 0 ? threads : comm.threads_per_rank());
+  if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
   if (!(corpus.tokenizer == st.tokenizer))
@@ -481,6 +479,17 @@ TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   run.resume_from(state, st.pos);
   return run.run(/*fresh_metrics=*/false);
+}
+
+TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
+                       std::ostream& out) {
+  TrainConfig now;
+  now.data_path = data_path;
+  now.threads = threads;
+  now.no_progress = !progress_bar;
+  std::set<std::string> given;
+  if (!data_path.empty()) given.insert("data");
+  return resume_lm(dir, now, given, out);
 }
 
 }  // namespace ag::train

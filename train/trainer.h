@@ -18,35 +18,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/transformer_lm.h"
+#include "train/run_config.h"
 
 namespace ag::train {
-
-struct TrainConfig {
-  std::string data_path;
-  std::string out_dir;
-  models::GPTConfig model;  // vocab_size comes from the corpus
-  int64_t batch_size = 12;  // the global batch: under mpirun each of the N ranks takes batch / N rows
-  int64_t grad_accum = 1;   // micro-batches per step (nanoGPT's gradient_accumulation_steps); each
-                            // rank runs batch / (N * grad_accum) rows at a time
-  int64_t iters = 2000;
-  double lr = 1e-3, min_lr = 1e-4;
-  int64_t warmup = 100;
-  double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.99;
-  double grad_clip = 1.0;  // 0 disables clipping
-  int64_t eval_every = 250, eval_iters = 20;
-  int64_t log_every = 10;
-  uint64_t seed = 1337;
-  int threads = 0;                // attograd threads (OpenBLAS single-threaded inside); 0: one per core
-  int64_t sample_tokens = 300;    // printed at the end; 0 for none
-  bool progress_bar = true;       // only used when stdout is a terminal
-  bool skip_nonfinite = false;    // skip updates whose loss or gradients are NaN/Inf, and count them
-  bool grad_report = false;       // at each evaluation, write out_dir/grad_report_iter<N>.txt (the
-                                  // gradients of the step before it; train/grad_report.h) and a summary line
-  // Hooks for tests: after backward (before clipping and the update), and after each step.
-  std::function<void(models::TransformerLM&)> after_backward;
-  std::function<void(int64_t iter)> after_step;
-};
 
 // Thrown when the loss or a gradient is NaN or Inf (without skip_nonfinite).
 struct NonFiniteError : std::runtime_error {
@@ -66,10 +40,14 @@ struct TrainSummary {
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh).
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 
-// Continues the run in dir from dir/train_state.safetensors, exactly. data_path, when not
-// empty, replaces the corpus path saved in the state (its vocabulary must match); grad_accum,
-// when > 0, replaces the saved one (the global batch, and so the run, stays the same).
+// Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration
+// saved there: resumed_config(saved, now, given) (train/run_config.h), out_dir = dir. A new
+// data path must hold a corpus of the same vocabulary.
+TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
+                       std::ostream& out);
+// The same, given only the fields that may change: data_path (when not empty), threads and
+// whether to show a progress bar.
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out, int64_t grad_accum = 0);
+                       std::ostream& out);
 
 }  // namespace ag::train

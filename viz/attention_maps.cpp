@@ -11,10 +11,14 @@
 
 namespace ag::viz {
 
-AttentionMaps capture_attention(const models::TransformerLM& model, const data::CharTokenizer& tok, std::string_view text) {
+AttentionMaps capture_attention(const models::LanguageModel& model, const data::CharTokenizer& tok, std::string_view text) {
+  const models::AttentionIntrospection* attention = model.attention();
+  if (!attention)
+    throw std::runtime_error("the model '" + model.model_config().name + "' (" + model.summary() +
+                             ") has no attention weights to show");
   if (model.is_training()) throw std::invalid_argument("capture_attention: the model must be in eval mode (dropout)");
   const std::vector<int64_t> ids = tok.encode(text, "text");
-  const int64_t T = static_cast<int64_t>(ids.size()), block = model.config().block_size;
+  const int64_t T = static_cast<int64_t>(ids.size()), block = model.block_size();
   if (T == 0) throw std::runtime_error("text: is empty; give at least one character");
   if (T > block)
     throw std::runtime_error("text: has " + std::to_string(T) + " characters but the model's context (block_size) is " +
@@ -24,7 +28,7 @@ AttentionMaps capture_attention(const models::TransformerLM& model, const data::
   for (const auto& cp : data::decode_utf8(text, "text")) maps.chars.push_back(data::encode_utf8(cp));
   NoGradGuard no_grad;
   std::vector<Tensor> weights;
-  model.forward_with_attention(Tensor::from_vector(ids, {1, T}), weights);
+  attention->forward_with_attention(Tensor::from_vector(ids, {1, T}), weights);
   for (const Tensor& w : weights) maps.layers.push_back(squeeze(w, 0).to(DType::Float32).contiguous());  // (H, T, T)
   return maps;
 }

@@ -1,4 +1,4 @@
-// Attention maps of a TransformerLM on a prompt: every layer's and head's weights, saved as
+// Attention maps of a language model with attention (the GPT) on a prompt: every layer's and head's weights, saved as
 // safetensors and drawn as heatmaps with the prompt's characters on both axes.
 //
 // attention.safetensors holds layer{i}: F32 (H, T, T), row q = the weights of query position q
@@ -12,7 +12,7 @@
 
 #include "autograd/tensor.h"
 #include "data/tokenizer.h"
-#include "models/transformer_lm.h"
+#include "models/language_model.h"
 #include "viz/image.h"
 
 namespace ag::viz {
@@ -25,9 +25,10 @@ struct AttentionMaps {
   int64_t length() const { return static_cast<int64_t>(chars.size()); }
 };
 
-// Runs the model (in eval mode) on text. Throws std::runtime_error when text is empty, longer
-// than the model's block_size, or holds a character outside the vocabulary (naming it).
-AttentionMaps capture_attention(const models::TransformerLM& model, const data::CharTokenizer& tokenizer,
+// Runs the model (in eval mode) on text. Throws std::runtime_error when the model has no
+// attention (model.attention() is null), or text is empty, longer than the model's block_size,
+// or holds a character outside the vocabulary (naming it).
+AttentionMaps capture_attention(const models::LanguageModel& model, const data::CharTokenizer& tokenizer,
                                 std::string_view text);
 
 void save_attention(const std::string& path, const AttentionMaps& maps, const data::CharTokenizer& tokenizer,

@@ -1,0 +1,50 @@
+#include "cli/train_flags.h"
+
+#include <type_traits>
+
+#include "cli/commands.h"
+
+namespace ag::cli {
+
+namespace {
+// Booleans are switches (--skip-nonfinite, or --skip-nonfinite=false); strings without a
+// default show none.
+template <class T>
+void add_flag(cxxopts::OptionAdder& add, const T& def, const train::FieldInfo& f) {
+  std::shared_ptr<const cxxopts::Value> v;
+  if constexpr (std::is_same_v<T, bool>)
+    v = cxxopts::value<bool>()->default_value(train::format_value(def))->implicit_value("true");
+  else if constexpr (std::is_same_v<T, std::string>)
+    v = def.empty() ? cxxopts::value<T>() : cxxopts::value<T>()->default_value(def);
+  else
+    v = cxxopts::value<T>()->default_value(train::format_value(def));
+  add(f.flag, f.help, v);
+}
+}  // namespace
+
+void add_train_flags(cxxopts::Options& options) {
+  const train::TrainConfig defaults;
+  auto add = options.add_options();
+  train::visit_fields(defaults, [&](const auto& def, const train::FieldInfo& f) { add_flag(add, def, f); });
+  add("resume", "continue the run in this folder exactly (from its train_state.safetensors)", cxxopts::value<std::string>());
+  add("h,help", "show this help");
+}
+
+TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
+  TrainFlags out;
+  train::visit_fields(out.config, [&](auto& v, const train::FieldInfo& f) {
+    if (r.count(f.flag)) out.given.insert(f.flag);
+    if (r.count(f.flag) || r[f.flag].has_default()) v = r[f.flag].as<std::remove_reference_t<decltype(v)>>();
+  });
+  return out;
+}
+
+void refuse_run_flags_on_resume(const TrainFlags& flags) {
+  train::visit_fields(flags.config, [&](const auto&, const train::FieldInfo& f) {
+    if (f.on_resume == train::OnResume::Refuse && flags.given.count(f.flag))
+      throw UsageError(std::string("--") + f.flag +
+                       " cannot be combined with --resume: the run continues with its saved configuration");
+  });
+}
+
+}  // namespace ag::cli

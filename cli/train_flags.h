@@ -1,0 +1,25 @@
+// The flags of `attograd train`, derived from the run configuration's field table
+// (train/run_config.h): one flag per field with its help and default, plus --resume and --help.
+#pragma once
+#include <set>
+#include <string>
+
+#include <cxxopts.hpp>
+
+#include "train/run_config.h"
+
+namespace ag::cli {
+
+void add_train_flags(cxxopts::Options& options);
+
+struct TrainFlags {
+  train::TrainConfig config;    // every field: its flag's value, or the default
+  std::set<std::string> given;  // the flags given on the command line
+};
+TrainFlags read_train_flags(const cxxopts::ParseResult& r);
+
+// With --resume the saved configuration is the run: throws UsageError naming the first given
+// flag whose field is OnResume::Refuse.
+void refuse_run_flags_on_resume(const TrainFlags& flags);
+
+}  // namespace ag::cli

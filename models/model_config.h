@@ -1,0 +1,51 @@
+// The hyperparameters of a run's model, as one table. Each row of AG_MODEL_FIELDS is
+//   X(type, member, flag, default, help)
+// and declares a member of ModelConfig (with its default); train/run_config.h turns the same
+// rows into `attograd train` flags, their help, the train state's JSON and the resume rules
+// (a model field never changes on resume). One row adds a model hyperparameter everywhere.
+//
+// The fields are the union over the registered models (models/registry.h); each model reads
+// the ones it needs and says so in the help text.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "models/gpt_config.h"
+
+// clang-format off
+#define AG_MODEL_FIELDS(X)                                                                                   \
+  X(std::string, name,       "model",   "gpt", "the model: gpt (a transformer) or mlp (the character MLP of Bengio et al. 2003)") \
+  X(int64_t,     n_layer,    "layers",  4,     "transformer blocks (gpt)")                                  \
+  X(int64_t,     n_head,     "heads",   4,     "attention heads (gpt)")                                     \
+  X(int64_t,     n_embd,     "embd",    128,   "embedding width (gpt; mlp: per character)")                 \
+  X(int64_t,     block_size, "block",   64,    "context length in characters (gpt; mlp: the characters it concatenates)") \
+  X(double,      dropout,    "dropout", 0.0,   "dropout probability (gpt)")                                 \
+  X(int64_t,     hidden,     "hidden",  512,   "width of the hidden tanh layer (mlp)")
+// clang-format on
+
+namespace ag::models {
+
+struct ModelConfig {
+#define AG_DECLARE_MODEL_FIELD(type, member, flag, def, help) type member = def;
+  AG_MODEL_FIELDS(AG_DECLARE_MODEL_FIELD)
+#undef AG_DECLARE_MODEL_FIELD
+  int64_t vocab_size = 65;  // not a flag: it comes from the corpus
+
+  ModelConfig() = default;
+  // A GPT's configuration is a model configuration named "gpt" (the other fields keep their
+  // defaults).
+  ModelConfig(const GPTConfig& g)  // NOLINT(google-explicit-constructor): c.model = GPTConfig{...}
+      : n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd), block_size(g.block_size), dropout(g.dropout),
+        vocab_size(g.vocab_size) {}
+  GPTConfig gpt() const { return {vocab_size, n_layer, n_head, n_embd, block_size, dropout}; }
+};
+
+// f(member, key, flag) for every row of AG_MODEL_FIELDS (key: the member's name).
+template <class Config, class F>
+void visit_model_fields(Config& c, F&& f) {
+#define AG_VISIT_MODEL_FIELD(type, member, flag, def, help) f(c.member, #member, flag);
+  AG_MODEL_FIELDS(AG_VISIT_MODEL_FIELD)
+#undef AG_VISIT_MODEL_FIELD
+}
+
+}  // namespace ag::models

@@ -1,0 +1,52 @@
+#include "models/registry.h"
+
+#include <stdexcept>
+
+#include "models/char_mlp.h"
+#include "models/transformer_lm.h"
+
+namespace ag::models {
+
+const std::vector<ModelEntry>& model_registry() {
+  static const std::vector<ModelEntry> table = {
+      {"gpt", "attograd.TransformerLM", "a GPT-style transformer (models/transformer_lm.h)",
+       {"n_layer", "n_head", "n_embd", "block_size"}, [](const ModelConfig& c) { c.gpt().validate(); },
+       [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
+         return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
+       }},
+      {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
+       {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
+       [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
+         return std::make_unique<CharMLP>(c, dtype, gen);
+       }},
+  };
+  return table;
+}
+
+std::string model_names() {
+  std::string s;
+  for (const auto& e : model_registry()) s += (s.empty() ? "" : ", ") + e.name;
+  return s;
+}
+
+const ModelEntry& find_model(const std::string& name) {
+  for (const auto& e : model_registry())
+    if (e.name == name) return e;
+  throw std::invalid_argument("unknown model '" + name + "' (known: " + model_names() + ")");
+}
+
+const ModelEntry& find_model_by_format(const std::string& format) {
+  for (const auto& e : model_registry())
+    if (e.format == format) return e;
+  std::string known;
+  for (const auto& e : model_registry()) known += (known.empty() ? "" : ", ") + e.format;
+  throw std::invalid_argument("unknown model format '" + format + "' (known: " + known + ")");
+}
+
+std::unique_ptr<LanguageModel> make_model(const ModelConfig& cfg, DType dtype, Generator& gen) {
+  const ModelEntry& e = find_model(cfg.name);
+  e.validate(cfg);
+  return e.make(cfg, dtype, gen);
+}
+
+}  // namespace ag::models

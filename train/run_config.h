@@ -1,0 +1,114 @@
+// The configuration of a training run, as one table. Each row of AG_TRAIN_FIELDS is
+//   X(type, member, flag, default, help, on_resume)
+// and declares a member of TrainConfig with its default. visit_fields() walks these rows and
+// the model's (models/model_config.h), and everything else is derived from that walk:
+//   * the flags of `attograd train`, their help and their shown defaults (cli/cmd_train.cpp);
+//   * the run configuration saved as JSON in the train state (config_to_json / config_from_json);
+//   * what `--resume` accepts (on_resume below).
+// To add a hyperparameter, add one row (tests/test_run_config.cpp checks every row end to end).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "models/model_config.h"
+
+namespace ag::models {
+class LanguageModel;
+}
+
+namespace ag::train {
+
+// What `attograd train --resume DIR` does with a field.
+enum class OnResume {
+  Refuse,    // part of the run: saved, restored, and the flag is refused with --resume
+  Override,  // saved and restored, but the flag may replace it (where the corpus now is)
+  Fresh,     // how this process runs (threads, output): this command line's value, saved only for the record
+};
+
+// clang-format off
+#define AG_TRAIN_FIELDS(X)                                                                                                   \
+  X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override) \
+  X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse) \
+  X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse) \
+  X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override) \
+  X(int64_t,     iters,          "iters",          2000,  "optimizer steps", Refuse)                                            \
+  X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \
+  X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse)                    \
+  X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse)                                        \
+  X(double,      weight_decay,   "weight-decay",   0.1,   "AdamW decoupled weight decay (matrices only)", Refuse)              \
+  X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse)                                                \
+  X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse)                                                \
+  X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse)            \
+  X(int64_t,     eval_every,     "eval-every",     250,   "evaluate and checkpoint every N steps", Refuse)                      \
+  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation", Refuse)                      \
+  X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse)                                   \
+  X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse)                                                \
+  X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh) \
+  X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
+  X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
+  X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
+  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse)
+// clang-format on
+
+struct TrainConfig {
+  models::ModelConfig model;  // AG_MODEL_FIELDS; vocab_size comes from the corpus
+#define AG_DECLARE_TRAIN_FIELD(type, member, flag, def, help, on_resume) type member = def;
+  AG_TRAIN_FIELDS(AG_DECLARE_TRAIN_FIELD)
+#undef AG_DECLARE_TRAIN_FIELD
+  // Hooks for tests (not configuration): after backward (before clipping and the update),
+  // and after each step.
+  std::function<void(models::LanguageModel&)> after_backward;
+  std::function<void(int64_t iter)> after_step;
+};
+
+// One row of the table, as visit_fields hands it over with a reference to the member.
+struct FieldInfo {
+  const char* flag;  // the command-line flag, without "--"
+  const char* key;   // the JSON key (the member's name)
+  const char* help;
+  OnResume on_resume;
+};
+
+// Calls f(info, c.member...) for every row, the model's last, over one or more
+// configurations at once (TrainConfig or const TrainConfig); f must accept each member type
+// (std::string, int64_t, uint64_t, int, double, bool).
+template <class F, class... Config>
+void for_each_field(F&& f, Config&... c) {
+#define AG_VISIT_TRAIN_FIELD(type, member, flag, def, help, on_resume) \
+  f(FieldInfo{flag, #member, help, OnResume::on_resume}, c.member...);
+  AG_TRAIN_FIELDS(AG_VISIT_TRAIN_FIELD)
+#undef AG_VISIT_TRAIN_FIELD
+#define AG_VISIT_MODEL_FIELD(type, member, flag, def, help) f(FieldInfo{flag, #member, help, OnResume::Refuse}, c.model.member...);
+  AG_MODEL_FIELDS(AG_VISIT_MODEL_FIELD)
+#undef AG_VISIT_MODEL_FIELD
+}
+
+// f(member, info) for every row of one configuration.
+template <class Config, class F>
+void visit_fields(Config& c, F&& f) {
+  for_each_field([&](const FieldInfo& info, auto& member) { f(member, info); }, c);
+}
+
+// A value as the help text and config files show it: the shortest decimal that reads back
+// exactly for doubles ("0.001", "1e-08"), "true"/"false" for bools.
+std::string format_value(double v);
+std::string format_value(int64_t v);
+std::string format_value(uint64_t v);
+std::string format_value(int v);
+std::string format_value(bool v);
+inline std::string format_value(const std::string& v) { return v; }
+
+// The run configuration as JSON: every field of the table, plus model.vocab_size.
+std::string config_to_json(const TrainConfig& cfg);
+// Throws std::runtime_error naming `source` when a field is missing or of the wrong type.
+// Fields added after the first train states (see kFirstFields in run_config.cpp) may be
+// absent: they take their defaults, which reproduce the runs made before they existed.
+TrainConfig config_from_json(const std::string& json, const std::string& source);
+
+// The configuration a resumed run continues with: `saved` for every field, except the Fresh
+// ones (always from `now`) and the Override ones named in `given` (by flag).
+TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given);
+
+}  // namespace ag::train
