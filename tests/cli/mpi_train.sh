@@ -5,6 +5,7 @@
 #   interrupt    SIGTERM to mpirun: every rank stops after the same step, rank 0 writes the
 #                checkpoint; the run then resumes on ONE rank (--grad-accum 2) to the end, and
 #                its losses match an uninterrupted -np 1 --grad-accum 2 run
+#   signal_one_rank  SIGTERM to rank 1 alone: both ranks stop after the same step, exit 0
 #   rank_dies    SIGKILL to one rank: the job ends with an error naming that rank within 30 s
 # usage: mpi_train.sh SCENARIO ATTOGRAD CORPUS WORKDIR COMPARE_SAFETENSORS MPIRUN
 set -u
@@ -74,6 +75,21 @@ interrupt)
   # lr-sized steps; the model's outputs do not depend on it. See docs/distributed.md.)
   same_losses "$work/run/metrics.jsonl" "$work/straight/metrics.jsonl"
   echo "PASS: interrupt at iter $stop on 2 ranks, resumed on 1 rank, same run as without the stop"
+  ;;
+signal_one_rank)
+  # A signal to any one rank is enough: the ranks agree on the stop flag every step.
+  run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1000000 --eval-every 1000000 --log-every 10)
+  "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 200); do grep -q '^iter' "$work/np2.log" && break; sleep 0.1; done
+  rank1=$(pgrep -P "$pid" -f "attograd train" | sort -n | tail -n 1)
+  [ -n "$rank1" ] || fail "no rank process found under mpirun $pid"
+  kill -TERM "$rank1"
+  wait $pid; status=$?
+  [ $status -eq 0 ] || fail "mpirun exited $status; every rank should have stopped cleanly"
+  grep -q "interrupted (a signal to another rank) after iter" "$work/np2.log" || fail "rank 0 did not stop with rank 1"
+  [ -f "$work/run/train_state.safetensors" ] || fail "no checkpoint"
+  echo "PASS: SIGTERM to one rank (pid $rank1) stopped both after the same step, with a checkpoint"
   ;;
 rank_dies)
   run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1000000 --eval-every 1000000 --log-every 10)
