@@ -118,6 +118,24 @@ void check_same_corpus(Comm& comm, const data::Corpus& corpus) {
     throw std::runtime_error(corpus.path + ": this text differs from rank 0's corpus (every rank must read the same file)");
 }
 
+// The ranks must hold the same weights (the allreduce gives every rank the same sums, and the
+// update is deterministic): checked at each evaluation against a fingerprint of rank 0's.
+void check_same_weights(Comm& comm, const NamedParams& params, int64_t iter) {
+  if (!comm.distributed()) return;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes of every parameter
+  for (const auto& [name, param] : params) {
+    const Tensor p = param.is_contiguous() ? param : param.contiguous();
+    const unsigned char* b = static_cast<const unsigned char*>(p.raw_data());
+    for (size_t i = 0, n = static_cast<size_t>(p.numel()) * dtype_size(p.dtype()); i < n; ++i)
+      h = (h ^ b[i]) * 1099511628211ull;
+  }
+  uint64_t root = h;
+  comm.broadcast(&root, sizeof root);
+  if (root != h)
+    throw std::runtime_error("the weights of " + comm.describe(comm.rank()) + " differ from rank 0's at iter " +
+                             std::to_string(iter) + " (the ranks no longer train the same model)");
+}
+
 // One training run, new or resumed. Owns everything that an exact resume must restore.
 class Run {
  public:
@@ -311,6 +329,7 @@ TrainSummary Run::run(bool fresh_metrics) {
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
     if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) {
+      check_same_weights(comm_, opt_.params(), it);
       const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
       summary.train_loss = tl;
       summary.val_loss = vl;
