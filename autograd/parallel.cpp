@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <exception>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -18,8 +23,16 @@ namespace {
 // spin briefly before sleeping, because jobs come in quick bursts during a training step.
 class Pool {
  public:
+  // Starts threads - 1 workers, or as many as the system allows: a process or memory limit
+  // makes std::thread throw, and the pool then runs on fewer (parts follow size()).
   explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { loop(i); });
+    workers_.reserve(static_cast<size_t>(threads));
+    try {
+      for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { loop(i); });
+    } catch (const std::system_error& e) {
+      std::fprintf(stderr, "attograd: could start only %d of %d threads (%s); running on %d\n", size(), threads,
+                   e.what(), size());
+    }
   }
   ~Pool() {
     {
@@ -48,14 +61,26 @@ class Pool {
     }
     cv_.notify_all();
     chunk(0);
-    // Wait for the workers; their chunks are about as long as ours, so spinning is cheap.
+    // Wait for the workers even when our chunk threw: theirs may use the caller's stack (ctx).
+    // Their chunks are about as long as ours, so spinning is cheap.
     while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    if (error_) {
+      std::exception_ptr e = nullptr;
+      std::swap(e, error_);  // the next job starts clean
+      std::rethrow_exception(e);
+    }
   }
 
  private:
   void chunk(int part) {
     const int64_t b = n_ * part / parts_, e = n_ * (part + 1) / parts_;
-    if (b < e) fn_(ctx_, b, e);
+    if (b >= e) return;
+    try {
+      fn_(ctx_, b, e);
+    } catch (...) {  // kept for run() to rethrow; an exception escaping a worker would terminate
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
   }
 
   void loop(int part) {
@@ -79,11 +104,12 @@ class Pool {
   }
 
   std::vector<std::thread> workers_;
-  std::mutex run_mu_, mu_;
+  std::mutex run_mu_, mu_, error_mu_;
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   bool stop_ = false;
+  std::exception_ptr error_;  // the first exception of the current job
   detail::ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
@@ -104,22 +130,38 @@ Pool* pool() {
   std::lock_guard<std::mutex> lock(g_config_mu);
   if (!g_pool) {
     if (g_threads == 0) g_threads = default_threads();
-    openblas_set_num_threads(1);
     g_pool = new Pool(g_threads);
   }
   return g_pool;
 }
 
+// Marks this thread as inside a parallel_for for its lifetime, so nested calls run inline;
+// restored even when the body throws.
+struct InsideGuard {
+  InsideGuard() { t_inside = true; }
+  ~InsideGuard() { t_inside = false; }
+  InsideGuard(const InsideGuard&) = delete;
+  InsideGuard& operator=(const InsideGuard&) = delete;
+};
+
 }  // namespace
 
 void set_num_threads(int n) {
-  if (n < 1) n = default_threads();
+  if (n < 0 || n > kMaxThreads)
+    throw std::invalid_argument("set_num_threads: " + std::to_string(n) + " threads; give 0 (one per core) to " +
+                                std::to_string(kMaxThreads));
+  if (n == 0) n = default_threads();
   std::lock_guard<std::mutex> lock(g_config_mu);
-  openblas_set_num_threads(1);
-  if (g_pool && g_pool->size() == n) return;
+  if (g_pool && g_threads == n) return;
   delete g_pool;
+  g_pool = nullptr;
   g_pool = new Pool(n);
   g_threads = n;
+}
+
+void init_threads(int n) {
+  set_num_threads(n);
+  openblas_set_num_threads(1);
 }
 
 int num_threads() { return pool()->size(); }
@@ -131,9 +173,8 @@ void run(int64_t n, int64_t grain, ChunkFn fn, void* ctx) {
     fn(ctx, 0, n);
     return;
   }
-  t_inside = true;
+  InsideGuard inside;
   p->run(n, fn, ctx);
-  t_inside = false;
 }
 }  // namespace detail
 

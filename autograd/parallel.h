@@ -5,14 +5,29 @@
 //
 // Work is split into fixed chunks that depend only on the sizes and the thread count, never on
 // timing, so results are reproducible for a given thread count.
+//
+// Setting up: a program calls init_threads(n) once at start (the attograd command does). It
+// sizes the pool and pins OpenBLAS to one thread for the whole process, since attograd splits
+// GEMMs itself. A program that embeds the library and never calls it gets a pool of one thread
+// per core on first use, and its OpenBLAS settings are left as they are.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace ag::parallel {
 
-// Threads used by parallel_for (the caller counts as one). Default: the number of cores.
-// Also pins OpenBLAS to one thread, since attograd splits GEMMs itself.
+// The most threads a pool may have; more is refused (std::invalid_argument).
+constexpr int kMaxThreads = 1024;
+
+// set_num_threads(n), then openblas_set_num_threads(1) for the whole process.
+void init_threads(int n = 0);
+
+// Resizes the pool to n threads (the caller counts as one); 0 means one per core, and
+// n < 0 or n > kMaxThreads throws std::invalid_argument. When the system cannot start that
+// many threads (a process or memory limit), the pool runs on the ones it could start and says
+// so on stderr once; num_threads() tells how many. Does not touch OpenBLAS.
+// Not to be called while another thread is inside parallel_for.
 void set_num_threads(int n);
 int num_threads();
 
@@ -22,7 +37,9 @@ void run(int64_t n, int64_t grain, ChunkFn fn, void* ctx);
 }  // namespace detail
 
 // Calls f(begin, end) on disjoint ranges covering [0, n), in parallel when n ≥ 2·grain.
-// f must not throw. No allocation per call.
+// A parallel_for inside f runs inline on the calling thread. If f throws, every other chunk
+// still finishes (they may use the caller's stack), then the first exception is rethrown
+// here and the pool is ready for the next call. No allocation per call.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;

@@ -16,6 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/atomic_file.h"
+#include "autograd/short_quote.h"
+
 namespace ag {
 
 // The buffer is little-endian and we memcpy it straight into tensors.
@@ -27,6 +30,10 @@ using json = nlohmann::json;
 
 // The reference reader's limit: a larger header is refused before it is even parsed.
 constexpr uint64_t kMaxHeaderSize = 100'000'000;
+// A safetensors header nests three deep ({name: {"shape": [...]}}). nlohmann builds and frees
+// nested values recursively, so 100,000 nested '[' would overflow the stack: deeper
+// headers are refused by a scan before the parser sees them.
+constexpr int kMaxJsonDepth = 16;
 
 struct DTypeEntry {
   std::string_view name;
@@ -102,6 +109,27 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+// The first header byte at which arrays and objects nest deeper than kMaxJsonDepth, or npos.
+// Brackets inside strings do not count; the text is not otherwise validated here.
+size_t first_too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // skip the escaped character
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 // Parses the header JSON. nlohmann keeps the last of duplicate keys silently; a file naming
 // a tensor twice is ambiguous, so duplicates (at any depth) are refused here.
 json parse_header_json(std::string_view text, const std::string& source) {
@@ -109,6 +137,9 @@ json parse_header_json(std::string_view text, const std::string& source) {
   // NUL is never valid JSON (not whitespace, and escaped inside strings): refuse it.
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     fail(source, "header is not valid JSON: NUL byte at header byte " + std::to_string(nul));
+  if (const size_t deep = first_too_deep(text); deep != std::string_view::npos)
+    fail(source, "header JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (at header byte " +
+                     std::to_string(deep) + "); a safetensors header needs 3");
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
   auto on_event = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
@@ -126,9 +157,10 @@ json parse_header_json(std::string_view text, const std::string& source) {
   try {
     j = json::parse(text.begin(), text.end(), on_event);
   } catch (const json::exception& e) {
-    fail(source, std::string("header is not valid JSON: ") + e.what());
+    // nlohmann quotes the text it choked on: keep the message one short line.
+    fail(source, "header is not valid JSON: " + short_quote(e.what(), 200));
   }
-  if (!duplicate.empty()) fail(source, "header JSON has a duplicate key '" + duplicate + "'");
+  if (!duplicate.empty()) fail(source, "header JSON has a duplicate key '" + short_quote(duplicate) + "'");
   if (!j.is_object()) fail(source, std::string("header JSON is not an object but ") + j.type_name());
   return j;
 }
@@ -138,7 +170,7 @@ json parse_header_json(std::string_view text, const std::string& source) {
 // end - begin bytes for it is bounded by the file size.
 SafeTensorInfo parse_entry(const std::string& source, const std::string& name, const json& v,
                            uint64_t buffer_size) {
-  const std::string where = "tensor '" + name + "': ";
+  const std::string where = "tensor '" + short_quote(name) + "': ";
   if (!v.is_object()) fail(source, where + "header entry is not a JSON object but " + v.type_name());
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) fail(source, where + "header entry is missing \"" + key + "\"");
@@ -148,12 +180,12 @@ SafeTensorInfo parse_entry(const std::string& source, const std::string& name, c
   if (!dtype.is_string()) fail(source, where + "\"dtype\" is not a JSON string but " + dtype.type_name());
   info.dtype = dtype.get<std::string>();
   const size_t elem_size = safetensors_dtype_size(info.dtype);
-  if (elem_size == 0) fail(source, where + "unknown dtype \"" + info.dtype + "\"");
+  if (elem_size == 0) fail(source, where + "unknown dtype \"" + short_quote(info.dtype) + "\"");
 
   const json& shape = v["shape"];
   if (!shape.is_array()) fail(source, where + "\"shape\" is not a JSON array but " + shape.type_name());
   for (const json& d : shape) {
-    if (!d.is_number_integer()) fail(source, where + "\"shape\" holds a non-integer " + d.dump());
+    if (!d.is_number_integer()) fail(source, where + "\"shape\" holds a non-integer " + short_quote(d.dump()));
     if (d.is_number_unsigned()) {
       const auto u = d.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
@@ -168,10 +200,10 @@ SafeTensorInfo parse_entry(const std::string& source, const std::string& name, c
 
   const json& offsets = v["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2)
-    fail(source, where + "\"data_offsets\" is not a JSON array of two integers: " + offsets.dump());
+    fail(source, where + "\"data_offsets\" is not a JSON array of two integers: " + short_quote(offsets.dump()));
   for (const json& o : offsets)
     if (!o.is_number_unsigned())
-      fail(source, where + "\"data_offsets\" holds " + o.dump() + ", not a non-negative integer");
+      fail(source, where + "\"data_offsets\" holds " + short_quote(o.dump()) + ", not a non-negative integer");
   info.begin = offsets[0].get<uint64_t>();
   info.end = offsets[1].get<uint64_t>();
   const std::string range = offsets_str(info.begin, info.end);
@@ -202,20 +234,6 @@ SafeTensorInfo parse_entry(const std::string& source, const std::string& name, c
                      " bytes but " + info.dtype + " x " + std::to_string(count) + " elements need " +
                      std::to_string(nbytes));
   return info;
-}
-
-// Writes all of data to fd, retrying short writes and EINTR. Returns 0 or an errno value.
-int write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
 }
 
 std::string serialize_impl(const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -277,43 +295,6 @@ std::string serialize_impl(const std::vector<std::pair<std::string, Tensor>>& te
     if (nbytes > 0) out.append(static_cast<const char*>(t.raw_data()), nbytes);
   }
   return out;
-}
-
-// Replaces path with bytes atomically and durably (see save_safetensors in the header).
-void write_file_durably(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = -1;
-  bool created = false;
-  // Every failure before the rename: close, remove the temporary file, name the step.
-  auto abort_with = [&](const std::string& step, int err) {
-    if (fd >= 0) ::close(fd);
-    if (created) ::unlink(tmp.c_str());
-    throw std::runtime_error(path + ": cannot save: " + step + ": " + errno_text(err));
-  };
-
-  fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) abort_with("cannot create temporary file '" + tmp + "'", errno);
-  created = true;
-  if (int err = write_all(fd, bytes.data(), bytes.size())) abort_with("write to '" + tmp + "' failed", err);
-  if (::fsync(fd) != 0) abort_with("fsync of '" + tmp + "' failed", errno);
-  const int close_result = ::close(fd);  // close can report a deferred write error (NFS)
-  fd = -1;
-  if (close_result != 0) abort_with("close of '" + tmp + "' failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) abort_with("rename of '" + tmp + "' over the target failed", errno);
-
-  // Make the rename itself durable. The new file is complete at this point, so a failure
-  // here is reported but nothing is removed.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    throw std::runtime_error(path + ": saved, but cannot open its folder to fsync it: " + errno_text(errno));
-  const int sync_result = ::fsync(dfd);
-  const int sync_errno = errno;
-  ::close(dfd);
-  // Some file systems do not support fsync on a folder (EINVAL); nothing more can be done there.
-  if (sync_result != 0 && sync_errno != EINVAL)
-    throw std::runtime_error(path + ": saved, but fsync of its folder failed: " + errno_text(sync_errno));
 }
 
 }  // namespace
@@ -388,7 +369,7 @@ SafeTensorsFile SafeTensorsFile::parse(std::string bytes, const std::string& sou
       if (!value.is_object()) fail(source, std::string("__metadata__ is not a JSON object but ") + value.type_name());
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
-          fail(source, "__metadata__ value for key '" + mk + "' is not a string but " + mv.type_name());
+          fail(source, "__metadata__ value for key '" + short_quote(mk) + "' is not a string but " + mv.type_name());
         f.metadata_.emplace(mk, mv.get<std::string>());
       }
       continue;
@@ -410,9 +391,10 @@ SafeTensorsFile SafeTensorsFile::parse(std::string bytes, const std::string& sou
     const std::string range = offsets_str(info.begin, info.end);
     if (info.begin > expected)
       fail(source, "gap in the data buffer: bytes " + offsets_str(expected, info.begin) +
-                       " belong to no tensor (next is '" + entry->first + "' at " + range + ")");
+                       " belong to no tensor (next is '" + short_quote(entry->first) + "' at " + range + ")");
     if (info.begin < expected)
-      fail(source, "tensor '" + entry->first + "' data_offsets " + range + " overlap tensor '" + *previous +
+      fail(source, "tensor '" + short_quote(entry->first) + "' data_offsets " + range + " overlap tensor '" +
+                       short_quote(*previous) +
                        "', which ends at " + std::to_string(expected));
     expected = info.end;
     previous = &entry->first;
@@ -435,7 +417,7 @@ std::vector<std::string> SafeTensorsFile::names() const {
 
 const SafeTensorInfo& SafeTensorsFile::info(const std::string& name) const {
   const auto it = tensors_.find(name);
-  if (it == tensors_.end()) fail(source_, "no tensor named '" + name + "'");
+  if (it == tensors_.end()) fail(source_, "no tensor named '" + short_quote(name) + "'");
   return it->second;
 }
 
@@ -457,7 +439,7 @@ Tensor SafeTensorsFile::get(const std::string& name) const {
   } else if (i.dtype == "BOOL") {
     dtype = DType::Bool;
   } else {
-    fail(source_, "tensor '" + name + "': unsupported dtype for attograd: " + i.dtype +
+    fail(source_, "tensor '" + short_quote(name) + "': unsupported dtype for attograd: " + i.dtype +
                       " (attograd reads F32, F64, I64 and BOOL)");
   }
   const std::span<const uint8_t> src = bytes(name);
@@ -465,7 +447,7 @@ Tensor SafeTensorsFile::get(const std::string& name) const {
   if (dtype == DType::Bool)
     for (size_t k = 0; k < src.size(); ++k)
       if (src[k] > 1)
-        fail(source_, "tensor '" + name + "': BOOL element " + std::to_string(k) + " holds " +
+        fail(source_, "tensor '" + short_quote(name) + "': BOOL element " + std::to_string(k) + " holds " +
                           std::to_string(src[k]) + ", not 0 or 1");
   // parse() checked src.size() == element count x dtype size, and that it lies in the file.
   Tensor t = Tensor::empty(i.shape, dtype);
@@ -491,7 +473,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
                       const std::map<std::string, std::string>& metadata) {
   // Serialize first: a bad argument then fails before the file system is touched.
   const std::string bytes = serialize_impl(tensors, metadata, path + ": cannot save");
-  write_file_durably(path, bytes);
+  write_file_atomically(path, bytes);
 }
 
 }  // namespace ag

@@ -12,7 +12,9 @@
 //  - get()/load_safetensors()/save_safetensors(): conversion to and from attograd Tensors
 //    (F32, F64, I64 and BOOL, the dtypes attograd has).
 //
-// Every reader error is a std::runtime_error whose message starts with the file name.
+// Every reader error is a std::runtime_error whose message starts with the file name. Text
+// quoted from the file (names, dtypes, the parser's complaint) is cut to a short prefix, and
+// JSON nested deeper than a header needs is refused before it is parsed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -79,8 +81,8 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path);
 std::string serialize_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                                   const std::map<std::string, std::string>& metadata = {});
 
-// Writes serialize_safetensors(...) durably: to "<path>.tmp.<pid>" in the same folder, then
-// fsync, rename over path, fsync the folder. On failure the temporary file is removed, path
+// Writes serialize_safetensors(...) durably with write_file_atomically (autograd/atomic_file.h):
+// to "<path>.tmp.<pid>" in the same folder, then fsync, rename over path, fsync the folder. On failure the temporary file is removed, path
 // is left as it was, and std::runtime_error (or std::invalid_argument, see above) names the path.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});

@@ -18,7 +18,7 @@ int cmd_sample(int argc, char** argv) {
     ("temperature", "softmax temperature; 0 is greedy", cxxopts::value<double>()->default_value("0.8"))
     ("top-k", "sample among the k most likely characters (0: all)", cxxopts::value<int64_t>()->default_value("0"))
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
-    ("no-cache", "recompute the whole context for every character (slow; for comparison)")
+    ("no-cache", "recompute the whole context for every character instead of using the GPT's KV cache (slow; for comparison)")
     ("h,help", "show this help");
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
@@ -40,7 +40,9 @@ int cmd_sample(int argc, char** argv) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << loaded.tokenizer.decode(out) << std::endl;
   std::fprintf(stderr, "generated %ld characters in %.3f s: %.0f tokens/s (%s)\n", static_cast<long>(n), s,
-               s > 0 ? static_cast<double>(n) / s : 0.0, r.count("no-cache") ? "no cache" : "KV cache");
+               s > 0 ? static_cast<double>(n) / s : 0.0, r.count("no-cache")                ? "no cache"
+               : loaded.model->attention() ? "KV cache"
+                                           : "a fixed context, no cache needed");
   return 0;
 }
 

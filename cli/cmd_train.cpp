@@ -4,8 +4,11 @@
 // name, help, default, and whether --resume accepts it.
 #include <iostream>
 
+#include "autograd/parallel.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "models/registry.h"
+#include "train/config_error.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
@@ -18,16 +21,30 @@ int train_command(int argc, char** argv) {
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
   const TrainFlags flags = read_train_flags(r);
+  const int threads = flags.config.threads;
+  if (threads < 0 || threads > parallel::kMaxThreads)
+    throw UsageError("--threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core), got " +
+                     std::to_string(threads));
 
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
-    train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
-    return 0;
+    const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
+    return summary.interrupted ? kInterruptedStatus : 0;
+  }
+  try {
+    models::find_model(flags.config.model.name);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--model: ") + e.what());
   }
   if (!flags.given.count("data")) throw UsageError("--data FILE is required");
   if (!flags.given.count("out")) throw UsageError("--out DIR is required");
-  train::train_lm(flags.config, std::cout);
-  return 0;
+  train::TrainSummary summary;
+  try {
+    summary = train::train_lm(flags.config, std::cout);
+  } catch (const train::ConfigError& e) {  // the flags given cannot work: a usage error
+    throw UsageError(e.what());
+  }
+  return summary.interrupted ? kInterruptedStatus : 0;
 }
 }  // namespace
 

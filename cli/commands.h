@@ -7,13 +7,18 @@
 //   * a bad command line throws UsageError (or a cxxopts parsing error): exit status 2, with a
 //     hint to run --help;
 //   * any other failure throws: main prints "attograd <command>: error: <message>" to stderr
-//     and exits 1. A command may also return 1 itself after printing why (a failed check).
+//     and exits 1. A command may also return 1 itself after printing why (a failed check);
+//   * a command stopped by Ctrl-C (SIGINT) or SIGTERM returns kInterruptedStatus (130).
 #pragma once
 #include <stdexcept>
 
 #include <cxxopts.hpp>
 
 namespace ag::cli {
+
+// The exit status of a command stopped by SIGINT or SIGTERM (128 + SIGINT, as a shell reports
+// a process killed by Ctrl-C), also when it stopped cleanly (training writes a checkpoint first).
+constexpr int kInterruptedStatus = 130;
 
 // An option value that parses but makes no sense (unknown mask name, E not divisible by H...).
 struct UsageError : std::runtime_error {

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 
@@ -69,6 +70,7 @@ bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& 
 
 int main(int argc, char** argv) {
   ag::cli::ensure_fast_openblas_core(argv);  // may re-execute this program once (see blas_core.h)
+  ag::parallel::init_threads();  // one thread per core, OpenBLAS single-threaded inside them
   if (argc < 2) {  // no command: the caller made a mistake, so stderr and status 2
     print_usage(stderr);
     return 2;

@@ -1,12 +1,10 @@
 #include "data/corpus.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <memory>
 #include <stdexcept>
+
+#include "autograd/checked.h"
+#include "data/text_file.h"
 
 namespace ag::data {
 
@@ -18,33 +16,10 @@ constexpr const char* kHint = "check the path, or run scripts/find-corpus.sh to 
   throw std::runtime_error("corpus '" + path + "': " + what);
 }
 
-std::string read_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (st.type() == fs::file_type::not_found) corpus_error(path, std::string("file not found; ") + kHint);
-  if (st.type() == fs::file_type::directory)
-    corpus_error(path, "is a directory; pass the path of a UTF-8 text file instead");
-
-  // fopen sets errno, so the message can say why (e.g. permission denied).
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f)
-    corpus_error(path, std::string("cannot open: ") + std::strerror(errno) +
-                           "; make the file readable or pass another path");
-  std::string bytes;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, got);
-  // Reading a directory or a vanished file fails here rather than at fopen on some systems.
-  if (std::ferror(f.get()))
-    corpus_error(path, std::string("read error: ") + std::strerror(errno) + "; pass the path of a readable text file");
-  return bytes;
-}
-
 // The smallest corpus length whose train and val splits both hold need tokens. The val split
 // is about a tenth of the text, so the answer is just above 10 * (need - 1); search from below it.
 int64_t min_corpus_tokens(int64_t need) {
-  int64_t n = std::max<int64_t>(1, 10 * need - 20);
+  int64_t n = std::max<int64_t>(1, checked::mul(10, need, "corpus size for block_size") - 20);
   while (train_split_size(n) < need || n - train_split_size(n) < need) ++n;
   return n;
 }
@@ -58,7 +33,11 @@ int64_t train_split_size(int64_t n_tokens) {
 Corpus load_corpus(const std::string& path, int64_t block_size) {
   if (block_size < 1) throw std::invalid_argument("load_corpus: block_size must be at least 1, got " + std::to_string(block_size));
 
-  const std::string bytes = read_file(path);
+  // A block no corpus attograd reads could hold (each split needs block_size + 1 characters).
+  if (block_size > kMaxTextFileBytes / 10)
+    corpus_error(path, "block_size " + std::to_string(block_size) + " is larger than any corpus can serve (at most " +
+                           std::to_string(kMaxTextFileBytes) + " bytes, split 90/10); use a smaller block_size");
+  const std::string bytes = read_text_file(path, "corpus '" + path + "'", kHint);
   if (bytes.empty()) corpus_error(path, "file is empty; it must contain the training text (UTF-8)");
 
   std::vector<char32_t> text;

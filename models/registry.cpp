@@ -13,12 +13,14 @@ const std::vector<ModelEntry>& model_registry() {
        {"n_layer", "n_head", "n_embd", "block_size"}, [](const ModelConfig& c) { c.gpt().validate(); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
-       }},
+       },
+       gpt_num_tensors, gpt_parameter_shapes, gpt_memory_bytes},
       {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
        {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<CharMLP>(c, dtype, gen);
-       }},
+       },
+       mlp_num_tensors, mlp_parameter_shapes, mlp_memory_bytes},
   };
   return table;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/language_model.h"
+#include "models/model_size.h"
 
 namespace ag::models {
 
@@ -19,6 +20,11 @@ struct ModelEntry {
   std::vector<std::string> fields;
   std::function<void(const ModelConfig&)> validate;  // throws std::invalid_argument naming the field
   std::function<std::unique_ptr<LanguageModel>(const ModelConfig&, DType, Generator&)> make;
+  // Its sizes before anything is built, with checked arithmetic (models/model_size.h): the
+  // tensor count, the parameters as (name, shape), and a memory estimate (batch, training).
+  std::function<int64_t(const ModelConfig&)> num_tensors;
+  std::function<ParameterShapes(const ModelConfig&)> parameter_shapes;
+  std::function<int64_t(const ModelConfig&, int64_t, bool)> memory_bytes;
 };
 
 const std::vector<ModelEntry>& model_registry();

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "autograd/ops.h"
+#include "autograd/short_quote.h"
 #include "nn/attention.h"
 
 namespace ag::nn {
@@ -13,7 +14,7 @@ bool flag(const SafeTensorsFile& f, const std::string& key, bool fallback) {
   if (it == f.metadata().end()) return fallback;
   if (it->second == "true") return true;
   if (it->second == "false") return false;
-  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be \"true\" or \"false\", got \"" + it->second + "\"");
+  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be \"true\" or \"false\", got \"" + short_quote(it->second) + "\"");
 }
 }  // namespace
 
@@ -22,7 +23,13 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
   static const std::set<std::string> known = {"query", "key", "value", "in_proj_weight", "in_proj_bias", "out_proj.weight",
                                               "out_proj.bias", "attn_mask", "key_padding_mask", "grad_output"};
   for (const auto& n : f.names())
-    if (!known.count(n)) throw std::runtime_error(src + ": unknown tensor '" + n + "' in the case");
+    if (!known.count(n)) throw std::runtime_error(src + ": unknown tensor '" + short_quote(n) + "' in the case");
+  // A misspelt flag ("is_casual") would otherwise be ignored and the default used.
+  static const std::set<std::string> known_metadata = {"num_heads", "batch_first", "is_causal", "average_attn_weights"};
+  for (const auto& [k, v] : f.metadata())
+    if (!known_metadata.count(k))
+      throw std::runtime_error(src + ": unknown __metadata__ key '" + short_quote(k) +
+                               "' in the case (known: num_heads, batch_first, is_causal, average_attn_weights)");
   for (const char* n : {"query", "key", "value", "in_proj_weight", "out_proj.weight"})
     if (!f.has(n)) throw std::runtime_error(src + ": required tensor '" + std::string(n) + "' is missing");
   auto it = f.metadata().find("num_heads");
@@ -33,7 +40,7 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
     H = std::stoll(it->second, &used);
     if (used != it->second.size() || H <= 0) throw std::invalid_argument("");
   } catch (const std::exception&) {
-    throw std::runtime_error(src + ": __metadata__ 'num_heads' must be a positive integer, got \"" + it->second + "\"");
+    throw std::runtime_error(src + ": __metadata__ 'num_heads' must be a positive integer, got \"" + short_quote(it->second) + "\"");
   }
   const bool batch_first = flag(f, "batch_first", false), is_causal = flag(f, "is_causal", false),
              average = flag(f, "average_attn_weights", true);

@@ -6,7 +6,8 @@
 //   out_proj.bias, attn_mask (BOOL or the float dtype), key_padding_mask (BOOL), grad_output
 //   (optional; without it the gradient is that of output.sum()). Floats are all F32 or all F64.
 // CASE __metadata__: num_heads (required); batch_first, is_causal, average_attn_weights as
-//   "true"/"false" (defaults false, false, true).
+//   "true"/"false" (defaults false, false, true). Any other key is refused (a misspelt
+//   "is_casual" must not silently mean false).
 // RESULT: output, attn_weights, and grad.<name> for query, key, value and each parameter present.
 #pragma once
 #include <string>

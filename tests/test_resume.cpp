@@ -14,6 +14,7 @@
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
 #include "train/checkpoint.h"
+#include "train/metadata_seal.h"
 #include "train/train_state.h"
 #include "train/trainer.h"
 
@@ -175,6 +176,7 @@ TEST(Resume, BadTrainStatesAreRefused) {
     auto md = good.metadata();
     edit_tensors(ts);
     edit_meta(md);
+    seal_metadata(md);  // a consistent seal, so that the checks behind it are reached
     save_safetensors(state.string(), ts, md);
   };
   auto expect_error = [&](const std::string& needle, const std::string& data = "") {

@@ -5,8 +5,13 @@
 #include <set>
 #include <type_traits>
 
+#include "autograd/checked.h"
 #include "autograd/safetensors.h"
+#include "autograd/short_quote.h"
 #include "models/registry.h"
+#include "train/finite.h"
+#include "train/memory_check.h"
+#include "train/metadata_seal.h"
 
 namespace ag::train {
 
@@ -28,7 +33,10 @@ void save_model(const std::string& path, const models::LanguageModel& model, con
                                 " characters but the model's vocab_size is " + std::to_string(model.vocab_size()));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto& [name, p] : model.named_parameters()) tensors.emplace_back(name, p.detach().to(DType::Float32));
-  save_safetensors(path, tensors, model_metadata(model, tok));
+  require_finite_to_save(tensors, path);
+  auto metadata = model_metadata(model, tok);
+  seal_metadata(metadata);
+  save_safetensors(path, tensors, metadata);
 }
 
 namespace {
@@ -41,9 +49,48 @@ int64_t meta_int(const SafeTensorsFile& f, const char* key) {
     if (used == it->second.size() && v > 0 && v < (1ll << 31)) return v;
   } catch (const std::exception&) {
   }
-  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be a positive integer, got \"" + it->second + "\"");
+  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be a positive integer below 2^31, got \"" +
+                           short_quote(it->second) + "\"");
 }
 }  // namespace
+
+void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
+                                  const std::vector<std::string>& prefixes) {
+  const models::ModelEntry& entry = models::find_model(cfg.name);
+  const std::string what = "the metadata (its hyperparameters and vocab)";
+  int64_t count = 0;
+  try {
+    count = checked::mul(entry.num_tensors(cfg), static_cast<int64_t>(prefixes.size()), "tensor count");
+  } catch (const std::overflow_error& e) {
+    throw std::runtime_error(f.source() + ": " + what + " describes an impossible model: " + e.what());
+  }
+  // The count first: listing the expected tensors of n_layer = 2^31 - 1 would itself exhaust
+  // memory. A count near the file's is listed, to name the missing or unexpected tensor.
+  if (count > 2 * static_cast<int64_t>(f.size()) + 64)
+    throw std::runtime_error(f.source() + ": " + what + " describes a model of " + std::to_string(count) +
+                             " tensors, but the file holds " + std::to_string(f.size()));
+  models::ParameterShapes shapes;
+  try {
+    shapes = entry.parameter_shapes(cfg);
+  } catch (const std::overflow_error& e) {
+    throw std::runtime_error(f.source() + ": " + what + " describes an impossible model: " + e.what());
+  }
+  std::set<std::string> expected;
+  for (const auto& [name, shape] : shapes) {
+    for (const std::string& prefix : prefixes) {
+      const std::string key = prefix + name;
+      expected.insert(key);
+      if (!f.has(key)) throw std::runtime_error(f.source() + ": tensor '" + key + "' is missing");
+      const auto& info = f.info(key);
+      if (info.dtype != "F32" || Shape(info.shape) != shape)
+        throw std::runtime_error(f.source() + ": tensor '" + key + "' is " + info.dtype + " of shape " +
+                                 shape_str(info.shape) + ", but " + what + " needs F32 of shape " + shape_str(shape) +
+                                 " (a file from a different configuration?)");
+    }
+  }
+  for (const auto& n : f.names())
+    if (!expected.count(n)) throw std::runtime_error(f.source() + ": unexpected tensor '" + short_quote(n) + "'");
+}
 
 LoadedModel load_model(const std::string& path) {
   std::string file = path;
@@ -51,6 +98,7 @@ LoadedModel load_model(const std::string& path) {
   if (!std::filesystem::exists(file))
     throw std::runtime_error(file + ": no such checkpoint (give a run folder or its model.safetensors)");
   const SafeTensorsFile f = SafeTensorsFile::load(file);
+  check_metadata_seal(f);
 
   // Which model: files written before there was more than one have no format and are GPTs.
   const auto fmt = f.metadata().find("format");
@@ -82,6 +130,10 @@ LoadedModel load_model(const std::string& path) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(file + ": " + e.what());
   }
+  // The metadata against the tensors, and the memory it implies, before anything is built:
+  // n_layer = 2^31 - 1 must be refused here, not after building layers until memory runs out.
+  check_tensors_against_config(f, cfg, {""});
+  require_inference_fits(cfg, file);
   Generator g(0);
   out.model = entry->make(cfg, DType::Float32, g);
 
@@ -99,10 +151,8 @@ LoadedModel load_model(const std::string& path) {
   }
   for (const auto& n : f.names())
     if (!expected.count(n)) throw std::runtime_error(file + ": unexpected tensor '" + n + "'");
+  require_finite_loaded({state.begin(), state.end()}, file);
   out.model->load_state_dict(state);
-  for (const auto& [name, t] : state)
-    for (double v : t.to_double_vector())
-      if (!std::isfinite(v)) throw std::runtime_error(file + ": tensor '" + name + "' holds a non-finite value");
   out.model->eval();
   return out;
 }

@@ -3,12 +3,14 @@
 // that model reads (for the GPT: n_layer, n_head, n_embd, block_size, as decimal strings) and
 // vocab (a JSON array of the characters in id order), so sampling and evaluation need no
 // other file. A GPT's tied head is stored once, as tok_emb.weight. Files without a format are
-// GPTs.
+// GPTs. format_version and a checksum of the metadata (train/metadata_seal.h) catch an edited
+// n_head, which no tensor shape shows; only finite weights are written or read (train/finite.h).
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
 
+#include "autograd/safetensors.h"
 #include "data/tokenizer.h"
 #include "models/language_model.h"
 
@@ -28,6 +30,13 @@ void save_model(const std::string& path, const models::LanguageModel& model, con
 // mismatch) throws std::runtime_error naming the file and the problem. The model is returned
 // in eval mode.
 LoadedModel load_model(const std::string& path);
+
+// Checks, before any model is built, that file f holds exactly the tensors the model cfg
+// describes has (models/model_size.h), each F32 and of its shape, under every prefix ("" for a
+// model file; "model.", "adam.exp_avg." and "adam.exp_avg_sq." for a train state). The count
+// is compared first, so a hostile n_layer costs nothing. Throws std::runtime_error naming the file.
+void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
+                                  const std::vector<std::string>& prefixes);
 
 // The metadata block of a model file.
 std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tokenizer);

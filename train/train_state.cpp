@@ -5,7 +5,11 @@
 #include <set>
 
 #include "autograd/safetensors.h"
+#include "autograd/short_quote.h"
 #include "models/registry.h"
+#include "train/checkpoint.h"
+#include "train/finite.h"
+#include "train/metadata_seal.h"
 
 namespace ag::train {
 
@@ -55,7 +59,8 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
     tensors.emplace_back("adam.exp_avg." + params[i].first, opt.exp_avg[i]);
     tensors.emplace_back("adam.exp_avg_sq." + params[i].first, opt.exp_avg_sq[i]);
   }
-  const std::map<std::string, std::string> md = {
+  require_finite_to_save(tensors, path);
+  std::map<std::string, std::string> md = {
       {"format", "attograd.train_state"},
       {"iter", std::to_string(pos.iter)},
       {"eval_done", pos.eval_done ? "true" : "false"},
@@ -67,6 +72,7 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
       {"rng.eval", rng_to_json(pos.rng_eval)},
       {"config", config_to_json(cfg)},
       {"vocab", json(tok.chars()).dump()}};
+  seal_metadata(md);
   save_safetensors(path, tensors, md);
 }
 
@@ -76,7 +82,8 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   const std::string& path = f.source();
   LoadedTrainState s;
   if (meta(f, "format") != "attograd.train_state")
-    throw std::runtime_error(path + ": not an attograd train state (format \"" + meta(f, "format") + "\")");
+    throw std::runtime_error(path + ": not an attograd train state (format \"" + short_quote(meta(f, "format")) + "\")");
+  check_metadata_seal(f);
   s.config = config_from_json(meta(f, "config"), path);
   try {
     models::find_model(s.config.model.name).validate(s.config.model);
@@ -107,6 +114,8 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   if (s.pos.iter < 0 || s.pos.iter > s.config.iters)
     throw std::runtime_error(path + ": iter " + std::to_string(s.pos.iter) + " is outside the run's 0.." +
                              std::to_string(s.config.iters));
+  // Every tensor against the configuration before the run builds a model from it.
+  check_tensors_against_config(f, s.config.model, {"model.", "adam.exp_avg.", "adam.exp_avg_sq."});
   return s;
 }
 
@@ -130,9 +139,14 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
                                  " but the run's configuration needs F32" + shape_str(p.shape()) +
                                  " (a train state from a different configuration?)");
     }
-    weights[name] = f.get("model." + name);
-    opt.exp_avg[i].copy_(f.get("adam.exp_avg." + name));
-    opt.exp_avg_sq[i].copy_(f.get("adam.exp_avg_sq." + name));
+    auto get_finite = [&](const std::string& key) {
+      Tensor t = f.get(key);
+      require_finite_loaded({{key, t}}, path);
+      return t;
+    };
+    weights[name] = get_finite("model." + name);
+    opt.exp_avg[i].copy_(get_finite("adam.exp_avg." + name));
+    opt.exp_avg_sq[i].copy_(get_finite("adam.exp_avg_sq." + name));
   }
   for (const auto& n : f.names())
     if (!expected.count(n)) throw std::runtime_error(path + ": unexpected tensor '" + n + "'");

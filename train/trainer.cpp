@@ -16,11 +16,14 @@
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/text_file.h"
 #include "models/registry.h"
 #include "train/checkpoint.h"
+#include "train/config_error.h"
 #include "train/distributed.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
+#include "train/memory_check.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
@@ -44,7 +47,7 @@ std::string format_duration(double s) {
 
 void check_config(const TrainConfig& c, const Comm& comm) {
   auto positive = [](double v, const char* name) {
-    if (!(v > 0)) throw std::invalid_argument(std::string("train: --") + name + " must be positive");
+    if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
   positive(static_cast<double>(c.batch_size), "batch");
   positive(static_cast<double>(c.eval_every), "eval-every");
@@ -53,20 +56,41 @@ void check_config(const TrainConfig& c, const Comm& comm) {
   positive(static_cast<double>(c.grad_accum), "grad-accum");
   const int64_t parts = comm.size() * c.grad_accum;
   if (c.batch_size % parts != 0)
-    throw std::invalid_argument("train: --batch " + std::to_string(c.batch_size) + " must be divisible by ranks × --grad-accum = " +
-                                std::to_string(comm.size()) + " × " + std::to_string(c.grad_accum) + " = " +
-                                std::to_string(parts) + " (the batch is global; each micro-batch gets batch / " +
-                                std::to_string(parts) + " rows)");
+    throw ConfigError("train: --batch " + std::to_string(c.batch_size) + " must be divisible by ranks × --grad-accum = " +
+                      std::to_string(comm.size()) + " × " + std::to_string(c.grad_accum) + " = " + std::to_string(parts) +
+                      " (the batch is global; each micro-batch gets batch / " + std::to_string(parts) + " rows)");
   positive(c.lr, "lr");
-  if (c.iters < 0) throw std::invalid_argument("train: --iters must be ≥ 0");
-  if (c.warmup < 0) throw std::invalid_argument("train: --warmup must be ≥ 0");
-  if (!(c.min_lr >= 0)) throw std::invalid_argument("train: --min-lr must be ≥ 0");
-  if (!(c.weight_decay >= 0)) throw std::invalid_argument("train: --weight-decay must be ≥ 0");
+  if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
+  if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
+  // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
+  if (c.model.block_size > data::kMaxTextFileBytes / 10)
+    throw ConfigError("train: --block " + std::to_string(c.model.block_size) + " is larger than any corpus can serve (at most " +
+                      std::to_string(data::kMaxTextFileBytes) + " bytes, split 90/10)");
+  if (c.sample_tokens < 0) throw ConfigError("train: --sample-tokens must be ≥ 0 (0: no sample)");
+  if (c.threads < 0 || c.threads > parallel::kMaxThreads)
+    throw ConfigError("train: --threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core)");
+  if (!(c.min_lr >= 0)) throw ConfigError("train: --min-lr must be ≥ 0");
+  if (!(c.weight_decay >= 0)) throw ConfigError("train: --weight-decay must be ≥ 0");
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
-    throw std::invalid_argument("train: --beta1 and --beta2 must be in [0, 1)");
-  if (!(c.grad_clip >= 0)) throw std::invalid_argument("train: --grad-clip must be ≥ 0 (0 disables it)");
-  if (c.out_dir.empty()) throw std::invalid_argument("train: --out is required");
-  models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
+    throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
+  if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
+  if (c.out_dir.empty()) throw ConfigError("train: --out is required");
+  try {
+    models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+// The model's own checks, then its memory estimate against this machine, before anything is
+// built (vocab_size is known once the corpus is read).
+void check_model(const TrainConfig& c) {
+  try {
+    models::find_model(c.model.name).validate(c.model);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  require_training_fits(c.model, c.batch_size);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -173,9 +197,16 @@ class Run {
     decorrelate_dropout();
   }
 
+  // The loop: at each evaluation point evaluate and checkpoint; otherwise step, then log.
   TrainSummary run(bool fresh_metrics);
 
  private:
+  void start(bool fresh_metrics);                  // open metrics.jsonl, print the run's header
+  void evaluate_and_checkpoint(int64_t it, double lr);
+  double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
+  void log_step(int64_t it, double loss, double lr);
+  TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
+  TrainSummary finish();                           // the last line and the sample
   double estimate_loss(const std::vector<int64_t>& ids);
   double forward_backward();
   void decorrelate_dropout();
@@ -198,6 +229,11 @@ class Run {
   std::ofstream metrics_;
   Clock::time_point t_start_ = Clock::now();
   double tokens_per_s_ = 0;
+  bool tty_ = false;  // a progress bar on a terminal instead of log lines
+  TrainSummary summary_;
+  Clock::time_point t_log_;  // throughput since the last log line (evaluations excluded)
+  int64_t steps_since_log_ = 0;
+  bool stop_agreed_ = false;  // several ranks: some rank was asked to stop (agreed in the step's allreduce)
   // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
   // evaluation at pending_report_iter_.
   std::string pending_report_;
@@ -294,16 +330,16 @@ void Run::write_grad_report(int64_t it, bool tty) {
   pending_report_iter_ = -1;
 }
 
-TrainSummary Run::run(bool fresh_metrics) {
+void Run::start(bool fresh_metrics) {
   const fs::path metrics_path = dir_ / "metrics.jsonl";
-  if (comm_.is_root()) {
+  if (comm_.is_root()) {  // rank 0 alone writes files
     fs::create_directories(dir_);
     if (fresh_metrics) std::ofstream(metrics_path, std::ios::trunc);
     else truncate_metrics(metrics_path, pos_.iter);
     metrics_.open(metrics_path, std::ios::app);
     if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
   }
-  const bool tty = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
+  tty_ = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
        << cfg_.model.vocab_size << ", train " << corpus_.train_ids.size() << ", val " << corpus_.val_ids.size() << ")\n"
@@ -319,119 +355,136 @@ TrainSummary Run::run(bool fresh_metrics) {
          << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
+  t_log_ = Clock::now();
+}
 
+TrainSummary Run::run(bool fresh_metrics) {
+  start(fresh_metrics);
   InterruptGuard interrupts;
-  TrainSummary summary;
-  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
-  auto t_log = Clock::now();
-  int64_t steps_since_log = 0;
-
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) {
-      check_same_weights(comm_, opt_.params(), it);
-      const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
-      summary.train_loss = tl;
-      summary.val_loss = vl;
-      write_metrics(it, tl, &vl, lr);
-      const bool best = vl < pos_.best_val_loss;
-      if (best) pos_.best_val_loss = vl;
-      pos_.eval_done = true;
-      save_checkpoint(best);
-      char line[160];
-      std::snprintf(line, sizeof line, "eval  iter %5ld  train %.4f  val %.4f  (%s)", static_cast<long>(it), tl, vl,
-                    format_duration(seconds_since(t_start_)).c_str());
-      out_ << (tty ? "\r\033[K" : "") << line << "\n";
-      out_.flush();
-      if (cfg_.grad_report) write_grad_report(it, tty);
-      t_log = Clock::now();  // evaluation time is not training throughput
-      steps_since_log = 0;
-    }
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) evaluate_and_checkpoint(it, lr);
     if (it == cfg_.iters) break;
-
-    // ---- one step ----
-    opt_.set_lr(lr);
-    double loss_v = forward_backward();
-    // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
-    // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
-    bool stop = false;  // one process: decided at the end of the step (below)
-    if (comm_.distributed()) {
-      stop = InterruptGuard::requested();
-      double agree[2] = {loss_v, stop ? 1.0 : 0.0};
-      comm_.allreduce_sum(agree, 2);
-      loss_v = agree[0] / static_cast<double>(comm_.size());
-      stop = agree[1] > 0;
-    }
-    if (cfg_.after_backward) cfg_.after_backward(*model_);
-    if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
-      const GradReport rep = grad_report(opt_.params());
-      char head[200];
-      std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
-                    static_cast<long>(it), static_cast<long>(it + 1), loss_v);
-      pending_report_ = head + format_grad_report(rep);
-      pending_summary_ = grad_report_summary(rep);
-      pending_report_iter_ = it + 1;
-    }
-    const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
-    if (!bad.empty()) {
-      char msg[512];
-      std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s", 
-                    std::isfinite(loss_v) ? "gradient" : "loss", static_cast<long>(it), loss_v, bad.c_str());
-      if (!cfg_.skip_nonfinite)
-        throw NonFiniteError(std::string(msg) + "; stopped without updating. The last good checkpoint in " +
-                             dir_.string() + " is kept (use --skip-nonfinite to skip such steps)");
-      ++pos_.skipped_updates;
-      out_ << (tty ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
-      opt_.zero_grad();
-    } else {
-      if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
-      opt_.step();
-    }
-    pos_.eval_done = false;
-    ++steps_since_log;
-    if (cfg_.after_step) cfg_.after_step(it);
-
-    const bool log_now = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
-    if (log_now || tty) {
-      const double dt = seconds_since(t_log);
-      if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log) / dt;
-      const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
-      const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
-      char line[200];
-      if (tty) {
-        const int width = 24, filled = static_cast<int>(width * done / total);
-        std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
-                      std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
-                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-        out_ << line;
-      } else if (log_now) {
-        std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
-                      static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
-        out_ << line;
-      }
-      out_.flush();
-      if (log_now) {
-        write_metrics(it + 1, loss_v, nullptr, lr);
-        t_log = Clock::now();
-        steps_since_log = 0;
-      }
-    }
-
-    if (comm_.distributed() ? stop : InterruptGuard::requested()) {
+    const double loss = step(it, lr);
+    log_step(it, loss, lr);
+    // One process stops when a signal arrived during the step; several ranks when any rank had
+    // one by the time of the step's allreduce (all of them then stop after the same step).
+    if (comm_.distributed() ? stop_agreed_ : InterruptGuard::requested()) {
       ++it;  // this step is complete: the run continues at the next one
-      save_checkpoint(false);
-      const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
-      out_ << (tty ? "\r\033[K" : "") << "\ninterrupted ("
-           << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << it << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
-           << dir_.string() << "\n";
-      out_.flush();
-      summary.interrupted = true;
-      summary.iters = it;
-      summary.skipped_updates = pos_.skipped_updates;
-      return summary;
+      return stop_interrupted();
     }
   }
+  return finish();
+}
 
+void Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  check_same_weights(comm_, opt_.params(), it);
+  const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
+  summary_.train_loss = tl;
+  summary_.val_loss = vl;
+  write_metrics(it, tl, &vl, lr);
+  const bool best = vl < pos_.best_val_loss;
+  if (best) pos_.best_val_loss = vl;
+  pos_.eval_done = true;
+  save_checkpoint(best);
+  char line[160];
+  std::snprintf(line, sizeof line, "eval  iter %5ld  train %.4f  val %.4f  (%s)", static_cast<long>(it), tl, vl,
+                format_duration(seconds_since(t_start_)).c_str());
+  out_ << (tty_ ? "\r\033[K" : "") << line << "\n";
+  out_.flush();
+  if (cfg_.grad_report) write_grad_report(it, tty_);
+  t_log_ = Clock::now();  // evaluation time is not training throughput
+  steps_since_log_ = 0;
+}
+
+double Run::step(int64_t it, double lr) {
+  opt_.set_lr(lr);
+  double loss_v = forward_backward();
+  // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
+  // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
+  if (comm_.distributed()) {
+    double agree[2] = {loss_v, InterruptGuard::requested() ? 1.0 : 0.0};
+    comm_.allreduce_sum(agree, 2);
+    loss_v = agree[0] / static_cast<double>(comm_.size());
+    stop_agreed_ = agree[1] > 0;
+  }
+  if (cfg_.after_backward) cfg_.after_backward(*model_);
+  if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
+    const GradReport rep = grad_report(opt_.params());
+    char head[200];
+    std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
+                  static_cast<long>(it), static_cast<long>(it + 1), loss_v);
+    pending_report_ = head + format_grad_report(rep);
+    pending_summary_ = grad_report_summary(rep);
+    pending_report_iter_ = it + 1;
+  }
+  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
+  if (!bad.empty()) {
+    char msg[512];
+    std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s",
+                  std::isfinite(loss_v) ? "gradient" : "loss", static_cast<long>(it), loss_v, bad.c_str());
+    if (!cfg_.skip_nonfinite)
+      throw NonFiniteError(std::string(msg) + "; stopped without updating. The last good checkpoint in " +
+                           dir_.string() + " is kept (use --skip-nonfinite to skip such steps)");
+    ++pos_.skipped_updates;
+    out_ << (tty_ ? "\r\033[K" : "") << msg << "; update skipped (" << pos_.skipped_updates << " so far)\n";
+    opt_.zero_grad();
+  } else {
+    if (cfg_.grad_clip > 0) clip_grad_norm(opt_.params(), cfg_.grad_clip);
+    opt_.step();
+  }
+  pos_.eval_done = false;
+  ++steps_since_log_;
+  if (cfg_.after_step) cfg_.after_step(it);
+  return loss_v;
+}
+
+void Run::log_step(int64_t it, double loss_v, double lr) {
+  const bool log_now = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
+  if (!log_now && !tty_) return;
+  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
+  const double dt = seconds_since(t_log_);
+  if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log_) / dt;
+  const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
+  const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
+  char line[200];
+  if (tty_) {
+    const int width = 24, filled = static_cast<int>(width * done / total);
+    std::snprintf(line, sizeof line, "\r\033[K[%s%s] %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
+                  std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(it + 1),
+                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+    out_ << line;
+  } else {
+    std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
+                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+    out_ << line;
+  }
+  out_.flush();
+  if (log_now) {
+    write_metrics(it + 1, loss_v, nullptr, lr);
+    t_log_ = Clock::now();
+    steps_since_log_ = 0;
+  }
+}
+
+TrainSummary Run::stop_interrupted() {
+  save_checkpoint(false);
+  // No rank exits before rank 0 has its checkpoint: mpirun ends the whole job as soon as one
+  // rank exits with a non-zero status, as an interrupted run does.
+  comm_.barrier();
+  const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
+  out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted ("
+       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+       << dir_.string() << "\n";
+  out_.flush();
+  summary_.interrupted = true;
+  summary_.iters = pos_.iter;
+  summary_.skipped_updates = pos_.skipped_updates;
+  return summary_;
+}
+
+TrainSummary Run::finish() {
+  TrainSummary& summary = summary_;
   summary.iters = cfg_.iters;
   summary.seconds = seconds_since(t_start_);
   summary.tokens_per_s = tokens_per_s_;
@@ -461,8 +514,8 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
-  models::find_model(cfg.model.name).validate(cfg.model);
-  std::ostream null_out(nullptr);
+  check_model(cfg);
+  std::ostream null_out(nullptr);  // ranks other than 0 print nothing
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   return run.run(/*fresh_metrics=*/true);
 }
@@ -494,6 +547,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
+  check_model(cfg);
   std::ostream null_out(nullptr);
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   run.resume_from(state, st.pos);
