@@ -28,6 +28,7 @@ int train_command(int argc, char** argv) {
 
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
+    if (flags.given.count("overwrite")) throw UsageError("--overwrite cannot be combined with --resume, which continues the run");
     const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
     return summary.interrupted ? kInterruptedStatus : 0;
   }

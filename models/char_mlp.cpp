@@ -87,6 +87,7 @@ std::vector<int64_t> CharMLP::generate(const std::vector<int64_t>& prompt, const
     }
     const auto logits = logits_of(Tensor::from_vector(ctx, {C})).to_double_vector();  // (V)
     seq.push_back(sample_token(logits, opt.temperature, opt.top_k, gen));
+    if (opt.on_token && !opt.on_token(seq.back())) break;
   }
   return seq;
 }

@@ -13,6 +13,7 @@
 // for a model without attention to show (`attograd attend` then says so).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct SampleOptions {
   double temperature = 1.0;
   int64_t top_k = 0;      // 0: no top-k filtering
   bool use_cache = true;  // false: recompute the whole window for every token (for testing)
+  // Called with each new token as soon as it is chosen (to stream text, or to stop on Ctrl-C);
+  // returning false stops the generation there.
+  std::function<bool(int64_t token)> on_token = nullptr;
 };
 
 // A model whose attention weights can be read: one (B, H, T, T) tensor per layer, row q the

@@ -174,6 +174,7 @@ std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt,
     const int64_t T = logits.size(1);
     const auto last = narrow(narrow(logits, 1, T - 1, 1), 0, 0, 1).to_double_vector();
     seq.push_back(sample_token(last, opt.temperature, opt.top_k, gen));
+    if (opt.on_token && !opt.on_token(seq.back())) break;
   }
   return seq;
 }

@@ -8,7 +8,7 @@ attograd_cli_test(cli.eval.help EXIT 0 STDOUT "--checkpoint.*--text-file" COMMAN
 
 attograd_cli_test(cli.train.small EXIT 0
                   STDOUT "eval  iter     0.*iter    20/40.*eval  iter    40.*done: 40 iters.*---- sample"
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out small_run --iters 40 --eval-every 20
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out small_run --overwrite --iters 40 --eval-every 20
                           --log-every 20 --sample-tokens 40 ${TINY_MODEL})
 set_tests_properties(cli.train.small PROPERTIES FIXTURES_SETUP small_run)
 attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* tokens/s \\(KV cache\\)"
@@ -21,7 +21,7 @@ set_tests_properties(cli.sample.small cli.eval.small PROPERTIES FIXTURES_REQUIRE
 attograd_cli_test(cli.train.mlp EXIT 0
                   STDOUT "model: mlp, context 8 characters of width 16, hidden 64, [0-9]+ parameters.*eval  iter    40.*done: 40 iters.*---- sample"
                   COMMAND ${AG} train --model mlp --block 8 --embd 16 --hidden 64 --batch 8 --eval-iters 2 --no-progress
-                          --data ${ATTOGRAD_SMALL_CORPUS} --out mlp_run --iters 40 --eval-every 20 --log-every 20
+                          --data ${ATTOGRAD_SMALL_CORPUS} --out mlp_run --overwrite --iters 40 --eval-every 20 --log-every 20
                           --sample-tokens 40)
 set_tests_properties(cli.train.mlp PROPERTIES FIXTURES_SETUP mlp_run)
 attograd_cli_test(cli.sample.mlp EXIT 0 STDERR "generated 50 characters"

@@ -99,7 +99,7 @@ attograd_cli_test(cli.plot.no_dir EXIT 2 STDERR "the run folder DIR is required"
 # ---- train --grad-report: a report file per evaluation after a step, and a summary line -------
 attograd_cli_test(cli.train.grad_report EXIT 0
                   STDOUT "eval  iter    10 [^\n]*\ngrads iter 10  grad norm [0-9.]+ \\(\\|value\\| [0-9.]+\\); largest \\|grad\\|/\\|value\\| [0-9.e+-]+ in [a-z_.0-9]+  \\(grad_report_iter10\\.txt\\)"
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out grad_run --iters 10 --eval-every 10
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out grad_run --overwrite --iters 10 --eval-every 10
                           --log-every 10 --sample-tokens 0 --grad-report ${TINY_MODEL})
 set_tests_properties(cli.train.grad_report PROPERTIES FIXTURES_SETUP grad_run)
 add_test(NAME cli.train.grad_report_file

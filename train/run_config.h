@@ -48,6 +48,7 @@ enum class OnResume {
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh) \
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
+  X(bool,        overwrite,      "overwrite",      false, "start a new run in --out even if it holds one (the old run's files are removed)", Fresh) \
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
   X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse)
 // clang-format on

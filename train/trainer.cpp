@@ -9,7 +9,9 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "autograd/atomic_file.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
@@ -21,6 +23,7 @@
 #include "train/checkpoint.h"
 #include "train/config_error.h"
 #include "train/distributed.h"
+#include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
@@ -112,7 +115,8 @@ std::string first_nonfinite_grad(const NamedParams& params) {
 }
 
 // Keeps the lines of a metrics.jsonl whose iter ≤ last_iter (what a resumed run has already
-// accounted for); later lines belong to steps that will be run again.
+// accounted for); later lines belong to steps that will be run again. Rewritten atomically
+// (temporary file + rename): a signal or a crash meanwhile leaves the old file whole.
 void truncate_metrics(const fs::path& path, int64_t last_iter) {
   std::ifstream in(path);
   std::string kept, line;
@@ -125,7 +129,11 @@ void truncate_metrics(const fs::path& path, int64_t last_iter) {
     }
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  write_file_atomically(path.string(), kept);
+}
+
+void report_removed(const RunDir& dir, std::ostream& out) {
+  for (const auto& f : dir.removed_temporaries()) out << "removed " << f << " (left by a process that was killed)\n";
 }
 
 // Every rank must train on the same text: compares a fingerprint of the token ids with rank 0's.
@@ -202,12 +210,13 @@ class Run {
 
  private:
   void start(bool fresh_metrics);                  // open metrics.jsonl, print the run's header
-  void evaluate_and_checkpoint(int64_t it, double lr);
+  // false when interrupted before it finished (nothing written; it is redone on resume)
+  bool evaluate_and_checkpoint(int64_t it, double lr);
   double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
   void log_step(int64_t it, double loss, double lr);
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                           // the last line and the sample
-  double estimate_loss(const std::vector<int64_t>& ids);
+  bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
   double forward_backward();
   void decorrelate_dropout();
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
@@ -242,15 +251,27 @@ class Run {
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
-// its own generator, so evaluating never changes the training batches.
+// its own generator, so evaluating never changes the training batches. Checks for SIGINT and
+// SIGTERM between batches, since a long evaluation must not make a stop request wait.
 // With several ranks, every rank draws every batch (the generators stay in step) and computes
 // the loss of batches i with i % N == rank; the sum over ranks of these vectors holds each
 // loss exactly once (x + 0 is exact), and it is added up in the same order as by one process.
-double Run::estimate_loss(const std::vector<int64_t>& ids) {
+// The ranks agree on a stop before each round of N batches, so they all stop at the same one.
+bool Run::estimate_loss(const std::vector<int64_t>& ids, double& mean) {
   NoGradGuard no_grad;
   model_->eval();
   std::vector<double> losses(static_cast<size_t>(cfg_.eval_iters), 0.0);
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
+    bool stop = InterruptGuard::requested();
+    if (comm_.distributed()) {  // agreed at the start of each round, never in between
+      double any = stop ? 1.0 : 0.0;
+      if (i % comm_.size() == 0) comm_.allreduce_sum(&any, 1);
+      stop = i % comm_.size() == 0 && any > 0;
+    }
+    if (stop) {
+      model_->train();
+      return false;
+    }
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
     if (i % comm_.size() == comm_.rank()) losses[static_cast<size_t>(i)] = model_->loss(x, y).item();
   }
@@ -258,7 +279,8 @@ double Run::estimate_loss(const std::vector<int64_t>& ids) {
   model_->train();
   double total = 0;
   for (double l : losses) total += l;
-  return total / static_cast<double>(cfg_.eval_iters);
+  mean = total / static_cast<double>(cfg_.eval_iters);
+  return true;
 }
 
 // Dropout draws from model_gen_. Ranks must not share masks, so ranks other than 0 move to
@@ -333,8 +355,7 @@ void Run::write_grad_report(int64_t it, bool tty) {
 void Run::start(bool fresh_metrics) {
   const fs::path metrics_path = dir_ / "metrics.jsonl";
   if (comm_.is_root()) {  // rank 0 alone writes files
-    fs::create_directories(dir_);
-    if (fresh_metrics) std::ofstream(metrics_path, std::ios::trunc);
+    if (fresh_metrics) write_file_atomically(metrics_path.string(), "");
     else truncate_metrics(metrics_path, pos_.iter);
     metrics_.open(metrics_path, std::ios::app);
     if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
@@ -359,11 +380,12 @@ void Run::start(bool fresh_metrics) {
 }
 
 TrainSummary Run::run(bool fresh_metrics) {
+  InterruptGuard interrupts;  // first: a signal during start() must not kill a half-written metrics file
   start(fresh_metrics);
-  InterruptGuard interrupts;
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done) evaluate_and_checkpoint(it, lr);
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !evaluate_and_checkpoint(it, lr))
+      return stop_interrupted();
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
@@ -377,9 +399,22 @@ TrainSummary Run::run(bool fresh_metrics) {
   return finish();
 }
 
-void Run::evaluate_and_checkpoint(int64_t it, double lr) {
+bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   check_same_weights(comm_, opt_.params(), it);
-  const double tl = estimate_loss(corpus_.train_ids), vl = estimate_loss(corpus_.val_ids);
+  const Generator::State eval_start = eval_gen_.state();
+  double tl = 0, vl = 0;
+  if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
+    eval_gen_.set_state(eval_start);  // the checkpoint then resumes into this same evaluation
+    return false;
+  }
+  // A model that evaluates to NaN or Inf is not saved over the last good checkpoint.
+  if (!std::isfinite(tl) || !std::isfinite(vl)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "non-finite evaluation at iter %ld: train loss %g, val loss %g", static_cast<long>(it),
+                  tl, vl);
+    throw NonFiniteError(std::string(msg) + "; the model is not saved. The last good checkpoint in " + dir_.string() +
+                         " is kept (a lower --lr may help)");
+  }
   summary_.train_loss = tl;
   summary_.val_loss = vl;
   write_metrics(it, tl, &vl, lr);
@@ -395,6 +430,7 @@ void Run::evaluate_and_checkpoint(int64_t it, double lr) {
   if (cfg_.grad_report) write_grad_report(it, tty_);
   t_log_ = Clock::now();  // evaluation time is not training throughput
   steps_since_log_ = 0;
+  return true;
 }
 
 double Run::step(int64_t it, double lr) {
@@ -497,9 +533,15 @@ TrainSummary Run::finish() {
     Generator sample_gen(cfg_.seed);
     model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
+    models::SampleOptions opt{cfg_.sample_tokens, 0.8, 0, true};
+    opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
+    const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
     summary.sample = corpus_.tokenizer.decode(ids);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
+    if (InterruptGuard::requested()) {
+      out_ << "sample interrupted (signal " << InterruptGuard::signal_number() << "); the run itself is complete\n";
+      summary.interrupted = true;
+    }
   }
   return summary;
 }
@@ -515,6 +557,13 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   check_same_corpus(comm, corpus);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   check_model(cfg);
+  // Locked (by rank 0, which alone writes it) once the command line has proven sound, before
+  // anything is written.
+  std::optional<RunDir> run_dir;
+  if (comm.is_root()) {
+    run_dir.emplace(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
+    report_removed(*run_dir, out);
+  }
   std::ostream null_out(nullptr);  // ranks other than 0 print nothing
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   return run.run(/*fresh_metrics=*/true);
@@ -524,12 +573,15 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
                        std::ostream& out) {
   Comm& comm = Comm::world();
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
-  // Rank 0 reads the state and sends its bytes to every rank (the run folder may exist on
-  // rank 0's machine only); each rank then parses and validates the same bytes.
+  // Rank 0 locks the folder, reads the state and sends its bytes to every rank (the run folder
+  // may exist on rank 0's machine only); each rank then parses and validates the same bytes.
+  std::optional<RunDir> run_dir;
   std::string bytes;
   if (comm.is_root()) {
     if (!fs::exists(state_path))
       throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+    run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
+    report_removed(*run_dir, out);
     std::ifstream f(state_path, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     if (!f) throw std::runtime_error(state_path + ": cannot read");
