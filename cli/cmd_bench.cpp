@@ -18,6 +18,7 @@
 #include "models/registry.h"
 #include "nn/attention.h"
 #include "train/flops.h"
+#include "train/distributed.h"
 #include "train/optimizer.h"
 
 namespace ag::cli {
@@ -52,16 +53,94 @@ BenchConfig config_named(const std::string& name) {
 }
 
 // Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
+// Under mpirun rank 0 decides when to stop and tells the others, so that every rank runs the
+// same number of steps (each step holds collectives).
 template <class F>
-double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& steps) {
+double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& steps,
+                  train::Comm& comm = train::Comm::single()) {
   for (int i = 0; i < warmup; ++i) fn();
   steps = 0;
   const auto t0 = Clock::now();
-  while (steps < max_steps && (steps < 3 || since(t0) < seconds)) {
+  for (;;) {
+    char go = steps < max_steps && (steps < 3 || since(t0) < seconds);
+    comm.broadcast(&go, 1);
+    if (!go) break;
     fn();
     ++steps;
   }
   return since(t0) / static_cast<double>(steps);
+}
+
+// `attograd bench train` under mpirun -np N and/or with --grad-accum K: the data-parallel
+// step of attograd train (each rank its batch/N rows in K micro-batches, gradients averaged
+// by the bucketed reducer, started from hooks during the last backward). Reports the blocking
+// allreduce time of one step's gradients (alone, afterwards), the time rank 0 waited for the
+// reduction after its backward had ended, less the part spent waiting for a slower rank to
+// finish its backward (imbalance, not communication), and so the fraction of the allreduce
+// hidden behind backward. The ranks' clocks are compared, so that split holds on one machine.
+void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, nlohmann::json& out) {
+  train::Comm& comm = train::Comm::world();
+  if (K < 1) throw UsageError("--grad-accum must be positive");
+  if (bc.batch % (comm.size() * K) != 0)
+    throw UsageError("the " + bc.name + " batch of " + std::to_string(bc.batch) + " does not split into ranks × --grad-accum = " +
+                     std::to_string(comm.size() * K));
+  Generator gen(1337);
+  const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
+  models::LanguageModel& model = *model_ptr;
+  model.train();
+  const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
+  const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
+  train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
+  std::vector<Tensor> params;
+  for (const auto& [name, p] : opt.params()) params.push_back(p);
+  train::Reducer reducer(comm, params);
+  reducer.attach_hooks();
+  const int64_t per_rank = bc.batch / comm.size(), micro = per_rank / K;
+  double waited = 0, late = 0, early = 0;
+  int64_t reduced = 0;
+  std::vector<double> ends(static_cast<size_t>(comm.size()));
+  auto step = [&] {
+    opt.zero_grad();
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t row = comm.rank() * per_rank + k * micro;
+      Tensor loss = model.loss(narrow(x, 0, row, micro), narrow(y, 0, row, micro));
+      if (K > 1) loss = loss * (1.0 / static_cast<double>(K));
+      if (comm.distributed() && k == K - 1) reducer.prepare();
+      loss.backward();
+    }
+    if (comm.distributed()) {
+      // When backward ended on each rank (one clock on one machine): the time this rank then
+      // waits for slower ranks is imbalance, not communication.
+      std::fill(ends.begin(), ends.end(), 0.0);
+      ends[static_cast<size_t>(comm.rank())] = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+      reducer.finish();
+      waited += reducer.last_wait_seconds();
+      comm.allreduce_sum(ends.data(), static_cast<int>(ends.size()));
+      late += *std::max_element(ends.begin(), ends.end()) - ends[static_cast<size_t>(comm.rank())];
+      early += static_cast<double>(reducer.last_launched_early());
+      ++reduced;
+    }
+    train::clip_grad_norm(opt.params(), 1.0);
+    opt.step();
+  };
+  int64_t steps = 0;
+  const double sec = time_steps(step, 3, seconds, max_steps, steps, comm);
+  const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
+  out.update({{"config", bc.name}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
+              {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"peak_rss_mb", peak_rss_mb()}});
+  if (comm.distributed()) {
+    double blocking = 0;
+    const int reps = 5;
+    for (int i = 0; i < reps; ++i) blocking += reducer.time_blocking_allreduce();
+    blocking /= reps;
+    const double n = static_cast<double>(reduced);
+    const double exposed = std::max(0.0, (waited - late) / n);  // waiting after backward, less waiting for others
+    out.update({{"grad_bytes_per_step", reducer.bytes_per_step()}, {"buckets", reducer.buckets().size()},
+                {"buckets_started_in_backward", early / n}, {"allreduce_ms", blocking * 1e3},
+                {"wait_after_backward_ms", waited / n * 1e3}, {"waiting_for_slower_ranks_ms", late / n * 1e3},
+                {"allreduce_exposed_ms", exposed * 1e3},
+                {"allreduce_hidden_fraction", std::clamp(1.0 - exposed / blocking, 0.0, 1.0)}});
+  }
 }
 
 void emit(const nlohmann::json& j, bool as_json) {
@@ -74,7 +153,8 @@ void emit(const nlohmann::json& j, bool as_json) {
 }
 }  // namespace
 
-int cmd_bench(int argc, char** argv) {
+namespace {
+int bench_command(int argc, char** argv) {
   cxxopts::Options options("attograd bench", "Measure throughput: train | forward | sample | attention | sgemm.");
   // clang-format off
   options.add_options()
@@ -86,6 +166,7 @@ int cmd_bench(int argc, char** argv) {
     ("threads", "attograd threads (0: one per core); OpenBLAS runs inside them single-threaded", cxxopts::value<int>()->default_value("0"))
     ("len", "attention: sequence length T", cxxopts::value<int64_t>()->default_value("256"))
     ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
+    ("grad-accum", "train: micro-batches per step (batch/(ranks*K) rows each); under mpirun -np N the batch is split over ranks and the allreduce is timed", cxxopts::value<int64_t>()->default_value("1"))
     ("json", "one JSON object per line")
     ("h,help", "show this help");
   // clang-format on
@@ -95,7 +176,8 @@ int cmd_bench(int argc, char** argv) {
   if (print_help_if_asked(options, r)) return 0;
   const std::string what = r["what"].as<std::string>();
   const int threads = r["threads"].as<int>();
-  parallel::set_num_threads(threads);  // 0: one per core
+  parallel::set_num_threads(threads > 0 || !train::Comm::world().distributed() ? threads
+                                                                              : train::Comm::world().threads_per_rank());
   const double seconds = r["seconds"].as<double>();
   const int64_t max_steps = r["max-steps"].as<int64_t>();
   if (!(seconds > 0) || max_steps < 1) throw UsageError("--seconds and --max-steps must be positive");
@@ -109,6 +191,10 @@ int cmd_bench(int argc, char** argv) {
     out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 10, 1);
     out["gflops_2048"] = train::sgemm_gflops(2048, 10, n);
     out["gflops_512"] = train::sgemm_gflops(512, 200, n);
+  } else if (what == "train" && (train::Comm::world().distributed() || r["grad-accum"].as<int64_t>() > 1)) {
+    bench_data_parallel(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
+                        out);
+    if (!train::Comm::world().is_root()) return 0;  // rank 0 reports
   } else if (what == "train" || what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
@@ -180,6 +266,11 @@ int cmd_bench(int argc, char** argv) {
   }
   emit(out, json);
   return 0;
+}
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  return train::run_or_abort_job("bench", [&] { return bench_command(argc, argv); });
 }
 
 }  // namespace ag::cli

@@ -12,6 +12,7 @@
 #include "models/registry.h"
 #include "tensorboard/train_logger.h"
 #include "train/config_error.h"
+#include "train/distributed.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -20,13 +21,12 @@ namespace {
 // --tensorboard: the writer lives in a library of its own (protobuf stays out of the training
 // library), so the program attaches it. It observes only, so a resumed run may add or drop it.
 void attach_tensorboard(train::TrainConfig& c, const std::string& run_dir) {
-  if (!c.tensorboard) return;
+  if (!c.tensorboard || !train::Comm::world().is_root()) return;  // rank 0 alone writes files
   parallel::set_num_threads(c.threads);  // the run's threads, for the sgemm peak the logger measures
   c.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
 }
-}  // namespace
 
-int cmd_train(int argc, char** argv) {
+int train_command(int argc, char** argv) {
   cxxopts::Options options("attograd train", "Train a character-level language model on a text file (nanoGPT's CPU defaults).");
   add_train_flags(options);
   const auto r = parse_command_line(options, argc, argv);
@@ -59,6 +59,13 @@ int cmd_train(int argc, char** argv) {
     throw UsageError(e.what());
   }
   return summary.interrupted ? kInterruptedStatus : 0;
+}
+}  // namespace
+
+// Under mpirun, an error on one rank ends the whole job (naming the rank) instead of leaving
+// the others waiting in a collective.
+int cmd_train(int argc, char** argv) {
+  return train::run_or_abort_job("train", [&] { return train_command(argc, argv); });
 }
 
 }  // namespace ag::cli

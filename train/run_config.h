@@ -35,7 +35,8 @@ enum class OnResume {
 #define AG_TRAIN_FIELDS(X)                                                                                                   \
   X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override) \
   X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse) \
-  X(int64_t,     batch_size,     "batch",          12,    "sequences per step", Refuse)                                         \
+  X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse) \
+  X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override) \
   X(int64_t,     iters,          "iters",          2000,  "optimizer steps", Refuse)                                            \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse)                    \

@@ -76,8 +76,10 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
   save_safetensors(path, tensors, md);
 }
 
-LoadedTrainState read_train_state(const std::string& path) {
-  const SafeTensorsFile f = SafeTensorsFile::load(path);
+LoadedTrainState read_train_state(const std::string& path) { return read_train_state(SafeTensorsFile::load(path)); }
+
+LoadedTrainState read_train_state(const SafeTensorsFile& f) {
+  const std::string& path = f.source();
   LoadedTrainState s;
   if (meta(f, "format") != "attograd.train_state")
     throw std::runtime_error(path + ": not an attograd train state (format \"" + short_quote(meta(f, "format")) + "\")");
@@ -118,7 +120,11 @@ LoadedTrainState read_train_state(const std::string& path) {
 }
 
 void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt) {
-  const SafeTensorsFile f = SafeTensorsFile::load(path);
+  restore_train_state(SafeTensorsFile::load(path), model, opt);
+}
+
+void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, AdamW& opt) {
+  const std::string& path = f.source();
   std::set<std::string> expected;
   const auto params = model.named_parameters();
   std::map<std::string, Tensor> weights;

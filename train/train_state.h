@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "autograd/safetensors.h"
 #include "data/tokenizer.h"
 #include "models/language_model.h"
 #include "train/optimizer.h"
@@ -39,8 +40,10 @@ struct LoadedTrainState {
 // Reads the metadata and checks every tensor against the saved configuration; throws
 // std::runtime_error naming the file and the problem.
 LoadedTrainState read_train_state(const std::string& path);
+LoadedTrainState read_train_state(const SafeTensorsFile& file);  // already in memory (MPI: broadcast by rank 0)
 // Copies weights and AdamW state from the file into a model and optimizer built from
 // read_train_state(path).config.
 void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt);
+void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, AdamW& opt);
 
 }  // namespace ag::train

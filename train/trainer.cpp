@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "autograd/atomic_file.h"
 #include "autograd/engine.h"
@@ -24,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/config_file.h"
 #include "train/config_error.h"
+#include "train/distributed.h"
 #include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
@@ -42,7 +44,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void check_config(const TrainConfig& c) {
+void check_config(const TrainConfig& c, const Comm& comm) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
@@ -50,6 +52,12 @@ void check_config(const TrainConfig& c) {
   positive(static_cast<double>(c.eval_every), "eval-every");
   positive(static_cast<double>(c.eval_iters), "eval-iters");
   positive(static_cast<double>(c.log_every), "log-every");
+  positive(static_cast<double>(c.grad_accum), "grad-accum");
+  const int64_t parts = comm.size() * c.grad_accum;
+  if (c.batch_size % parts != 0)
+    throw ConfigError("train: --batch " + std::to_string(c.batch_size) + " must be divisible by ranks × --grad-accum = " +
+                      std::to_string(comm.size()) + " × " + std::to_string(c.grad_accum) + " = " + std::to_string(parts) +
+                      " (the batch is global; each micro-batch gets batch / " + std::to_string(parts) + " rows)");
   positive(c.lr, "lr");
   if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
   if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
@@ -66,7 +74,7 @@ void check_config(const TrainConfig& c) {
     throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
-  if (c.tensorboard && c.loggers.empty())  // never silently without the logs asked for
+  if (c.tensorboard && c.loggers.empty() && comm.is_root())  // never silently without the logs asked for
     throw std::logic_error("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
   try {
     models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
@@ -126,11 +134,44 @@ void report_removed(const RunDir& dir, std::ostream& out) {
   for (const auto& f : dir.removed_temporaries()) out << "removed " << f << " (left by a process that was killed)\n";
 }
 
+// Every rank must train on the same text: compares a fingerprint of the token ids with rank 0's.
+void check_same_corpus(Comm& comm, const data::Corpus& corpus) {
+  if (!comm.distributed()) return;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids of both splits
+  for (const auto* ids : {&corpus.train_ids, &corpus.val_ids}) {
+    for (int64_t v : *ids) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  }
+  uint64_t root = h;
+  comm.broadcast(&root, sizeof root);
+  if (root != h)
+    throw std::runtime_error(corpus.path + ": this text differs from rank 0's corpus (every rank must read the same file)");
+}
+
+// The ranks must hold the same weights (the allreduce gives every rank the same sums, and the
+// update is deterministic): checked at each evaluation against a fingerprint of rank 0's.
+void check_same_weights(Comm& comm, const NamedParams& params, int64_t iter) {
+  if (!comm.distributed()) return;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes of every parameter
+  for (const auto& [name, param] : params) {
+    const Tensor p = param.is_contiguous() ? param : param.contiguous();
+    const unsigned char* b = static_cast<const unsigned char*>(p.raw_data());
+    for (size_t i = 0, n = static_cast<size_t>(p.numel()) * dtype_size(p.dtype()); i < n; ++i)
+      h = (h ^ b[i]) * 1099511628211ull;
+  }
+  uint64_t root = h;
+  comm.broadcast(&root, sizeof root);
+  if (root != h)
+    throw std::runtime_error("the weights of " + comm.describe(comm.rank()) + " differ from rank 0's at iter " +
+                             std::to_string(iter) + " (the ranks no longer train the same model)");
+}
+
 // One training run, new or resumed. Owns everything that an exact resume must restore.
 class Run {
  public:
-  Run(const TrainConfig& cfg, data::Corpus corpus, std::ostream& out)
-      : cfg_(cfg),
+  Run(const TrainConfig& cfg, data::Corpus corpus, std::ostream& out, Comm& comm)
+      : comm_(comm),
+        cfg_(cfg),
         corpus_(std::move(corpus)),
         out_(out),
         model_gen_(cfg.seed),
@@ -141,14 +182,25 @@ class Run {
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
     model_->train();
+    if (comm_.distributed()) {
+      // Every rank built the same model from the same seed; rank 0's copy is the one.
+      for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
+      std::vector<Tensor> params;
+      for (const auto& [name, p] : opt_.params()) params.push_back(p);
+      reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+      reducer_->attach_hooks();  // buckets start reducing during backward
+      decorrelate_dropout();
+    }
   }
 
-  void resume_from(const std::string& state_path, const RunPosition& pos) {
-    restore_train_state(state_path, *model_, opt_);
+  // The state file's bytes are the same on every rank (rank 0 read and broadcast them).
+  void resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
+    restore_train_state(state, *model_, opt_);
     pos_ = pos;
     model_gen_.set_state(pos.rng_model);
     batch_gen_.set_state(pos.rng_batch);
     eval_gen_.set_state(pos.rng_eval);
+    decorrelate_dropout();
   }
 
   // The loop: at each evaluation point evaluate and checkpoint; otherwise step, then log.
@@ -163,11 +215,15 @@ class Run {
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                           // the last line and the sample
   bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
+  double forward_backward();
+  void decorrelate_dropout();
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
   void write_grad_report(int64_t it, bool tty);
   std::string path(const char* name) const { return (dir_ / name).string(); }
 
+  Comm& comm_;
+  std::unique_ptr<Reducer> reducer_;  // only with several ranks
   TrainConfig cfg_;
   data::Corpus corpus_;
   std::ostream& out_;
@@ -185,6 +241,7 @@ class Run {
   Clock::time_point t_log_;  // throughput since the last log line (evaluations excluded)
   int64_t steps_since_log_ = 0;
   double grad_norm_ = 0;  // of the last step, before clipping (NaN when its update was skipped)
+  bool stop_agreed_ = false;  // several ranks: some rank was asked to stop (agreed in the step's allreduce)
   // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
   // evaluation at pending_report_iter_.
   std::string pending_report_;
@@ -195,24 +252,77 @@ class Run {
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
 // its own generator, so evaluating never changes the training batches. Checks for SIGINT and
 // SIGTERM between batches, since a long evaluation must not make a stop request wait.
+// With several ranks, every rank draws every batch (the generators stay in step) and computes
+// the loss of batches i with i % N == rank; the sum over ranks of these vectors holds each
+// loss exactly once (x + 0 is exact), and it is added up in the same order as by one process.
+// The ranks agree on a stop before each round of N batches, so they all stop at the same one.
 bool Run::estimate_loss(const std::vector<int64_t>& ids, double& mean) {
   NoGradGuard no_grad;
   model_->eval();
-  double total = 0;
+  std::vector<double> losses(static_cast<size_t>(cfg_.eval_iters), 0.0);
   for (int64_t i = 0; i < cfg_.eval_iters; ++i) {
-    if (InterruptGuard::requested()) {
+    bool stop = InterruptGuard::requested();
+    if (comm_.distributed()) {  // agreed at the start of each round, never in between
+      double any = stop ? 1.0 : 0.0;
+      if (i % comm_.size() == 0) comm_.allreduce_sum(&any, 1);
+      stop = i % comm_.size() == 0 && any > 0;
+    }
+    if (stop) {
       model_->train();
       return false;
     }
     auto [x, y] = data::get_batch(ids, cfg_.batch_size, cfg_.model.block_size, eval_gen_);
-    total += model_->loss(x, y).item();
+    if (i % comm_.size() == comm_.rank()) losses[static_cast<size_t>(i)] = model_->loss(x, y).item();
   }
+  comm_.allreduce_sum(losses.data(), static_cast<int>(losses.size()));
   model_->train();
+  double total = 0;
+  for (double l : losses) total += l;
   mean = total / static_cast<double>(cfg_.eval_iters);
   return true;
 }
 
+// Dropout draws from model_gen_. Ranks must not share masks, so ranks other than 0 move to
+// a stream of their own, derived from rank 0's (what a checkpoint saves) and the rank.
+void Run::decorrelate_dropout() {
+  if (comm_.rank() == 0) return;
+  Generator::State st = model_gen_.state();
+  model_gen_.manual_seed(st[0] ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(comm_.rank())));
+}
+
+// The gradient of one step on this rank's slice of the global batch, averaged over ranks
+// into every .grad; returns this rank's mean loss over its micro-batches. Every rank draws
+// the whole global batch (so the data depend only on the step, never on the number of
+// ranks) and takes rows [rank * B/N, (rank + 1) * B/N), in grad_accum micro-batches. Only
+// the last micro-batch's backward communicates (DDP's no_sync for the others).
+double Run::forward_backward() {
+  auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+  const int64_t K = cfg_.grad_accum, per_rank = cfg_.batch_size / comm_.size(), micro = per_rank / K;
+  opt_.zero_grad();
+  std::optional<DetectAnomalyGuard> anomaly;  // --detect-anomaly: over this step's forwards and backwards
+  std::optional<AnomalyScope> anomaly_step;
+  if (cfg_.detect_anomaly) anomaly.emplace(), anomaly_step.emplace("training step " + std::to_string(pos_.iter));
+  double loss_sum = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    Tensor xs = x, ys = y;  // one process, one micro-batch: the batch itself, as always
+    if (micro != cfg_.batch_size) {
+      const int64_t row = comm_.rank() * per_rank + k * micro;
+      xs = narrow(x, 0, row, micro);
+      ys = narrow(y, 0, row, micro);
+    }
+    Tensor loss = model_->loss(xs, ys);
+    loss_sum += loss.item();
+    if (K > 1) loss = loss * (1.0 / static_cast<double>(K));  // the step's loss is the mean over micro-batches
+    const bool communicate = reducer_ && k == K - 1;
+    if (communicate) reducer_->prepare();
+    loss.backward();
+  }
+  if (reducer_) reducer_->finish();
+  return loss_sum / static_cast<double>(K);
+}
+
 void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, double lr) {
+  if (!comm_.is_root()) return;
   nlohmann::json j = {{"iter", it}, {"train_loss", train_loss}, {"val_loss", nullptr}, {"lr", lr},
                       {"tokens_per_s", tokens_per_s_}, {"elapsed_s", seconds_since(t_start_)}};
   if (val_loss) j["val_loss"] = *val_loss;
@@ -223,6 +333,7 @@ void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, d
 // Writes the train state first (self-contained), then the model, then the best model. Each
 // file is replaced atomically, so a crash at any moment leaves the previous good one.
 void Run::save_checkpoint(bool new_best) {
+  if (!comm_.is_root()) return;
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
@@ -232,6 +343,7 @@ void Run::save_checkpoint(bool new_best) {
 }
 
 void Run::write_grad_report(int64_t it, bool tty) {
+  if (!comm_.is_root()) return;
   if (pending_report_iter_ != it) return;  // no step ran before this evaluation (iter 0, or just resumed)
   const std::string name = "grad_report_iter" + std::to_string(it) + ".txt";
   std::ofstream f(dir_ / name, std::ios::trunc);
@@ -243,15 +355,16 @@ void Run::write_grad_report(int64_t it, bool tty) {
 }
 
 void Run::start(bool fresh_metrics) {
-  fs::create_directories(dir_);
   const fs::path metrics_path = dir_ / "metrics.jsonl";
-  if (fresh_metrics) {
-    write_file_atomically(metrics_path.string(), "");
-    write_config_toml(path("config.toml"), cfg_);  // the run's configuration, resolved and readable
+  if (comm_.is_root()) {  // rank 0 alone writes files
+    if (fresh_metrics) {
+      write_file_atomically(metrics_path.string(), "");
+      write_config_toml(path("config.toml"), cfg_);  // the run's configuration, resolved and readable
+    }
+    else truncate_metrics(metrics_path, pos_.iter);
+    metrics_.open(metrics_path, std::ios::app);
+    if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
   }
-  else truncate_metrics(metrics_path, pos_.iter);
-  metrics_.open(metrics_path, std::ios::app);
-  if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");
   tty_ = !cfg_.no_progress && isatty(STDOUT_FILENO) && &out_ == &std::cout;
 
   out_ << "attograd train: " << corpus_.path << " (" << corpus_.num_tokens() << " characters, vocab "
@@ -259,6 +372,13 @@ void Run::start(bool fresh_metrics) {
        << "model: " << model_->summary() << ", " << model_->num_parameters() << " parameters\n"
        << "run: batch " << cfg_.batch_size << ", " << cfg_.iters << " iters, lr " << cfg_.lr << " -> " << cfg_.min_lr
        << ", warmup " << cfg_.warmup << ", seed " << cfg_.seed << ", out " << dir_.string() << "\n";
+  if (comm_.distributed() || cfg_.grad_accum > 1)
+    out_ << "data parallel: " << comm_.size() << (comm_.size() == 1 ? " rank" : " ranks") << " x " << cfg_.grad_accum
+         << " micro-batches of " << cfg_.batch_size / (comm_.size() * cfg_.grad_accum) << " rows"
+         << (reducer_ ? ", gradients averaged in " + std::to_string(reducer_->buckets().size()) + " buckets (" +
+                            std::to_string(reducer_->bytes_per_step() / 1024) + " KiB per step)"
+                      : std::string())
+         << "\n";
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
   for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, *model_, pos_.iter);
@@ -275,7 +395,9 @@ TrainSummary Run::run(bool fresh_metrics) {
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
-    if (InterruptGuard::requested()) {
+    // One process stops when a signal arrived during the step; several ranks when any rank had
+    // one by the time of the step's allreduce (all of them then stop after the same step).
+    if (comm_.distributed() ? stop_agreed_ : InterruptGuard::requested()) {
       ++it;  // this step is complete: the run continues at the next one
       return stop_interrupted();
     }
@@ -284,6 +406,7 @@ TrainSummary Run::run(bool fresh_metrics) {
 }
 
 bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  check_same_weights(comm_, opt_.params(), it);
   const Generator::State eval_start = eval_gen_.state();
   double tl = 0, vl = 0;
   if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
@@ -323,16 +446,15 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
 
 double Run::step(int64_t it, double lr) {
   opt_.set_lr(lr);
-  auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
-  std::optional<DetectAnomalyGuard> anomaly;  // --detect-anomaly: over this step's forward and backward
-  std::optional<AnomalyScope> anomaly_step;
-  if (cfg_.detect_anomaly) anomaly.emplace(), anomaly_step.emplace("training step " + std::to_string(it));
-  Tensor loss = model_->loss(x, y);
-  const double loss_v = loss.item();
-  opt_.zero_grad();
-  loss.backward();
-  anomaly_step.reset();
-  anomaly.reset();
+  double loss_v = forward_backward();
+  // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
+  // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
+  if (comm_.distributed()) {
+    double agree[2] = {loss_v, InterruptGuard::requested() ? 1.0 : 0.0};
+    comm_.allreduce_sum(agree, 2);
+    loss_v = agree[0] / static_cast<double>(comm_.size());
+    stop_agreed_ = agree[1] > 0;
+  }
   if (cfg_.after_backward) cfg_.after_backward(*model_);
   if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
     const GradReport rep = grad_report(opt_.params());
@@ -397,8 +519,12 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
 
 TrainSummary Run::stop_interrupted() {
   save_checkpoint(false);
-  out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted (signal " << InterruptGuard::signal_number() << ") after iter "
-       << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+  // No rank exits before rank 0 has its checkpoint: mpirun ends the whole job as soon as one
+  // rank exits with a non-zero status, as an interrupted run does.
+  comm_.barrier();
+  const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
+  out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted ("
+       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
        << dir_.string() << "\n";
   out_.flush();
   summary_.interrupted = true;
@@ -417,7 +543,7 @@ TrainSummary Run::finish() {
        << ", model " << path("model.safetensors");
   if (pos_.skipped_updates) out_ << ", " << pos_.skipped_updates << " updates skipped (non-finite)";
   out_ << "\n";
-  if (cfg_.sample_tokens > 0) {
+  if (cfg_.sample_tokens > 0 && comm_.is_root()) {
     Generator sample_gen(cfg_.seed);
     model_->eval();
     const int64_t nl = corpus_.tokenizer.id_of(U'\n');
@@ -437,38 +563,60 @@ TrainSummary Run::finish() {
 
 TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   TrainConfig cfg = cfg_in;
-  check_config(cfg);
-  if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
+  Comm& comm = Comm::world();
+  check_config(cfg, comm);
+  // 0: all cores for one process; under mpirun, the cores shared among this machine's ranks.
+  if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
+  check_same_corpus(comm, corpus);
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   check_model(cfg);
-  // Locked once the command line has proven sound, before anything is written.
-  const RunDir run_dir(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
-  report_removed(run_dir, out);
-  Run run(cfg, std::move(corpus), out);
+  // Locked (by rank 0, which alone writes it) once the command line has proven sound, before
+  // anything is written.
+  std::optional<RunDir> run_dir;
+  if (comm.is_root()) {
+    run_dir.emplace(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
+    report_removed(*run_dir, out);
+  }
+  std::ostream null_out(nullptr);  // ranks other than 0 print nothing
+  Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   return run.run(/*fresh_metrics=*/true);
 }
 
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out) {
+  Comm& comm = Comm::world();
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
-  if (!fs::exists(state_path))
-    throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
-  const RunDir run_dir(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
-  report_removed(run_dir, out);
-  LoadedTrainState st = read_train_state(state_path);
+  // Rank 0 locks the folder, reads the state and sends its bytes to every rank (the run folder
+  // may exist on rank 0's machine only); each rank then parses and validates the same bytes.
+  std::optional<RunDir> run_dir;
+  std::string bytes;
+  if (comm.is_root()) {
+    if (!fs::exists(state_path))
+      throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+    run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
+    report_removed(*run_dir, out);
+    std::ifstream f(state_path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (!f) throw std::runtime_error(state_path + ": cannot read");
+  }
+  comm.broadcast(bytes);
+  const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);
+  LoadedTrainState st = read_train_state(state);
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
-  check_config(cfg);
-  if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
+  check_config(cfg, comm);
+  if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
+  check_same_corpus(comm, corpus);
   if (!(corpus.tokenizer == st.tokenizer))
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
   check_model(cfg);
-  Run run(cfg, std::move(corpus), out);
-  run.resume_from(state_path, st.pos);
+  std::ostream null_out(nullptr);
+  Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
+  run.resume_from(state, st.pos);
   return run.run(/*fresh_metrics=*/false);
 }
 

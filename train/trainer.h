@@ -6,6 +6,10 @@
 //     at it == iters: stop;
 //     lr = schedule(it); loss = model(x, y); backward; clip; AdamW step.
 // So `iters` updates are made and the last evaluation sees the model after all of them.
+// Under mpirun (train/distributed.h) every rank runs this loop in step: rank 0 broadcasts the
+// initial (or resumed) state, each rank computes its slice of the global batch, gradients
+// are averaged over ranks before clipping, evaluation batches are shared out and their losses
+// summed, and rank 0 alone writes files and output.
 // With grad_report, the step before each evaluation also takes a gradient report (before
 // clipping), which that evaluation writes.
 #pragma once
