@@ -7,7 +7,7 @@ CMAKE_FLAGS  ?=
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz
+.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz install
 
 all: build
 
@@ -36,6 +36,12 @@ test-sanitize: deps
 train: build
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --data "$$corpus" --out $(RUN_DIR) $(TRAIN_FLAGS)
+
+# The attograd program into $(PREFIX)/bin, the libraries, headers, CMake package and
+# pkg-config files into $(PREFIX) (see the README's "Use it as a library").
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log

@@ -1,31 +1,51 @@
 #include "bench/gemm_floor.h"
 
-#include <algorithm>
-#include <chrono>
+#include <cblas.h>
+#include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
 
 namespace ag::bench {
 
 namespace {
-std::vector<kernels::GemmShape>* g_recording = nullptr;
-void record_one(const kernels::GemmShape& s) { g_recording->push_back(s); }
+// Where record_gemms is writing, or null. Set and cleared only while attograd runs on one
+// thread; atomic so that reading it from any thread is defined.
+std::atomic<std::vector<GemmShape>*> g_recording{nullptr};
+
+using SgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float, const float*,
+                         blasint, const float*, blasint, float, float*, blasint);
+
+// OpenBLAS's own cblas_sgemm: the next definition after this program's.
+SgemmFn openblas_sgemm() {
+  static const SgemmFn fn = [] {
+    auto* f = reinterpret_cast<SgemmFn>(dlsym(RTLD_NEXT, "cblas_sgemm"));
+    if (!f) {
+      std::fprintf(stderr, "attograd: cannot find OpenBLAS's cblas_sgemm (dlsym: %s)\n", dlerror());
+      std::abort();
+    }
+    return f;
+  }();
+  return fn;
+}
 }  // namespace
 
-std::vector<kernels::GemmShape> record_gemms(const std::function<void()>& step) {
+bool recording_gemms() { return g_recording.load(std::memory_order_relaxed) != nullptr; }
+
+std::vector<GemmShape> record_gemms(const std::function<void()>& step) {
   // On one thread gemm_rows makes one call per GEMM, so each record is a whole GEMM.
   const int threads = parallel::num_threads();
   parallel::set_num_threads(1);
-  std::vector<kernels::GemmShape> calls;
-  struct Recording {  // the hook is off and the threads are back even if the step throws
-    explicit Recording(std::vector<kernels::GemmShape>* to) {
-      g_recording = to;
-      kernels::g_gemm_observer = record_one;
-    }
-    ~Recording() {
-      kernels::g_gemm_observer = nullptr;
-      g_recording = nullptr;
-    }
+  std::vector<GemmShape> calls;
+  struct Recording {  // recording stops and the threads are back even if the step throws
+    explicit Recording(std::vector<GemmShape>* to) { g_recording.store(to); }
+    ~Recording() { g_recording.store(nullptr); }
   };
   struct Threads {
     int n;
@@ -38,7 +58,7 @@ std::vector<kernels::GemmShape> record_gemms(const std::function<void()>& step) 
   return calls;
 }
 
-GemmFloor replay_gemms(const std::vector<kernels::GemmShape>& calls, int threads, int reps) {
+GemmFloor replay_gemms(const std::vector<GemmShape>& calls, int threads, int reps) {
   GemmFloor f;
   f.calls = static_cast<int64_t>(calls.size());
   int64_t a_max = 1, b_max = 1, c_max = 1;
@@ -86,3 +106,15 @@ GemmFloor replay_gemms(const std::vector<kernels::GemmShape>& calls, int threads
 }
 
 }  // namespace ag::bench
+
+// Every sgemm of a program linked with this file comes here (see gemm_floor.h): record its
+// shape while recording, then run it on OpenBLAS.
+extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                            OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint M, OPENBLAS_CONST blasint N,
+                            OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* A,
+                            OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* B, OPENBLAS_CONST blasint ldb,
+                            OPENBLAS_CONST float beta, float* C, OPENBLAS_CONST blasint ldc) {
+  if (auto* rec = ag::bench::g_recording.load(std::memory_order_relaxed); rec && order == CblasRowMajor)
+    rec->push_back({ta == CblasTrans, tb == CblasTrans, M, N, K, beta});
+  ag::bench::openblas_sgemm()(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}

@@ -23,7 +23,7 @@ int cmd_graph(int argc, char** argv) {
                            "Write the autograd graph of one forward pass (and its gradient norms) as Graphviz DOT.");
   // clang-format off
   options.add_options()
-    ("model", "the TransformerLM: a tiny one (1 layer, 2 heads, width 8), or --checkpoint's; root: the loss")
+    ("model", "a language model: a tiny GPT (1 layer, 2 heads, width 8), or --checkpoint's model; root: the loss")
     ("attention", "a MultiheadAttention alone (causal self-attention); root: sum(output)")
     ("checkpoint", "with --model: run folder or model.safetensors to take the model from", cxxopts::value<std::string>())
     ("text", "with --checkpoint: the input; the loss predicts each next character", cxxopts::value<std::string>()->default_value("To be, or"))
@@ -84,7 +84,7 @@ int cmd_graph(int argc, char** argv) {
       loaded_model = models::make_model(cfg, DType::Float32, gen);
       model = loaded_model.get();
       for (int64_t i = 0; i <= len; ++i) ids.push_back(static_cast<int64_t>(gen.next_u64() % 10));
-      title = "TransformerLM(1 layer, 2 heads, width 8, vocab 10) on " + std::to_string(len) +
+      title = "gpt (1 layer, 2 heads, width 8, vocab 10) on " + std::to_string(len) +
               " random tokens; root: the cross-entropy loss";
     }
     nn::name_parameters(*model);

@@ -35,8 +35,8 @@ int cmd_train(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--model: ") + e.what());
   }
-  if (!flags.given.count("data")) throw UsageError("--data FILE is required");
-  if (!flags.given.count("out")) throw UsageError("--out DIR is required");
+  if (flags.config.data_path.empty()) throw UsageError("--data FILE is required (or data = \"FILE\" in --config)");
+  if (flags.config.out_dir.empty()) throw UsageError("--out DIR is required (or out = \"DIR\" in --config)");
   train::TrainSummary summary;
   try {
     summary = train::train_lm(flags.config, std::cout);

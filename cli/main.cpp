@@ -21,7 +21,8 @@ struct Command {
 
 // Add a row here to add a command.
 constexpr Command kCommands[] = {
-    {"train", "train a character-level GPT on a text file (nanoGPT's CPU defaults)", ag::cli::cmd_train},
+    {"train", "train a character language model (--model gpt or mlp) on a text file (nanoGPT's CPU defaults)",
+     ag::cli::cmd_train},
     {"sample", "generate text from a checkpoint, with a KV cache", ag::cli::cmd_sample},
     {"eval", "mean next-character cross-entropy of a text file under a checkpoint", ag::cli::cmd_eval},
     {"bench", "measure training, forward, sampling and attention throughput", ag::cli::cmd_bench},

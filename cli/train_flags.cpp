@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "cli/commands.h"
+#include "train/config_file.h"
 
 namespace ag::cli {
 
@@ -26,15 +27,22 @@ void add_train_flags(cxxopts::Options& options) {
   const train::TrainConfig defaults;
   auto add = options.add_options();
   train::visit_fields(defaults, [&](const auto& def, const train::FieldInfo& f) { add_flag(add, def, f); });
+  add("config", "read the configuration from this TOML file (keys: these flags without --, as in configs/*.toml); flags given here override it",
+      cxxopts::value<std::string>());
   add("resume", "continue the run in this folder exactly (from its train_state.safetensors)", cxxopts::value<std::string>());
   add("h,help", "show this help");
 }
 
 TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
-  TrainFlags out;
+  TrainFlags out;  // the defaults, then the file, then the flags given
+  if (r.count("config")) {
+    if (r.count("resume")) throw UsageError("--config cannot be combined with --resume: the run continues with its saved configuration");
+    out.from_file = train::read_config_toml(r["config"].as<std::string>(), out.config);
+  }
   train::visit_fields(out.config, [&](auto& v, const train::FieldInfo& f) {
-    if (r.count(f.flag)) out.given.insert(f.flag);
-    if (r.count(f.flag) || r[f.flag].has_default()) v = r[f.flag].as<std::remove_reference_t<decltype(v)>>();
+    if (!r.count(f.flag)) return;
+    out.given.insert(f.flag);
+    v = r[f.flag].as<std::remove_reference_t<decltype(v)>>();
   });
   return out;
 }

@@ -1,5 +1,7 @@
 // The flags of `attograd train`, derived from the run configuration's field table
-// (train/run_config.h): one flag per field with its help and default, plus --resume and --help.
+// (train/run_config.h): one flag per field with its help and default, plus --config (a TOML
+// file of the same fields, train/config_file.h), --resume and --help. A field takes the flag
+// given on the command line, else the --config file's value, else its default.
 #pragma once
 #include <set>
 #include <string>
@@ -14,7 +16,8 @@ void add_train_flags(cxxopts::Options& options);
 
 struct TrainFlags {
   train::TrainConfig config;    // every field: its flag's value, or the default
-  std::set<std::string> given;  // the flags given on the command line
+  std::set<std::string> given;      // the flags given on the command line
+  std::set<std::string> from_file;  // the keys the --config file set
 };
 TrainFlags read_train_flags(const cxxopts::ParseResult& r);
 

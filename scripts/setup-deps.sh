@@ -3,7 +3,7 @@
 # so that `make test` and `make train` work on a fresh Debian 12 machine.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libopenblas-dev libcxxopts-dev libgtest-dev
-          nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core python3)
+          nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core libtomlplusplus-dev python3)
 [ "${ATTOGRAD_EXTRA_PACKAGES:-}" ] && read -r -a extra <<<"$ATTOGRAD_EXTRA_PACKAGES" && packages+=("${extra[@]}")
 missing=()
 for p in "${packages[@]}"; do

@@ -141,6 +141,10 @@ add_test(NAME cli.readme_example
                  -DSOURCE=${ATTOGRAD_CLI_SRC}/readme_example.cpp -DEXAMPLE=$<TARGET_FILE:readme_example>
                  -P ${ATTOGRAD_CLI_SRC}/check_readme.cmake)
 
+add_test(NAME cli.readme_links COMMAND ${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}
+         -P ${ATTOGRAD_CLI_SRC}/check_links.cmake)
+set_tests_properties(cli.readme_links PROPERTIES PASS_REGULAR_EXPRESSION "PASS: [0-9]+ links")
+
 # The README's PyTorch round trip, where a Python with torch is at hand (checked once, cached).
 set(ATTOGRAD_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH "A Python with torch and numpy, for the round-trip test")
 if(NOT DEFINED ATTOGRAD_HAVE_TORCH)

@@ -37,6 +37,21 @@ set_tests_properties(cli.train.resume_mlp_done PROPERTIES FIXTURES_REQUIRED mlp_
 attograd_cli_test(cli.train.unknown_model EXIT 2 STDERR "--model: unknown model 'rnn' \\(known: gpt, mlp\\)"
                   COMMAND ${AG} train --model rnn --data x --out y)
 
+# ---- --config FILE (TOML): flags override it; the run folder keeps config.toml, which reruns it
+attograd_cli_test(cli.train.config_file EXIT 0 STDOUT "model: 1 layers, 2 heads, 16 wide, block 16.*done: 10 iters"
+                  COMMAND ${AG} train --config ${CMAKE_CURRENT_SOURCE_DIR}/configs/shakespeare_char.toml
+                          --data ${ATTOGRAD_SMALL_CORPUS} --out config_run --iters 10 --eval-every 10 --sample-tokens 0
+                          ${TINY_MODEL})
+set_tests_properties(cli.train.config_file PROPERTIES FIXTURES_SETUP config_run)
+attograd_cli_test(cli.train.config_rerun EXIT 0 STDOUT "model: 1 layers, 2 heads, 16 wide, block 16.*out config_rerun.*done: 10 iters"
+                  COMMAND ${AG} train --config config_run/config.toml --out config_rerun)
+set_tests_properties(cli.train.config_rerun PROPERTIES FIXTURES_REQUIRED config_run)
+file(WRITE ${ATTOGRAD_CLI_OUT}/bad_config.toml "layers = 2\nlayres = 3\n")
+attograd_cli_test(cli.train.config_unknown_key EXIT 1 STDERR "bad_config\\.toml:2: unknown key 'layres'"
+                  COMMAND ${AG} train --config bad_config.toml --data x --out y)
+attograd_cli_test(cli.train.config_with_resume EXIT 2 STDERR "--config cannot be combined with --resume"
+                  COMMAND ${AG} train --config bad_config.toml --resume y)
+
 # ---- bad input: a clear message naming the file or the text, status 1 (2 for usage) -------
 file(WRITE ${ATTOGRAD_CLI_OUT}/empty.txt "")
 file(WRITE ${ATTOGRAD_CLI_OUT}/short.txt "too short")

@@ -6,13 +6,14 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
 #include "bench/gemm_floor.h"
 
 using namespace ag;
 
 namespace {
-bool same(const kernels::GemmShape& s, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+bool same(const bench::GemmShape& s, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
   return s.ta == ta && s.tb == tb && s.M == M && s.N == N && s.K == K;
 }
 }  // namespace
@@ -34,8 +35,21 @@ TEST(GemmFloor, RecordsEveryGemmOfLinearForwardAndBackward) {
   }
   EXPECT_EQ(dx, 1);
   EXPECT_EQ(dw, 1);
-  // The hook is off again: a GEMM after recording is not seen by anyone.
-  EXPECT_EQ(kernels::g_gemm_observer, nullptr);
+  // Recording is off again: a GEMM after it is not seen by anyone.
+  EXPECT_FALSE(bench::recording_gemms());
+}
+
+TEST(GemmFloor, RecordsTheGemmsOfTheLibraryFromOutsideIt) {
+  // The recorder interposes cblas_sgemm in this program: the library's own GEMM kernel is seen,
+  // results unchanged, and it still runs on OpenBLAS when nothing records.
+  const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+  float c[4] = {0, 0, 0, 0};
+  const auto calls = bench::record_gemms([&] { kernels::gemm(false, false, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2); });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(same(calls[0], false, false, 2, 2, 2));
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{19, 22, 43, 50}));
+  kernels::gemm(false, true, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2);
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{17, 23, 39, 53}));
 }
 
 TEST(GemmFloor, DoubleGemmsAreNotRecorded) {
@@ -46,7 +60,7 @@ TEST(GemmFloor, DoubleGemmsAreNotRecorded) {
 
 TEST(GemmFloor, ReplayCountsTheCallsAndTheirFlops) {
   // One GEMM large enough to be split by rows, one small one dealt to a single thread.
-  const std::vector<kernels::GemmShape> calls = {{false, true, 256, 128, 64, 0.0f}, {true, false, 8, 8, 8, 1.0f}};
+  const std::vector<bench::GemmShape> calls = {{false, true, 256, 128, 64, 0.0f}, {true, false, 8, 8, 8, 1.0f}};
   const bench::GemmFloor f = bench::replay_gemms(calls, 2, 2);
   EXPECT_EQ(f.calls, 2);
   EXPECT_DOUBLE_EQ(f.gflop, 2.0 * (256 * 128 * 64 + 8 * 8 * 8) / 1e9);
@@ -56,6 +70,6 @@ TEST(GemmFloor, ReplayCountsTheCallsAndTheirFlops) {
 TEST(GemmFloor, HookIsOffAndThreadsRestoredWhenTheStepThrows) {
   const int threads = parallel::num_threads();
   EXPECT_THROW(bench::record_gemms([] { throw std::runtime_error("step failed"); }), std::runtime_error);
-  EXPECT_EQ(kernels::g_gemm_observer, nullptr);
+  EXPECT_FALSE(bench::recording_gemms());
   EXPECT_EQ(parallel::num_threads(), threads);
 }

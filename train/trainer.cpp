@@ -21,6 +21,7 @@
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/config_error.h"
+#include "train/config_file.h"
 #include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
@@ -246,7 +247,10 @@ void Run::write_grad_report(int64_t it, bool tty) {
 void Run::start(bool fresh_metrics) {
   fs::create_directories(dir_);
   const fs::path metrics_path = dir_ / "metrics.jsonl";
-  if (fresh_metrics) write_file_atomically(metrics_path.string(), "");
+  if (fresh_metrics) {
+    write_file_atomically(metrics_path.string(), "");
+    write_config_toml(path("config.toml"), cfg_);  // the run's configuration, resolved and readable
+  }
   else truncate_metrics(metrics_path, pos_.iter);
   metrics_.open(metrics_path, std::ios::app);
   if (!metrics_) throw std::runtime_error(metrics_path.string() + ": cannot open for writing");

@@ -1,4 +1,5 @@
-// The training loop of `attograd train`: nanoGPT's loop on a character corpus.
+// The training loop of `attograd train`: nanoGPT's loop on a character corpus, for any model
+// of the registry (models/registry.h), which it knows only through models::LanguageModel.
 //   for it in 0 .. iters:
 //     at it % eval_every == 0 and at the end: mean loss over eval_iters batches of each
 //       split (no-grad, eval mode, its own generator), metrics line, checkpoint;
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -33,7 +35,7 @@ struct TrainSummary {
   std::string sample;
 };
 
-// A new run in cfg.out_dir (its metrics.jsonl is started afresh).
+// A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 
 // Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration

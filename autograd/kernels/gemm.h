@@ -1,4 +1,6 @@
 // Row-major GEMM on OpenBLAS: C = alpha · op(A)·op(B) + beta · C, op = transpose if flagged.
+// Straight calls, no hook: `attograd bench` sees the float GEMMs from outside the library
+// (bench/gemm_floor.h).
 #pragma once
 #include <cblas.h>
 
@@ -9,20 +11,8 @@
 
 namespace ag::kernels {
 
-// A hook for `attograd bench`: while set, every float GEMM reports its shape before it runs, so
-// the bench can replay a training step's GEMMs on their own (bench/gemm_floor.cpp). Set and
-// cleared only while attograd runs on one thread; when unset it costs one test per GEMM.
-struct GemmShape {
-  bool ta, tb;
-  int64_t M, N, K;
-  float beta;
-};
-using GemmObserver = void (*)(const GemmShape&);
-inline GemmObserver g_gemm_observer = nullptr;
-
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (g_gemm_observer) g_gemm_observer({ta, tb, M, N, K, beta});
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
               static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
               C, static_cast<int>(ldc));

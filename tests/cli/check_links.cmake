@@ -1,0 +1,28 @@
+# Every relative link and image of the documentation points at a file that exists, so moving
+# text between README.md, docs/ and bench/README.md cannot leave a dead link behind.
+#   cmake -DROOT=<source dir> -P check_links.cmake
+file(GLOB docs ${ROOT}/README.md ${ROOT}/docs/*.md ${ROOT}/bench/README.md ${ROOT}/tests/parity/README.md)
+set(bad "")
+set(count 0)
+foreach(doc ${docs})
+  file(READ ${doc} text)
+  get_filename_component(dir ${doc} DIRECTORY)
+  # "](" would confuse CMake's lists (square brackets): mark links as "LINK<target)" first.
+  string(REPLACE "](" "LINK<" text "${text}")
+  string(REGEX MATCHALL "LINK<[^)# ]+\\)|src=\"[^\"]+\"" links "${text}")
+  foreach(link ${links})
+    string(REGEX REPLACE "^LINK<|\\)$|^src=\"|\"$" "" target "${link}")
+    if(target MATCHES "^[a-z]+://")
+      continue()
+    endif()
+    math(EXPR count "${count} + 1")
+    if(NOT EXISTS ${dir}/${target})
+      list(APPEND bad "${doc}: ${target}")
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " bad)
+  message(FATAL_ERROR "dead links:\n  ${bad}")
+endif()
+message(STATUS "PASS: ${count} links")
