@@ -19,6 +19,10 @@ namespace ag::parallel {
 
 namespace {
 
+// True on a thread running a chunk: a nested parallel_for there runs inline. Always true on the
+// workers: a nested call from one would otherwise wait for the job it is part of.
+thread_local bool t_inside = false;
+
 // Workers wait for a new job (a generation number), run their chunk, and report done. They
 // spin briefly before sleeping, because jobs come in quick bursts during a training step.
 class Pool {
@@ -84,6 +88,7 @@ class Pool {
   }
 
   void loop(int part) {
+    t_inside = true;
     uint64_t seen = 0;
     for (;;) {
       // Spin a little, then sleep until the generation changes.
@@ -124,7 +129,6 @@ int default_threads() {
 std::mutex g_config_mu;
 Pool* g_pool = nullptr;  // created on first use; leaked at exit on purpose (workers may be asleep)
 int g_threads = 0;
-thread_local bool t_inside = false;  // nested parallel_for runs inline
 
 Pool* pool() {
   std::lock_guard<std::mutex> lock(g_config_mu);
