@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <regex>
 #include <sstream>
 
 #include "tensorboard/event.pb.h"
@@ -107,8 +107,13 @@ TEST(TensorBoardEventWriter, WritesEventsThatParseBack) {
   {
     EventWriter w(dir.string());
     path = w.path();
-    EXPECT_TRUE(std::regex_match(fs::path(path).filename().string(), std::regex(R"(events\.out\.tfevents\.\d{10}\..+)")))
-        << path;
+    // events.out.tfevents.<10-digit unix time>.<hostname>
+    const std::string name = fs::path(path).filename().string(), prefix = "events.out.tfevents.";
+    ASSERT_GT(name.size(), prefix.size() + 12) << path;
+    EXPECT_EQ(name.substr(0, prefix.size()), prefix);
+    EXPECT_TRUE(std::all_of(name.begin() + prefix.size(), name.begin() + prefix.size() + 10,
+                            [](unsigned char c) { return std::isdigit(c) != 0; })) << path;
+    EXPECT_EQ(name[prefix.size() + 10], '.') << path;
     // Readable before anything else is written: the file_version event is flushed at once.
     ASSERT_EQ(read_records(path).size(), 1u);
     w.add_scalar("loss/train", 2.5, 10);
