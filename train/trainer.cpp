@@ -75,7 +75,7 @@ void check_config(const TrainConfig& c, const Comm& comm) {
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
   if (c.tensorboard && c.loggers.empty() && comm.is_root())  // never silently without the logs asked for
-    throw std::logic_error("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
+    throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
   try {
     models::find_model(c.model.name);  // throws for an unknown --model, listing the known ones
   } catch (const std::invalid_argument& e) {
