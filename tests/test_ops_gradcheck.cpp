@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -35,9 +35,15 @@ using V = const std::vector<Tensor>&;
 // The function a line of ops.h declares ("" for none): a declaration starts the line with its
 // return type, as every declaration in ops.h does.
 std::string declared_function(const std::string& line) {
-  static const std::regex decl(R"(^(?:Tensor|Shape|std::vector<Tensor>)\s+([A-Za-z_]\w*)\s*\()");
-  std::smatch m;
-  return std::regex_search(line, m, decl) ? std::string(m[1]) : std::string();
+  for (const std::string type : {"Tensor ", "Shape ", "std::vector<Tensor> "}) {
+    if (line.rfind(type, 0) != 0) continue;
+    size_t b = line.find_first_not_of(' ', type.size()), e = b;
+    while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_')) ++e;
+    if (b == std::string::npos || e == b || std::isdigit(static_cast<unsigned char>(line[b]))) return "";
+    const size_t paren = line.find_first_not_of(' ', e);
+    return paren != std::string::npos && line[paren] == '(' ? line.substr(b, e - b) : "";
+  }
+  return "";
 }
 
 // The names of the functions declared in autograd/ops.h (operators aside: they forward to
