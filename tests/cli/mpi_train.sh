@@ -2,7 +2,7 @@
 # `mpirun -np 2 attograd train` over loopback (tests/cli_mpi.cmake). One scenario per call:
 #   equivalence  -np 2 and -np 1 --grad-accum 2, same global batch and seed, 50 steps: per-step
 #                train losses within 1e-5 relative, final weights within 1e-4
-#   interrupt    SIGTERM to mpirun: every rank stops after the same step, rank 0 writes the
+#   interrupt    SIGTERM to every rank: every rank stops after the same step, rank 0 writes the
 #                checkpoint; the run then resumes on ONE rank (--grad-accum 2) to the end, and
 #                its losses match an uninterrupted -np 1 --grad-accum 2 run
 #   signal_one_rank  SIGTERM to rank 1 alone: both ranks stop after the same step, exit 130
@@ -53,17 +53,20 @@ equivalence)
   echo "PASS: equivalence ($(grep -c . "$work/np2/metrics.jsonl") metrics lines)"
   ;;
 interrupt)
-  run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1500 --eval-every 1000 --log-every 10)
+  # Long enough (about 2 s on an idle 2-core machine) that the signal lands mid-run.
+  run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 6000 --eval-every 4000 --log-every 10)
+  # SIGTERM to the ranks themselves, as a batch scheduler sends it. (A signal to mpirun alone is
+  # not forwarded to the ranks in time by OpenMPI 4.1 here: see docs/distributed.md.)
   "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
   for _ in $(seq 200); do grep -q '^iter' "$work/np2.log" && break; sleep 0.1; done
-  kill -TERM $pid
-  wait $pid  # mpirun itself exits non-zero after a signal; what matters is how the ranks stopped
+  pkill -TERM -P $pid -f "train"
+  wait $pid  # mpirun exits non-zero when its ranks stop on a signal; what matters is how they stopped
   grep -q "interrupted (signal 15) after iter" "$work/np2.log" || fail "rank 0 did not stop cleanly"
   grep -qi "exited on signal\|killed" "$work/np2.log" && fail "a rank was killed instead of stopping"
   stop=$(sed -n 's/.*after iter \([0-9]*\);.*/\1/p' "$work/np2.log")
   [ -f "$work/run/train_state.safetensors" ] || fail "no checkpoint"
-  [ "$stop" -lt 1500 ] || fail "the run ended before the signal (iter $stop)"
+  [ "$stop" -lt 6000 ] || fail "the run ended before the signal (iter $stop)"
   # Resume with one rank (N -> M): the data order depends only on the step.
   "$ag" train --resume "$work/run" --grad-accum 2 --threads 1 --no-progress >"$work/resume.log" 2>&1 ||
     fail "resume on one rank failed"
