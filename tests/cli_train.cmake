@@ -15,7 +15,24 @@ attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* 
                   COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 50 --temperature 0)
 attograd_cli_test(cli.eval.small EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
                   COMMAND ${AG} eval --checkpoint small_run/model.safetensors --text-file ${ATTOGRAD_SMALL_CORPUS})
-set_tests_properties(cli.sample.small cli.eval.small PROPERTIES FIXTURES_REQUIRED small_run)
+# --num-samples K: K samples, each followed by nanoGPT's line of dashes (the corpus has no '-').
+attograd_cli_test(cli.sample.num_samples EXIT 0
+                  STDOUT "^The [^-]*\n---------------\nThe [^-]*\n---------------\nThe [^-]*\n---------------\n$"
+                  STDERR "generated 30 characters"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 10 --num-samples 3)
+attograd_cli_test(cli.sample.num_samples_zero EXIT 2 STDERR "--num-samples must be"
+                  COMMAND ${AG} sample --checkpoint small_run --num-samples 0)
+# --prompt-file FILE: the whole file, newlines included, is the prompt.
+file(WRITE ${ATTOGRAD_CLI_OUT}/prompt.txt "The lost step\nThe ")
+attograd_cli_test(cli.sample.prompt_file EXIT 0 STDOUT "^The lost step\nThe "
+                  COMMAND ${AG} sample --checkpoint small_run --prompt-file prompt.txt --tokens 10)
+attograd_cli_test(cli.sample.prompt_file_missing EXIT 1 STDERR "no_such_prompt\\.txt: cannot open"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt-file no_such_prompt.txt)
+attograd_cli_test(cli.sample.prompt_and_prompt_file EXIT 2 STDERR "--prompt or --prompt-file, not both"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt x --prompt-file prompt.txt)
+set_tests_properties(cli.sample.small cli.eval.small cli.sample.num_samples cli.sample.num_samples_zero
+                     cli.sample.prompt_file cli.sample.prompt_file_missing cli.sample.prompt_and_prompt_file
+                     PROPERTIES FIXTURES_REQUIRED small_run)
 
 # ---- the second model, the character MLP, through the same commands ------------------------
 attograd_cli_test(cli.train.mlp EXIT 0
