@@ -82,6 +82,27 @@ attograd_cli_test(cli.train.directory_corpus EXIT 1 STDERR "directory"
                   COMMAND ${AG} train --data ${ATTOGRAD_CLI_SRC} --out bad_run ${TINY_MODEL})
 attograd_cli_test(cli.train.bad_heads EXIT 1 STDERR "divisible"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --embd 10 --heads 3)
+# --resume DIR --iters N: a finished 20-step run still inside its warmup of 100 extends to 30;
+# one whose cosine decay began (warmup 5) is refused with the reason and left alone.
+attograd_cli_test(cli.train.extend_setup EXIT 0 STDOUT "done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out extend_run --iters 20 --eval-every 10
+                          --sample-tokens 0 ${TINY_MODEL})
+attograd_cli_test(cli.train.resume_extend EXIT 0
+                  STDOUT "extending the run from 20 to 30 iters.*resuming at iter 20.*eval  iter    30.*done: 30 iters"
+                  COMMAND ${AG} train --resume extend_run --iters 30 --no-progress)
+attograd_cli_test(cli.train.resume_finished_reports EXIT 0 STDOUT "done: 30 iters in [0-9]+m[0-9]+s, val loss [1-9]"
+                  COMMAND ${AG} train --resume extend_run --no-progress)
+attograd_cli_test(cli.train.refuse_setup EXIT 0 STDOUT "done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out refuse_run --iters 20 --warmup 5 --eval-every 10
+                          --sample-tokens 0 ${TINY_MODEL})
+attograd_cli_test(cli.train.resume_extend_refused EXIT 1
+                  STDERR "--iters 40 cannot continue the run in refuse_run exactly: its step 6 used lr.*--init-from refuse_run"
+                  COMMAND ${AG} train --resume refuse_run --iters 40 --no-progress)
+set_tests_properties(cli.train.extend_setup PROPERTIES FIXTURES_SETUP extend_run)
+set_tests_properties(cli.train.resume_extend PROPERTIES FIXTURES_REQUIRED extend_run)
+set_tests_properties(cli.train.resume_finished_reports PROPERTIES FIXTURES_REQUIRED extend_run DEPENDS cli.train.resume_extend)
+set_tests_properties(cli.train.refuse_setup PROPERTIES FIXTURES_SETUP refuse_run)
+set_tests_properties(cli.train.resume_extend_refused PROPERTIES FIXTURES_REQUIRED refuse_run)
 attograd_cli_test(cli.train.resume_with_flags EXIT 2 STDERR "--lr cannot be combined with --resume"
                   COMMAND ${AG} train --resume small_run --lr 0.1)
 attograd_cli_test(cli.train.missing_data_flag EXIT 2 STDERR "--data FILE is required" COMMAND ${AG} train --out x)

@@ -27,7 +27,8 @@ class RunLogger;
 // What `attograd train --resume DIR` does with a field.
 enum class OnResume {
   Refuse,    // part of the run: saved, restored, and the flag is refused with --resume
-  Override,  // saved and restored, but the flag may replace it (where the corpus now is)
+  Override,  // saved and restored, but the flag may replace it (where the corpus now is; iters,
+             // checked by check_iters_change in train/trainer.h)
   Fresh,     // how this process runs (threads, output): this command line's value, saved only for the record
 };
 
@@ -36,7 +37,7 @@ enum class OnResume {
   X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override) \
   X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse) \
   X(int64_t,     batch_size,     "batch",          12,    "sequences per step", Refuse)                                         \
-  X(int64_t,     iters,          "iters",          2000,  "optimizer steps", Refuse)                                            \
+  X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override) \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse)                                        \

@@ -117,6 +117,10 @@ class Run {
     model_gen_.set_state(pos.rng_model);
     batch_gen_.set_state(pos.rng_batch);
     eval_gen_.set_state(pos.rng_eval);
+    // The clock and the last evaluation carry on from where the run stopped.
+    t_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pos.elapsed_s));
+    summary_.train_loss = pos.last_train_loss;
+    summary_.val_loss = pos.last_val_loss;
   }
 
   // The loop: at each evaluation point evaluate and checkpoint; otherwise step, then log.
@@ -187,6 +191,7 @@ void Run::save_checkpoint(bool new_best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
+  pos_.elapsed_s = seconds_since(t_start_);
   save_train_state(path("train_state.safetensors"), cfg_, *model_, opt_, pos_, corpus_.tokenizer);
   save_model(path("model.safetensors"), *model_, corpus_.tokenizer);
   if (new_best) save_model(path("model.best.safetensors"), *model_, corpus_.tokenizer);
@@ -250,6 +255,8 @@ void Run::evaluate_and_checkpoint(int64_t it, double lr) {
   write_metrics(it, tl, &vl, lr);
   const bool best = vl < pos_.best_val_loss;
   if (best) pos_.best_val_loss = vl;
+  pos_.last_train_loss = tl;
+  pos_.last_val_loss = vl;
   pos_.eval_done = true;
   save_checkpoint(best);
   char line[160];
@@ -386,6 +393,28 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   return run.run(/*fresh_metrics=*/true);
 }
 
+void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir) {
+  if (new_iters < steps_taken)
+    throw std::invalid_argument("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
+                                std::to_string(steps_taken) + " steps");
+  // The steps taken used the old schedule; a run given new_iters from the start would have
+  // used the new one. Exact only if they agree on every step taken (bit for bit).
+  const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
+  const CosineSchedule new_s{saved.lr, saved.min_lr, saved.warmup, new_iters};
+  for (int64_t it = 0; it < steps_taken; ++it) {
+    if (old_s.lr(it) == new_s.lr(it)) continue;
+    char msg[700];
+    std::snprintf(msg, sizeof msg,
+                  "--iters %ld cannot continue the run in %s exactly: its step %ld used lr %.6g, but a run of %ld iters "
+                  "would have used %.6g there (the cosine decay after the %ld warmup steps spans the whole run, so "
+                  "only runs still within their warmup, or with --min-lr equal to --lr, can change --iters). To train "
+                  "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
+                  static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
+                  static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
+    throw std::invalid_argument(msg);
+  }
+}
+
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out) {
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
@@ -395,12 +424,19 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
   check_config(cfg);
+  const bool iters_changed = cfg.iters != st.config.iters;
+  if (iters_changed) check_iters_change(st.config, cfg.iters, st.pos.iter, dir);
   if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   if (!(corpus.tokenizer == st.tokenizer))
     throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
+  if (iters_changed) {
+    write_config_toml((fs::path(dir) / "config.toml").string(), cfg);  // the run's configuration is now this
+    out << "extending the run from " << st.config.iters << " to " << cfg.iters << " iters (" << st.pos.iter
+        << " taken; the learning rates of those are the same under both schedules)\n";
+  }
   Run run(cfg, std::move(corpus), out);
   run.resume_from(state_path, st.pos);
   return run.run(/*fresh_metrics=*/false);
