@@ -138,3 +138,25 @@ attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
 attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
                   COMMAND ${AG} bench sample --tokens 5 --json)
 attograd_cli_test(cli.bench.unknown EXIT 2 STDERR "unknown benchmark 'nope'" COMMAND ${AG} bench nope)
+
+# ---- --init-from DIR: a new run from a checkpoint's weights (fine-tuning) -------------------
+attograd_cli_test(cli.train.init_from EXIT 0
+                  STDOUT "^initialized from small_run/model.safetensors\nattograd train: .*eval  iter     0  train [0-9.]+  val [0-9.]+.*done: 10 iters"
+                  COMMAND ${AG} train --init-from small_run --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_run --iters 10
+                          --lr 3e-4 --warmup 0 --eval-every 10 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
+attograd_cli_test(cli.train.init_from_shape_flag EXIT 2
+                  STDERR "--layers cannot be combined with --init-from: the model comes from the checkpoint"
+                  COMMAND ${AG} train --init-from small_run --layers 2 --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_bad)
+attograd_cli_test(cli.train.init_from_with_resume EXIT 2 STDERR "--init-from cannot be combined with --resume"
+                  COMMAND ${AG} train --resume small_run --init-from small_run)
+# With 0 steps, the new run's checkpoint is the old model, byte for byte.
+attograd_cli_test(cli.train.init_from_zero_steps EXIT 0 STDOUT "done: 0 iters"
+                  COMMAND ${AG} train --init-from small_run/model.safetensors --data ${ATTOGRAD_SMALL_CORPUS} --out finetune0
+                          --iters 0 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
+add_test(NAME cli.train.init_from_same_weights
+         COMMAND ${CMAKE_COMMAND} -E compare_files small_run/model.safetensors finetune0/model.safetensors
+         WORKING_DIRECTORY ${ATTOGRAD_CLI_OUT})
+set_tests_properties(cli.train.init_from_same_weights PROPERTIES DEPENDS cli.train.init_from_zero_steps)
+set_tests_properties(cli.train.init_from cli.train.init_from_shape_flag cli.train.init_from_with_resume
+                     cli.train.init_from_zero_steps cli.train.init_from_same_weights
+                     PROPERTIES FIXTURES_REQUIRED small_run)

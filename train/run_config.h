@@ -36,6 +36,7 @@ enum class OnResume {
 #define AG_TRAIN_FIELDS(X)                                                                                                   \
   X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override) \
   X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse) \
+  X(std::string, init_from,      "init-from",      "",    "fine-tune: start from the weights of this run folder or model.safetensors (its model, its vocabulary; a fresh optimizer and schedule; only --dropout of the model flags may be given)", Refuse) \
   X(int64_t,     batch_size,     "batch",          12,    "sequences per step", Refuse)                                         \
   X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override) \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -109,6 +110,13 @@ class Run {
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
     model_->train();
+  }
+
+  // --init-from: the weights of a trained model of the same configuration (fine-tuning).
+  void init_weights_from(const models::LanguageModel& trained) {
+    std::map<std::string, Tensor> weights;
+    for (const auto& [name, p] : trained.named_parameters()) weights[name] = p.detach();
+    model_->load_state_dict(weights);
   }
 
   void resume_from(const std::string& state_path, const RunPosition& pos) {
@@ -386,10 +394,26 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   TrainConfig cfg = cfg_in;
   check_config(cfg);
   if (cfg.threads > 0) parallel::set_num_threads(cfg.threads);
+  std::optional<LoadedModel> init;
+  if (!cfg.init_from.empty()) {  // the model and its vocabulary come from the checkpoint
+    init = load_model(cfg.init_from);
+    const double dropout = cfg.model.dropout;  // nanoGPT's rule: of the model, only dropout may change
+    cfg.model = init->model->model_config();
+    cfg.model.dropout = dropout;
+  }
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
+  if (init && !(corpus.tokenizer == init->tokenizer))
+    throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
+                             " characters) differs from the one of " + init->path + " (" +
+                             std::to_string(init->tokenizer.vocab_size()) +
+                             "); --init-from needs a text with exactly the model's characters");
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   models::find_model(cfg.model.name).validate(cfg.model);
   Run run(cfg, std::move(corpus), out);
+  if (init) {
+    run.init_weights_from(*init->model);
+    out << "initialized from " << init->path << "\n";
+  }
   return run.run(/*fresh_metrics=*/true);
 }
 

@@ -37,6 +37,8 @@ struct TrainSummary {
 };
 
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).
+// With cfg.init_from, its model (configuration, vocabulary and weights; cfg.model.dropout
+// excepted) comes from that checkpoint, and the corpus must have the same vocabulary.
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 
 // Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration
