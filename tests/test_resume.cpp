@@ -308,3 +308,23 @@ TEST(Resume, ResumingAFinishedRunReportsItsValLossAndTime) {
   EXPECT_GE(s.seconds + 0.05, first.seconds);  // the time saved at the last checkpoint, not zero
   EXPECT_NE(again.str().find("val loss " + std::to_string(first.val_loss).substr(0, 4)), std::string::npos) << again.str();
 }
+
+// --sample-every prints samples during training from a generator of its own: the run's
+// weights and losses are the same as without it.
+TEST(Resume, SampleEveryPrintsAndLeavesTheRunUnchanged) {
+  const fs::path d = temp_dir("sample_every");
+  std::ostringstream log;
+  TrainConfig plain = small_run(d, "plain");
+  plain.iters = 30;
+  train_lm(plain, log);
+  TrainConfig c = small_run(d, "sampled");
+  c.iters = 30;
+  c.sample_every = 10;
+  std::ostringstream out;
+  train_lm(c, out);
+  EXPECT_NE(out.str().find("---- sample at iter 10 ----"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("---- sample at iter 20 ----"), std::string::npos);
+  EXPECT_EQ(out.str().find("---- sample at iter 30 ----"), std::string::npos);  // the end has its own
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(plain.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(c.out_dir), losses(plain.out_dir));
+}

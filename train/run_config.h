@@ -52,6 +52,7 @@ enum class OnResume {
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh) \
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
+  X(int64_t,     sample_every,   "sample-every",   0,     "print a short sample (100 characters, temperature 0.8) every N steps (0: never); its own generator, so the run is unchanged", Fresh) \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
   X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse) \

@@ -47,6 +47,7 @@ void check_config(const TrainConfig& c) {
   positive(static_cast<double>(c.eval_iters), "eval-iters");
   positive(static_cast<double>(c.log_every), "log-every");
   positive(c.lr, "lr");
+  if (c.sample_every < 0) throw std::invalid_argument("train: --sample-every must be ≥ 0");
   if (c.iters < 0) throw std::invalid_argument("train: --iters must be ≥ 0");
   if (c.warmup < 0) throw std::invalid_argument("train: --warmup must be ≥ 0");
   if (!(c.min_lr >= 0)) throw std::invalid_argument("train: --min-lr must be ≥ 0");
@@ -142,6 +143,7 @@ class Run {
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                           // the last line and the sample
   double estimate_loss(const std::vector<int64_t>& ids);
+  std::string sample_text(int64_t tokens);         // from a newline, temperature 0.8, its own generator
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
   void write_grad_report(int64_t it, bool tty);
@@ -248,6 +250,10 @@ TrainSummary Run::run(bool fresh_metrics) {
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
+    if (cfg_.sample_every > 0 && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters) {
+      out_ << (tty_ ? "\r\033[K" : "") << "---- sample at iter " << it + 1 << " ----" << sample_text(100) << "\n----\n";
+      out_.flush();
+    }
     if (InterruptGuard::requested()) {
       ++it;  // this step is complete: the run continues at the next one
       return stop_interrupted();
@@ -379,14 +385,20 @@ TrainSummary Run::finish() {
   if (pos_.skipped_updates) out_ << ", " << pos_.skipped_updates << " updates skipped (non-finite)";
   out_ << "\n";
   if (cfg_.sample_tokens > 0) {
-    Generator sample_gen(cfg_.seed);
-    model_->eval();
-    const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    const auto ids = model_->generate({nl >= 0 ? nl : 0}, {cfg_.sample_tokens, 0.8, 0, true}, sample_gen);
-    summary.sample = corpus_.tokenizer.decode(ids);
+    summary.sample = sample_text(cfg_.sample_tokens);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
   }
   return summary;
+}
+
+std::string Run::sample_text(int64_t tokens) {
+  // A generator of its own, seeded alike each time: sampling never moves the run's streams.
+  Generator sample_gen(cfg_.seed);
+  model_->eval();
+  const int64_t nl = corpus_.tokenizer.id_of(U'\n');
+  const auto ids = model_->generate({nl >= 0 ? nl : 0}, {tokens, 0.8, 0, true}, sample_gen);
+  model_->train();
+  return corpus_.tokenizer.decode(ids);
 }
 }  // namespace
 
