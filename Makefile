@@ -20,6 +20,7 @@ deps-graphviz:
 	@ATTOGRAD_EXTRA_PACKAGES=graphviz scripts/setup-deps.sh
 
 build: deps
+	@scripts/check-build-dir.sh $(BUILD) .
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
@@ -28,6 +29,7 @@ test: build
 
 # Unit tests under AddressSanitizer (with LeakSanitizer) + UndefinedBehaviorSanitizer; any report fails.
 test-sanitize: deps
+	@scripts/check-build-dir.sh $(BUILD_ASAN) .
 	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTOGRAD_SANITIZE=ON -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_ASAN).configure.log 2>&1 || { cat $(BUILD_ASAN).configure.log; exit 1; }
 	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target attograd_tests
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

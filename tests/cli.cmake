@@ -181,3 +181,6 @@ if(ATTOGRAD_HAVE_TORCH)
                     COMMAND ${ATTOGRAD_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/parity/probe_roundtrip.py
                             --attograd ${AG} --workdir ${ATTOGRAD_CLI_OUT})
 endif()
+
+# ---- a moved or copied checkout: make reconfigures instead of stopping on CMake's cache error --
+add_test(NAME cli.moved_checkout COMMAND sh ${ATTOGRAD_CLI_SRC}/moved_checkout.sh ${CMAKE_CURRENT_SOURCE_DIR})
