@@ -7,7 +7,7 @@ CMAKE_FLAGS  ?=
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
+.PHONY: all deps build test train resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -36,8 +36,15 @@ test-sanitize: deps
 	  OPENBLAS_NUM_THREADS=1 $(BUILD_ASAN)/attograd_tests --gtest_brief=1
 
 train: build
+	@scripts/check-run-dir.sh $(RUN_DIR)
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --data "$$corpus" --out $(RUN_DIR) $(TRAIN_FLAGS)
+
+# Continues `make train`'s run (after a Ctrl-C), exactly; RESUME_FLAGS="--iters N" extends it.
+RESUME_FLAGS ?=
+resume: build
+	@test -e $(RUN_DIR)/train_state.safetensors || { echo "make resume: no run in $(RUN_DIR) yet; start one with make train" >&2; exit 1; }
+	@$(BUILD)/attograd train --resume $(RUN_DIR) $(RESUME_FLAGS)
 
 # The attograd program into $(PREFIX)/bin, the libraries, headers, CMake package and
 # pkg-config files into $(PREFIX) (see the README's "Use it as a library").

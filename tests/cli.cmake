@@ -184,3 +184,4 @@ endif()
 
 # ---- a moved or copied checkout: make reconfigures instead of stopping on CMake's cache error --
 add_test(NAME cli.moved_checkout COMMAND sh ${ATTOGRAD_CLI_SRC}/moved_checkout.sh ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME cli.make_train_run_exists COMMAND sh ${ATTOGRAD_CLI_SRC}/run_exists.sh ${CMAKE_CURRENT_SOURCE_DIR})
