@@ -10,7 +10,7 @@ LAUNCHER     := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
+.PHONY: all deps build test train resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -23,6 +23,7 @@ deps-graphviz:
 	@ATTOGRAD_EXTRA_PACKAGES=graphviz scripts/setup-deps.sh
 
 build: deps
+	@scripts/check-build-dir.sh $(BUILD) .
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
@@ -31,14 +32,22 @@ test: build
 
 # Unit tests under AddressSanitizer (with LeakSanitizer) + UndefinedBehaviorSanitizer; any report fails.
 test-sanitize: deps
+	@scripts/check-build-dir.sh $(BUILD_ASAN) .
 	@cmake -S . -B $(BUILD_ASAN) $(LAUNCHER) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTOGRAD_SANITIZE=ON -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_ASAN).configure.log 2>&1 || { cat $(BUILD_ASAN).configure.log; exit 1; }
 	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target attograd_tests
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  OPENBLAS_NUM_THREADS=1 $(BUILD_ASAN)/attograd_tests --gtest_brief=1
 
 train: build
+	@scripts/check-run-dir.sh $(RUN_DIR)
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --data "$$corpus" --out $(RUN_DIR) $(TRAIN_FLAGS)
+
+# Continues `make train`'s run (after a Ctrl-C), exactly; RESUME_FLAGS="--iters N" extends it.
+RESUME_FLAGS ?=
+resume: build
+	@test -e $(RUN_DIR)/train_state.safetensors || { echo "make resume: no run in $(RUN_DIR) yet; start one with make train" >&2; exit 1; }
+	@$(BUILD)/attograd train --resume $(RUN_DIR) $(RESUME_FLAGS)
 
 # The attograd program into $(PREFIX)/bin, the libraries, headers, CMake package and
 # pkg-config files into $(PREFIX) (see the README's "Use it as a library").

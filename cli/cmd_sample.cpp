@@ -1,7 +1,11 @@
-// `attograd sample --checkpoint PATH [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]`
+// `attograd sample --checkpoint PATH [--prompt TEXT | --prompt-file FILE] [--num-samples K] [--tokens N]
+//                  [--temperature T] [--top-k K] [--seed S]`
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <stdexcept>
 
 #include "cli/commands.h"
 #include "train/checkpoint.h"
@@ -14,7 +18,10 @@ int cmd_sample(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())
-    ("prompt", "text to continue (default: a newline)", cxxopts::value<std::string>()->default_value("\n"))
+    ("prompt", "text to continue (default: a newline)", cxxopts::value<std::string>())
+    ("prompt-file", "continue the text of FILE (nanoGPT's --start=FILE:)", cxxopts::value<std::string>())
+    ("num-samples", "independent samples, one after another from the same seeded generator, separated by a line of dashes",
+     cxxopts::value<int64_t>()->default_value("1"))
     ("tokens", "characters to generate", cxxopts::value<int64_t>()->default_value("500"))
     ("temperature", "softmax temperature; 0 is greedy, as is one so small that logits / T overflow (1e-320)", cxxopts::value<double>()->default_value("0.8"))
     ("top-k", "sample among the k most likely characters (0: all)", cxxopts::value<int64_t>()->default_value("0"))
@@ -31,10 +38,24 @@ int cmd_sample(int argc, char** argv) {
   if (n < 0) throw UsageError("--tokens must be ≥ 0");
   if (!(temperature >= 0)) throw UsageError("--temperature must be ≥ 0");
   if (top_k < 0) throw UsageError("--top-k must be ≥ 0");
+  const int64_t num_samples = r["num-samples"].as<int64_t>();
+  if (num_samples < 1) throw UsageError("--num-samples must be ≥ 1");
+  if (r.count("prompt") && r.count("prompt-file")) throw UsageError("give --prompt or --prompt-file, not both");
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
-  const std::string prompt = r["prompt"].as<std::string>();
-  if (prompt.empty()) throw UsageError("--prompt must not be empty");
-  const auto ids = loaded.tokenizer.encode(std::string_view(prompt), "prompt");
+  // No cxxopts default: it would print the newline raw in --help, after the description's.
+  std::string prompt = "\n";
+  std::string prompt_source = "prompt";
+  if (r.count("prompt")) {
+    prompt = r["prompt"].as<std::string>();
+    if (prompt.empty()) throw UsageError("--prompt must not be empty");
+  } else if (r.count("prompt-file")) {
+    prompt_source = r["prompt-file"].as<std::string>();
+    std::ifstream in(prompt_source, std::ios::binary);
+    if (!in) throw std::runtime_error(prompt_source + ": cannot open the prompt file");
+    prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (prompt.empty()) throw std::runtime_error(prompt_source + ": the prompt file is empty");
+  }
+  const auto ids = loaded.tokenizer.encode(std::string_view(prompt), prompt_source);
   Generator gen(r["seed"].as<uint64_t>());
   // The text is streamed as it is generated, so --tokens 1000000000 shows progress and Ctrl-C
   // (or SIGTERM) stops it cleanly after the character being written.
@@ -48,9 +69,13 @@ int cmd_sample(int argc, char** argv) {
   };
   std::cout << prompt << std::flush;
   const auto t0 = std::chrono::steady_clock::now();
-  loaded.model->generate(ids, opt, gen);
+  for (int64_t k = 0; k < num_samples && !train::InterruptGuard::requested(); ++k) {
+    if (k > 0) std::cout << prompt << std::flush;
+    loaded.model->generate(ids, opt, gen);
+    std::cout << std::endl;
+    if (num_samples > 1) std::cout << "---------------" << std::endl;  // nanoGPT's separator
+  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << std::endl;
   if (train::InterruptGuard::requested()) {
     std::fprintf(stderr, "interrupted (signal %d) after %ld characters\n", train::InterruptGuard::signal_number(),
                  static_cast<long>(made));

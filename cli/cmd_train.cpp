@@ -44,6 +44,14 @@ int train_command(int argc, char** argv) {
     const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
     return summary.interrupted ? kInterruptedStatus : 0;
   }
+  if (!flags.config.init_from.empty()) {
+    // The model is the checkpoint's: a shape flag (or config key) would silently mean nothing.
+#define AG_REFUSE_WITH_INIT_FROM(type, member, flag, def, help)                                                    \
+    if (std::string(flag) != "dropout" && (flags.given.count(flag) || flags.from_file.count(flag)))             \
+      throw UsageError(std::string("--") + flag + " cannot be combined with --init-from: the model comes from the checkpoint");
+    AG_MODEL_FIELDS(AG_REFUSE_WITH_INIT_FROM)
+#undef AG_REFUSE_WITH_INIT_FROM
+  }
   try {
     models::find_model(flags.config.model.name);
   } catch (const std::invalid_argument& e) {

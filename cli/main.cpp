@@ -6,10 +6,12 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
+#include "cli/suggest.h"
 
 namespace {
 
@@ -40,7 +42,8 @@ constexpr Command kCommands[] = {
 void print_usage(std::FILE* out) {
   std::fprintf(out,
                "usage: attograd <command> [options]\n"
-               "       attograd <command> --help\n\n"
+               "       attograd help <command>    (or attograd <command> --help)\n"
+               "       attograd --version\n\n"
                "commands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.summary);
 }
@@ -51,12 +54,64 @@ const Command* find_command(const char* name) {
   return nullptr;
 }
 
+void print_unknown_command(const char* name) {
+  std::vector<std::string> names;
+  for (const Command& c : kCommands) names.emplace_back(c.name);
+  const std::string guess = ag::cli::closest_name(name, names);
+  std::fprintf(stderr, "attograd: error: unknown command '%s'", name);
+  if (!guess.empty()) std::fprintf(stderr, "; did you mean '%s'?", guess.c_str());
+  std::fprintf(stderr, "\n\n");
+  print_usage(stderr);
+}
+
+// The text between the quotes of a cxxopts message ("Option 'x' does not exist"); cxxopts
+// quotes with ' or with the UTF-8 quotes ‘ ’.
+std::string quoted_part(const std::string& message) {
+  const auto open = message.find_first_of("'\xe2");
+  if (open == std::string::npos) return "";
+  const std::size_t start = message[open] == '\'' ? open + 1 : open + 3;
+  const auto close = message[open] == '\'' ? message.rfind('\'') : message.rfind("\xe2\x80\x99");
+  return close == std::string::npos || close < start ? "" : message.substr(start, close - start);
+}
+
+std::vector<std::string> long_option_names(const cxxopts::Options& options) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups())
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options)
+      for (const std::string& n : o.l)
+        if (n.size() > 1) names.push_back(n);
+  return names;
+}
+
+// cxxopts says "Argument 'abc' failed to parse" without naming the flag: find it on the
+// command line, as "--flag abc" or "--flag=abc".
+std::string flag_given_value(int argc, char** argv, const std::string& value) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto eq = a.find('=');
+    if (a.rfind("-", 0) == 0 && eq != std::string::npos && a.substr(eq + 1) == value) return a.substr(0, eq);
+    if (a == value && i > 1 && argv[i - 1][0] == '-') return argv[i - 1];
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace ag::cli {
 
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, int argc, char** argv) {
-  cxxopts::ParseResult result = options.parse(argc, argv);
+  cxxopts::ParseResult result;
+  try {
+    result = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    const std::string typed = quoted_part(e.what());
+    const std::string guess = closest_name(typed, long_option_names(options));
+    throw UsageError("unknown option '" + typed + "'" + (guess.empty() ? "" : "; did you mean '--" + guess + "'?"));
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    const std::string value = quoted_part(e.what());
+    const std::string flag = flag_given_value(argc, argv, value);
+    throw UsageError((flag.empty() ? std::string("an option") : flag) + ": cannot parse '" + value + "'");
+  }
   if (!result.unmatched().empty()) throw UsageError("unexpected argument '" + result.unmatched().front() + "'");
   return result;
 }
@@ -77,14 +132,28 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string first = argv[1];
+  if (first == "--version") {
+    std::printf("attograd %s (commit %s), OpenBLAS core %s\n", ATTOGRAD_VERSION, ATTOGRAD_GIT_COMMIT,
+                ag::cli::openblas_core_name());
+    return 0;
+  }
+  if (first == "help" && argc >= 3) {  // `attograd help CMD` is `attograd CMD --help`
+    const Command* cmd = find_command(argv[2]);
+    if (!cmd) {
+      print_unknown_command(argv[2]);
+      return 2;
+    }
+    char help_flag[] = "--help";
+    char* help_argv[] = {argv[2], help_flag, nullptr};
+    return cmd->run(2, help_argv);
+  }
   if (first == "--help" || first == "-h" || first == "help") {
     print_usage(stdout);
     return 0;
   }
   const Command* cmd = find_command(argv[1]);
   if (!cmd) {
-    std::fprintf(stderr, "attograd: error: unknown command '%s'\n\n", argv[1]);
-    print_usage(stderr);
+    print_unknown_command(argv[1]);
     return 2;
   }
   // From here on, argv[0] is the command's name, as cxxopts expects of a program.

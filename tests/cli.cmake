@@ -43,6 +43,26 @@ attograd_cli_test(cli.usage.help EXIT 0 STDOUT "usage: attograd <command>.*atten
 attograd_cli_test(cli.usage.no_command EXIT 2 STDERR "usage: attograd <command>" COMMAND ${AG})
 attograd_cli_test(cli.usage.unknown_command EXIT 2 STDERR "attograd: error: unknown command 'frobnicate'"
                   COMMAND ${AG} frobnicate)
+attograd_cli_test(cli.usage.unknown_command_did_you_mean EXIT 2 STDERR "unknown command 'trian'; did you mean 'train'\\?"
+                  COMMAND ${AG} trian)
+attograd_cli_test(cli.usage.unknown_command_no_guess EXIT 2 STDERR "unknown command 'zzzzzz'\n"
+                  NOT_OUTPUT "did you mean" COMMAND ${AG} zzzzzz)
+attograd_cli_test(cli.usage.version EXIT 0 STDOUT "^attograd [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit [^)]+\\), OpenBLAS core [A-Za-z0-9]+\n$"
+                  COMMAND ${AG} --version)
+attograd_cli_test(cli.usage.help_command EXIT 0 STDOUT "attograd sample \\[OPTION...\\].*--num-samples"
+                  COMMAND ${AG} help sample)
+attograd_cli_test(cli.usage.help_unknown_command EXIT 2 STDERR "unknown command 'smaple'; did you mean 'sample'"
+                  COMMAND ${AG} help smaple)
+attograd_cli_test(cli.usage.unknown_flag_did_you_mean EXIT 2
+                  STDERR "attograd train: error: unknown option 'iter'; did you mean '--iters'\\?"
+                  COMMAND ${AG} train --iter 5)
+attograd_cli_test(cli.usage.bad_value_names_flag EXIT 2 STDERR "attograd train: error: --iters: cannot parse 'abc'"
+                  COMMAND ${AG} train --iters abc)
+attograd_cli_test(cli.usage.bad_value_names_flag_equals EXIT 2 STDERR "attograd sample: error: --top-k: cannot parse 'x'"
+                  COMMAND ${AG} sample --top-k=x)
+# Each default shown once: cxxopts prints "(default: V)" itself, so no description repeats it.
+attograd_cli_test(cli.sample.help_defaults_once EXIT 0 STDOUT "--prompt arg +text to continue \\(default: a newline\\)\n"
+                  NOT_OUTPUT "\\(default:[^)]*\\)[^\n]*\\(default:" COMMAND ${AG} sample --help)
 attograd_cli_test(cli.attention.help EXIT 0 STDOUT "--in CASE.*--out RESULT.*RESULT tensors"
                   COMMAND ${AG} attention --help)
 attograd_cli_test(cli.gradcheck.help EXIT 0 STDOUT "attention\\|ops.*--seed.*--heads H.*--mask KIND"
@@ -175,3 +195,7 @@ if(ATTOGRAD_HAVE_TORCH)
                     COMMAND ${ATTOGRAD_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/parity/probe_roundtrip.py
                             --attograd ${AG} --workdir ${ATTOGRAD_CLI_OUT})
 endif()
+
+# ---- a moved or copied checkout: make reconfigures instead of stopping on CMake's cache error --
+add_test(NAME cli.moved_checkout COMMAND sh ${ATTOGRAD_CLI_SRC}/moved_checkout.sh ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME cli.make_train_run_exists COMMAND sh ${ATTOGRAD_CLI_SRC}/run_exists.sh ${CMAKE_CURRENT_SOURCE_DIR})

@@ -15,7 +15,24 @@ attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* 
                   COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 50 --temperature 0)
 attograd_cli_test(cli.eval.small EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
                   COMMAND ${AG} eval --checkpoint small_run/model.safetensors --text-file ${ATTOGRAD_SMALL_CORPUS})
-set_tests_properties(cli.sample.small cli.eval.small PROPERTIES FIXTURES_REQUIRED small_run)
+# --num-samples K: K samples, each followed by nanoGPT's line of dashes (the corpus has no '-').
+attograd_cli_test(cli.sample.num_samples EXIT 0
+                  STDOUT "^The [^-]*\n---------------\nThe [^-]*\n---------------\nThe [^-]*\n---------------\n$"
+                  STDERR "generated 30 characters"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 10 --num-samples 3)
+attograd_cli_test(cli.sample.num_samples_zero EXIT 2 STDERR "--num-samples must be"
+                  COMMAND ${AG} sample --checkpoint small_run --num-samples 0)
+# --prompt-file FILE: the whole file, newlines included, is the prompt.
+file(WRITE ${ATTOGRAD_CLI_OUT}/prompt.txt "The lost step\nThe ")
+attograd_cli_test(cli.sample.prompt_file EXIT 0 STDOUT "^The lost step\nThe "
+                  COMMAND ${AG} sample --checkpoint small_run --prompt-file prompt.txt --tokens 10)
+attograd_cli_test(cli.sample.prompt_file_missing EXIT 1 STDERR "no_such_prompt\\.txt: cannot open"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt-file no_such_prompt.txt)
+attograd_cli_test(cli.sample.prompt_and_prompt_file EXIT 2 STDERR "--prompt or --prompt-file, not both"
+                  COMMAND ${AG} sample --checkpoint small_run --prompt x --prompt-file prompt.txt)
+set_tests_properties(cli.sample.small cli.eval.small cli.sample.num_samples cli.sample.num_samples_zero
+                     cli.sample.prompt_file cli.sample.prompt_file_missing cli.sample.prompt_and_prompt_file
+                     PROPERTIES FIXTURES_REQUIRED small_run)
 
 # ---- the second model, the character MLP, through the same commands ------------------------
 attograd_cli_test(cli.train.mlp EXIT 0
@@ -65,6 +82,27 @@ attograd_cli_test(cli.train.directory_corpus EXIT 1 STDERR "directory"
                   COMMAND ${AG} train --data ${ATTOGRAD_CLI_SRC} --out bad_run ${TINY_MODEL})
 attograd_cli_test(cli.train.bad_heads EXIT 2 STDERR "divisible.*\nTry 'attograd train --help'"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --embd 10 --heads 3)
+# --resume DIR --iters N: a finished 20-step run still inside its warmup of 100 extends to 30;
+# one whose cosine decay began (warmup 5) is refused with the reason and left alone.
+attograd_cli_test(cli.train.extend_setup EXIT 0 STDOUT "done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out extend_run --iters 20 --eval-every 10
+                          --sample-tokens 0 ${TINY_MODEL})
+attograd_cli_test(cli.train.resume_extend EXIT 0
+                  STDOUT "extending the run from 20 to 30 iters.*resuming at iter 20.*eval  iter    30.*done: 30 iters"
+                  COMMAND ${AG} train --resume extend_run --iters 30 --no-progress)
+attograd_cli_test(cli.train.resume_finished_reports EXIT 0 STDOUT "done: 30 iters in [0-9]+m[0-9]+s, val loss [1-9]"
+                  COMMAND ${AG} train --resume extend_run --no-progress)
+attograd_cli_test(cli.train.refuse_setup EXIT 0 STDOUT "done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out refuse_run --iters 20 --warmup 5 --eval-every 10
+                          --sample-tokens 0 ${TINY_MODEL})
+attograd_cli_test(cli.train.resume_extend_refused EXIT 1
+                  STDERR "--iters 40 cannot continue the run in refuse_run exactly: its step 6 used lr.*--init-from refuse_run"
+                  COMMAND ${AG} train --resume refuse_run --iters 40 --no-progress)
+set_tests_properties(cli.train.extend_setup PROPERTIES FIXTURES_SETUP extend_run)
+set_tests_properties(cli.train.resume_extend PROPERTIES FIXTURES_REQUIRED extend_run)
+set_tests_properties(cli.train.resume_finished_reports PROPERTIES FIXTURES_REQUIRED extend_run DEPENDS cli.train.resume_extend)
+set_tests_properties(cli.train.refuse_setup PROPERTIES FIXTURES_SETUP refuse_run)
+set_tests_properties(cli.train.resume_extend_refused PROPERTIES FIXTURES_REQUIRED refuse_run)
 attograd_cli_test(cli.train.resume_with_flags EXIT 2 STDERR "--lr cannot be combined with --resume"
                   COMMAND ${AG} train --resume small_run --lr 0.1)
 attograd_cli_test(cli.train.missing_data_flag EXIT 2 STDERR "--data FILE is required" COMMAND ${AG} train --out x)
@@ -100,3 +138,25 @@ attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
 attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
                   COMMAND ${AG} bench sample --tokens 5 --json)
 attograd_cli_test(cli.bench.unknown EXIT 2 STDERR "unknown benchmark 'nope'" COMMAND ${AG} bench nope)
+
+# ---- --init-from DIR: a new run from a checkpoint's weights (fine-tuning) -------------------
+attograd_cli_test(cli.train.init_from EXIT 0
+                  STDOUT "^initialized from small_run/model.safetensors\nattograd train: .*eval  iter     0  train [0-9.]+  val [0-9.]+.*done: 10 iters"
+                  COMMAND ${AG} train --init-from small_run --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_run --iters 10
+                          --lr 3e-4 --warmup 0 --eval-every 10 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
+attograd_cli_test(cli.train.init_from_shape_flag EXIT 2
+                  STDERR "--layers cannot be combined with --init-from: the model comes from the checkpoint"
+                  COMMAND ${AG} train --init-from small_run --layers 2 --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_bad)
+attograd_cli_test(cli.train.init_from_with_resume EXIT 2 STDERR "--init-from cannot be combined with --resume"
+                  COMMAND ${AG} train --resume small_run --init-from small_run)
+# With 0 steps, the new run's checkpoint is the old model, byte for byte.
+attograd_cli_test(cli.train.init_from_zero_steps EXIT 0 STDOUT "done: 0 iters"
+                  COMMAND ${AG} train --init-from small_run/model.safetensors --data ${ATTOGRAD_SMALL_CORPUS} --out finetune0
+                          --iters 0 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
+add_test(NAME cli.train.init_from_same_weights
+         COMMAND ${CMAKE_COMMAND} -E compare_files small_run/model.safetensors finetune0/model.safetensors
+         WORKING_DIRECTORY ${ATTOGRAD_CLI_OUT})
+set_tests_properties(cli.train.init_from_same_weights PROPERTIES DEPENDS cli.train.init_from_zero_steps)
+set_tests_properties(cli.train.init_from cli.train.init_from_shape_flag cli.train.init_from_with_resume
+                     cli.train.init_from_zero_steps cli.train.init_from_same_weights
+                     PROPERTIES FIXTURES_REQUIRED small_run)

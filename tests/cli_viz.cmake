@@ -132,3 +132,12 @@ if(ATTOGRAD_DOT_PROGRAM)
 endif()
 set_tests_properties(${viz_script_tests} PROPERTIES WORKING_DIRECTORY ${ATTOGRAD_CLI_OUT}
                      ENVIRONMENT "OPENBLAS_NUM_THREADS=1" TIMEOUT 120)
+
+# ---- plot several runs: overlaid, the legend from their folder names ------------------------
+add_test(NAME cli.plot.overlay
+         COMMAND ${CMAKE_COMMAND} -DPNG=${ATTOGRAD_CLI_OUT}/overlay.png -DWIDTH=900 -DHEIGHT=600
+                 -P ${ATTOGRAD_CLI_SRC}/check_png.cmake -- ${AG} plot small_run mlp_run --out overlay.png)
+set_tests_properties(cli.plot.overlay PROPERTIES FIXTURES_REQUIRED "small_run;mlp_run" WORKING_DIRECTORY ${ATTOGRAD_CLI_OUT})
+attograd_cli_test(cli.plot.overlay_missing_run EXIT 1 STDERR "no_such_run.*cannot open file"
+                  COMMAND ${AG} plot small_run no_such_run --out overlay_bad.png)
+set_tests_properties(cli.plot.overlay_missing_run PROPERTIES FIXTURES_REQUIRED small_run)

@@ -222,3 +222,111 @@ TEST(Resume, BadTrainStatesAreRefused) {
   fs::remove(state);
   expect_error("not found");
 }
+
+// --resume DIR --iters N: exact when the steps taken have the same learning rate under both
+// schedules, refused (with the reason) otherwise.
+namespace {
+TrainSummary resume_with_iters(const std::string& dir, int64_t iters, std::ostream& log) {
+  TrainConfig now;
+  now.iters = iters;
+  now.no_progress = true;
+  return resume_lm(dir, now, {"iters"}, log);
+}
+}  // namespace
+
+TEST(Resume, ExtendingARunWithinItsWarmupEqualsTheLongerRun) {
+  const fs::path d = temp_dir("resume_extend_warmup");
+  std::ostringstream log;
+  TrainConfig straight = small_run(d, "straight60");
+  straight.iters = 60;
+  straight.eval_every = 30;
+  train_lm(straight, log);
+  // A 30-step run cut after step 10 (inside the 20-step warmup), then extended to 60.
+  TrainConfig c = small_run(d, "cut_then_60");
+  c.iters = 30;
+  c.eval_every = 30;
+  c.after_step = [](int64_t it) {
+    if (it == 10) std::raise(SIGINT);
+  };
+  ASSERT_TRUE(train_lm(c, log).interrupted);
+  const auto s = resume_with_iters(c.out_dir, 60, log);
+  EXPECT_EQ(s.iters, 60);
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(c.out_dir), losses(straight.out_dir));
+  EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("iters = 60"), std::string::npos);
+}
+
+TEST(Resume, ExtendingAFinishedRunWithAConstantLrEqualsTheLongerRun) {
+  const fs::path d = temp_dir("resume_extend_const");
+  std::ostringstream log;
+  TrainConfig straight = small_run(d, "straight60");
+  straight.iters = 60;
+  straight.eval_every = 30;
+  straight.min_lr = straight.lr;  // after the warmup, the lr no longer depends on iters
+  train_lm(straight, log);
+  TrainConfig c = straight;
+  c.out_dir = (d / "finished30").string();
+  c.iters = 30;
+  const auto first = train_lm(c, log);
+  const auto s = resume_with_iters(c.out_dir, 60, log);
+  EXPECT_EQ(s.iters, 60);
+  EXPECT_NE(s.val_loss, first.val_loss);
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(c.out_dir), losses(straight.out_dir));
+}
+
+TEST(Resume, ExtendingPastTheDecayIsRefusedWithTheReason) {
+  const fs::path d = temp_dir("resume_extend_refused");
+  std::ostringstream log;
+  TrainConfig c = small_run(d, "finished");
+  c.iters = 30;
+  c.eval_every = 30;
+  train_lm(c, log);
+  const std::string before = read_bytes(fs::path(c.out_dir) / "train_state.safetensors");
+  try {
+    resume_with_iters(c.out_dir, 60, log);
+    ADD_FAILURE() << "extended a run whose decayed steps would change";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("step 21 used lr"), std::string::npos) << m;  // the first step after the 20-step warmup
+    EXPECT_NE(m.find("--init-from"), std::string::npos) << m;
+  }
+  EXPECT_THROW(resume_with_iters(c.out_dir, 20, log), std::invalid_argument);  // fewer than taken
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "train_state.safetensors"), before);  // untouched
+}
+
+TEST(Resume, ResumingAFinishedRunReportsItsValLossAndTime) {
+  const fs::path d = temp_dir("resume_finished_report");
+  std::ostringstream log;
+  TrainConfig c = small_run(d, "finished");
+  c.iters = 30;
+  c.eval_every = 30;
+  const auto first = train_lm(c, log);
+  std::ostringstream again;
+  const auto s = resume_lm(c.out_dir, "", 0, false, again);
+  EXPECT_EQ(s.val_loss, first.val_loss);
+  EXPECT_EQ(s.train_loss, first.train_loss);
+  EXPECT_GT(s.seconds, 0.0);
+  EXPECT_GE(s.seconds + 0.05, first.seconds);  // the time saved at the last checkpoint, not zero
+  EXPECT_NE(again.str().find("val loss " + std::to_string(first.val_loss).substr(0, 4)), std::string::npos) << again.str();
+}
+
+// --sample-every prints samples during training from a generator of its own: the run's
+// weights and losses are the same as without it.
+TEST(Resume, SampleEveryPrintsAndLeavesTheRunUnchanged) {
+  const fs::path d = temp_dir("sample_every");
+  std::ostringstream log;
+  TrainConfig plain = small_run(d, "plain");
+  plain.iters = 30;
+  train_lm(plain, log);
+  TrainConfig c = small_run(d, "sampled");
+  c.iters = 30;
+  c.sample_every = 10;
+  std::ostringstream out;
+  train_lm(c, out);
+  EXPECT_NE(out.str().find("---- sample at iter 10 ----"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("---- sample at iter 20 ----"), std::string::npos);
+  EXPECT_EQ(out.str().find("---- sample at iter 30 ----"), std::string::npos);  // the end has its own
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(plain.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(c.out_dir), losses(plain.out_dir));
+}

@@ -27,7 +27,8 @@ class RunLogger;
 // What `attograd train --resume DIR` does with a field.
 enum class OnResume {
   Refuse,    // part of the run: saved, restored, and the flag is refused with --resume
-  Override,  // saved and restored, but the flag may replace it (where the corpus now is)
+  Override,  // saved and restored, but the flag may replace it (where the corpus now is; iters,
+             // checked by check_iters_change in train/trainer.h)
   Fresh,     // how this process runs (threads, output): this command line's value, saved only for the record
 };
 
@@ -35,9 +36,10 @@ enum class OnResume {
 #define AG_TRAIN_FIELDS(X)                                                                                                   \
   X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override) \
   X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse) \
+  X(std::string, init_from,      "init-from",      "",    "fine-tune: start from the weights of this run folder or model.safetensors (its model, its vocabulary; a fresh optimizer and schedule; only --dropout of the model flags may be given)", Refuse) \
   X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse) \
   X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override) \
-  X(int64_t,     iters,          "iters",          2000,  "optimizer steps", Refuse)                                            \
+  X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override) \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse)                                        \
@@ -51,6 +53,7 @@ enum class OnResume {
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh) \
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse)                 \
+  X(int64_t,     sample_every,   "sample-every",   0,     "print a short sample (100 characters, temperature 0.8) every N steps (0: never); its own generator, so the run is unchanged", Fresh) \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh)                         \
   X(bool,        overwrite,      "overwrite",      false, "start a new run in --out even if it holds one (the old run's files are removed)", Fresh) \
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \

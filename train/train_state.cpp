@@ -67,6 +67,9 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
       {"adam_step", std::to_string(opt.step_count)},
       {"best_val_loss", fmt_double(pos.best_val_loss)},
       {"skipped_updates", std::to_string(pos.skipped_updates)},
+      {"last_train_loss", fmt_double(pos.last_train_loss)},
+      {"last_val_loss", fmt_double(pos.last_val_loss)},
+      {"elapsed_s", fmt_double(pos.elapsed_s)},
       {"rng.model", rng_to_json(pos.rng_model)},
       {"rng.batch", rng_to_json(pos.rng_batch)},
       {"rng.eval", rng_to_json(pos.rng_eval)},
@@ -97,6 +100,14 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
     s.pos.skipped_updates = std::stoll(meta(f, "skipped_updates"));
     const std::string& b = meta(f, "best_val_loss");
     s.pos.best_val_loss = b == "inf" ? std::numeric_limits<double>::infinity() : std::stod(b);
+    // Added after the first train states: optional.
+    const auto optional_double = [&](const char* key, double& v) {
+      const auto it = f.metadata().find(key);
+      if (it != f.metadata().end()) v = std::stod(it->second);
+    };
+    optional_double("last_train_loss", s.pos.last_train_loss);
+    optional_double("last_val_loss", s.pos.last_val_loss);
+    optional_double("elapsed_s", s.pos.elapsed_s);
     s.pos.rng_model = rng_from_json(meta(f, "rng.model"), "rng.model");
     s.pos.rng_batch = rng_from_json(meta(f, "rng.batch"), "rng.batch");
     s.pos.rng_eval = rng_from_json(meta(f, "rng.eval"), "rng.eval");

@@ -5,7 +5,8 @@
 //   tensors     model.<name>, adam.exp_avg.<name>, adam.exp_avg_sq.<name>     (F32)
 //   __metadata__ format, iter (next iteration to run), eval_done (the evaluation of `iter`
 //               already happened), adam_step, best_val_loss, skipped_updates,
-//               rng.model / rng.batch / rng.eval (generator states), config (JSON), vocab (JSON)
+//               rng.model / rng.batch / rng.eval (generator states), config (JSON), vocab (JSON),
+//               last_train_loss, last_val_loss, elapsed_s (optional: added later)
 #pragma once
 #include <limits>
 #include <string>
@@ -26,6 +27,11 @@ struct RunPosition {
   double best_val_loss = std::numeric_limits<double>::infinity();
   int64_t skipped_updates = 0;
   Generator::State rng_model{}, rng_batch{}, rng_eval{};
+  // The last evaluation and the training time so far, so that resuming a finished run reports
+  // them (absent from older states: NaN and 0).
+  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  double last_val_loss = std::numeric_limits<double>::quiet_NaN();
+  double elapsed_s = 0;
 };
 
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,

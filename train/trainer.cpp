@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -59,6 +60,7 @@ void check_config(const TrainConfig& c, const Comm& comm) {
                       std::to_string(comm.size()) + " × " + std::to_string(c.grad_accum) + " = " + std::to_string(parts) +
                       " (the batch is global; each micro-batch gets batch / " + std::to_string(parts) + " rows)");
   positive(c.lr, "lr");
+  if (c.sample_every < 0) throw ConfigError("train: --sample-every must be ≥ 0");
   if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
   if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
   // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
@@ -193,6 +195,13 @@ class Run {
     }
   }
 
+  // --init-from: the weights of a trained model of the same configuration (fine-tuning).
+  void init_weights_from(const models::LanguageModel& trained) {
+    std::map<std::string, Tensor> weights;
+    for (const auto& [name, p] : trained.named_parameters()) weights[name] = p.detach();
+    model_->load_state_dict(weights);
+  }
+
   // The state file's bytes are the same on every rank (rank 0 read and broadcast them).
   void resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
     restore_train_state(state, *model_, opt_);
@@ -201,6 +210,10 @@ class Run {
     batch_gen_.set_state(pos.rng_batch);
     eval_gen_.set_state(pos.rng_eval);
     decorrelate_dropout();
+    // The clock and the last evaluation carry on from where the run stopped.
+    t_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pos.elapsed_s));
+    summary_.train_loss = pos.last_train_loss;
+    summary_.val_loss = pos.last_val_loss;
   }
 
   // The loop: at each evaluation point evaluate and checkpoint; otherwise step, then log.
@@ -217,6 +230,7 @@ class Run {
   bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
   double forward_backward();
   void decorrelate_dropout();
+  std::string sample_text(int64_t tokens);         // from a newline, temperature 0.8, its own generator
   void write_metrics(int64_t it, double train_loss, const double* val_loss, double lr);
   void save_checkpoint(bool new_best);
   void write_grad_report(int64_t it, bool tty);
@@ -337,6 +351,7 @@ void Run::save_checkpoint(bool new_best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
+  pos_.elapsed_s = seconds_since(t_start_);
   save_train_state(path("train_state.safetensors"), cfg_, *model_, opt_, pos_, corpus_.tokenizer);
   save_model(path("model.safetensors"), *model_, corpus_.tokenizer);
   if (new_best) save_model(path("model.best.safetensors"), *model_, corpus_.tokenizer);
@@ -395,6 +410,10 @@ TrainSummary Run::run(bool fresh_metrics) {
     if (it == cfg_.iters) break;
     const double loss = step(it, lr);
     log_step(it, loss, lr);
+    if (cfg_.sample_every > 0 && comm_.is_root() && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters) {
+      out_ << (tty_ ? "\r\033[K" : "") << "---- sample at iter " << it + 1 << " ----" << sample_text(100) << "\n----\n";
+      out_.flush();
+    }
     // One process stops when a signal arrived during the step; several ranks when any rank had
     // one by the time of the step's allreduce (all of them then stop after the same step).
     if (comm_.distributed() ? stop_agreed_ : InterruptGuard::requested()) {
@@ -426,6 +445,8 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   write_metrics(it, tl, &vl, lr);
   const bool best = vl < pos_.best_val_loss;
   if (best) pos_.best_val_loss = vl;
+  pos_.last_train_loss = tl;
+  pos_.last_val_loss = vl;
   pos_.eval_done = true;
   save_checkpoint(best);
   char line[160];
@@ -544,13 +565,7 @@ TrainSummary Run::finish() {
   if (pos_.skipped_updates) out_ << ", " << pos_.skipped_updates << " updates skipped (non-finite)";
   out_ << "\n";
   if (cfg_.sample_tokens > 0 && comm_.is_root()) {
-    Generator sample_gen(cfg_.seed);
-    model_->eval();
-    const int64_t nl = corpus_.tokenizer.id_of(U'\n');
-    models::SampleOptions opt{cfg_.sample_tokens, 0.8, 0, true};
-    opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
-    const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
-    summary.sample = corpus_.tokenizer.decode(ids);
+    summary.sample = sample_text(cfg_.sample_tokens);
     out_ << "---- sample (temperature 0.8) ----" << summary.sample << "\n----\n";
     if (InterruptGuard::requested()) {
       out_ << "sample interrupted (signal " << InterruptGuard::signal_number() << "); the run itself is complete\n";
@@ -558,6 +573,18 @@ TrainSummary Run::finish() {
     }
   }
   return summary;
+}
+
+std::string Run::sample_text(int64_t tokens) {
+  // A generator of its own, seeded alike each time: sampling never moves the run's streams.
+  Generator sample_gen(cfg_.seed);
+  model_->eval();
+  const int64_t nl = corpus_.tokenizer.id_of(U'\n');
+  models::SampleOptions opt{tokens, 0.8, 0, true};
+  opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
+  const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
+  model_->train();
+  return corpus_.tokenizer.decode(ids);
 }
 }  // namespace
 
@@ -567,8 +594,20 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   check_config(cfg, comm);
   // 0: all cores for one process; under mpirun, the cores shared among this machine's ranks.
   if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
+  std::optional<LoadedModel> init;
+  if (!cfg.init_from.empty()) {  // the model and its vocabulary come from the checkpoint
+    init = load_model(cfg.init_from);
+    const double dropout = cfg.model.dropout;  // nanoGPT's rule: of the model, only dropout may change
+    cfg.model = init->model->model_config();
+    cfg.model.dropout = dropout;
+  }
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
+  if (init && !(corpus.tokenizer == init->tokenizer))
+    throw std::runtime_error(cfg.data_path + ": its vocabulary (" + std::to_string(corpus.tokenizer.vocab_size()) +
+                             " characters) differs from the one of " + init->path + " (" +
+                             std::to_string(init->tokenizer.vocab_size()) +
+                             "); --init-from needs a text with exactly the model's characters");
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   check_model(cfg);
   // Locked (by rank 0, which alone writes it) once the command line has proven sound, before
@@ -580,7 +619,33 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
   }
   std::ostream null_out(nullptr);  // ranks other than 0 print nothing
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
+  if (init) {  // every rank loaded the same file
+    run.init_weights_from(*init->model);
+    if (comm.is_root()) out << "initialized from " << init->path << "\n";
+  }
   return run.run(/*fresh_metrics=*/true);
+}
+
+void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir) {
+  if (new_iters < steps_taken)
+    throw std::invalid_argument("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
+                                std::to_string(steps_taken) + " steps");
+  // The steps taken used the old schedule; a run given new_iters from the start would have
+  // used the new one. Exact only if they agree on every step taken (bit for bit).
+  const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
+  const CosineSchedule new_s{saved.lr, saved.min_lr, saved.warmup, new_iters};
+  for (int64_t it = 0; it < steps_taken; ++it) {
+    if (old_s.lr(it) == new_s.lr(it)) continue;
+    char msg[700];
+    std::snprintf(msg, sizeof msg,
+                  "--iters %ld cannot continue the run in %s exactly: its step %ld used lr %.6g, but a run of %ld iters "
+                  "would have used %.6g there (the cosine decay after the %ld warmup steps spans the whole run, so "
+                  "only runs still within their warmup, or with --min-lr equal to --lr, can change --iters). To train "
+                  "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
+                  static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
+                  static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
+    throw std::invalid_argument(msg);
+  }
 }
 
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
@@ -606,6 +671,8 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
   check_config(cfg, comm);
+  const bool iters_changed = cfg.iters != st.config.iters;
+  if (iters_changed) check_iters_change(st.config, cfg.iters, st.pos.iter, dir);
   if (cfg.threads > 0 || comm.distributed()) parallel::set_num_threads(cfg.threads > 0 ? cfg.threads : comm.threads_per_rank());
   data::Corpus corpus = data::load_corpus(cfg.data_path, cfg.model.block_size);
   check_same_corpus(comm, corpus);
@@ -614,6 +681,11 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
   check_model(cfg);
+  if (iters_changed && comm.is_root()) {
+    write_config_toml((fs::path(dir) / "config.toml").string(), cfg);  // the run's configuration is now this
+    out << "extending the run from " << st.config.iters << " to " << cfg.iters << " iters (" << st.pos.iter
+        << " taken; the learning rates of those are the same under both schedules)\n";
+  }
   std::ostream null_out(nullptr);
   Run run(cfg, std::move(corpus), comm.is_root() ? out : null_out, comm);
   run.resume_from(state, st.pos);

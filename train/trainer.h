@@ -41,6 +41,8 @@ struct TrainSummary {
 };
 
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).
+// With cfg.init_from, its model (configuration, vocabulary and weights; cfg.model.dropout
+// excepted) comes from that checkpoint, and the corpus must have the same vocabulary.
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 
 // Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration
@@ -48,6 +50,12 @@ TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
 // data path must hold a corpus of the same vocabulary.
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out);
+// `--resume DIR --iters N` with N different from the saved iters: the run continues as if N
+// had been given from the start, which is exact only if the steps already taken have the
+// same learning rate under both schedules (all within the warmup, or min_lr == lr; compared
+// bit for bit). Throws std::invalid_argument saying why otherwise, or when N < steps taken.
+void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir);
+
 // The same, given only the fields that may change: data_path (when not empty), threads and
 // whether to show a progress bar.
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,

@@ -58,4 +58,25 @@ Image render_loss_plot(const std::vector<MetricsRow>& rows, const std::string& t
   return render_plot(panels, PlotOptions{width, height, title, "step"});
 }
 
+Image render_runs_plot(const std::vector<NamedRun>& runs, const std::string& title, int width, int height) {
+  static const Color kPalette[] = {{31, 90, 170}, {222, 110, 30}, {44, 160, 44}, {214, 39, 40},
+                                   {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127}};
+  Panel loss{"loss (nats/char)", {}, 3};
+  Panel lr_panel{"learning rate", {}, 1};
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Color c = kPalette[k % (sizeof kPalette / sizeof kPalette[0])];
+    Series val{runs[k].name + " val", {}, {}, c, 2.0, 3.0};
+    Series train{runs[k].name + " train", {}, {}, c, 1.0, 0};
+    Series lr{"", {}, {}, c, 1.5, 0};
+    for (const MetricsRow& r : runs[k].rows) {
+      const double x = static_cast<double>(r.iter);
+      if (r.val_loss) val.x.push_back(x), val.y.push_back(*r.val_loss), train.x.push_back(x), train.y.push_back(r.train_loss);
+      if (lr.x.empty() || lr.x.back() != x) lr.x.push_back(x), lr.y.push_back(r.lr);
+    }
+    if (!val.x.empty()) loss.series.push_back(val), loss.series.push_back(train);
+    lr_panel.series.push_back(lr);
+  }
+  return render_plot({loss, lr_panel}, PlotOptions{width, height, title, "step"});
+}
+
 }  // namespace ag::viz

@@ -28,4 +28,12 @@ std::vector<MetricsRow> read_metrics(const std::string& path);
 Image render_loss_plot(const std::vector<MetricsRow>& rows, const std::string& title, int width = 900,
                        int height = 600);
 
+// Several runs overlaid, one color each: the evaluations' val loss (points and a line) and train
+// loss (a thin line) labelled "<name> val" / "<name> train", and each run's learning rate below.
+struct NamedRun {
+  std::string name;
+  std::vector<MetricsRow> rows;
+};
+Image render_runs_plot(const std::vector<NamedRun>& runs, const std::string& title, int width = 900, int height = 600);
+
 }  // namespace ag::viz
