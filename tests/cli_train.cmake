@@ -57,11 +57,11 @@ attograd_cli_test(cli.train.unknown_model EXIT 2 STDERR "--model: unknown model 
 # ---- --config FILE (TOML): flags override it; the run folder keeps config.toml, which reruns it
 attograd_cli_test(cli.train.config_file EXIT 0 STDOUT "model: 1 layers, 2 heads, 16 wide, block 16.*done: 10 iters"
                   COMMAND ${AG} train --config ${CMAKE_CURRENT_SOURCE_DIR}/configs/shakespeare_char.toml
-                          --data ${ATTOGRAD_SMALL_CORPUS} --out config_run --iters 10 --eval-every 10 --sample-tokens 0
+                          --data ${ATTOGRAD_SMALL_CORPUS} --out config_run --overwrite --iters 10 --eval-every 10 --sample-tokens 0
                           ${TINY_MODEL})
 set_tests_properties(cli.train.config_file PROPERTIES FIXTURES_SETUP config_run)
 attograd_cli_test(cli.train.config_rerun EXIT 0 STDOUT "model: 1 layers, 2 heads, 16 wide, block 16.*out config_rerun.*done: 10 iters"
-                  COMMAND ${AG} train --config config_run/config.toml --out config_rerun)
+                  COMMAND ${AG} train --config config_run/config.toml --out config_rerun --overwrite)
 set_tests_properties(cli.train.config_rerun PROPERTIES FIXTURES_REQUIRED config_run)
 file(WRITE ${ATTOGRAD_CLI_OUT}/bad_config.toml "layers = 2\nlayres = 3\n")
 attograd_cli_test(cli.train.config_unknown_key EXIT 1 STDERR "bad_config\\.toml:2: unknown key 'layres'"
@@ -85,7 +85,7 @@ attograd_cli_test(cli.train.bad_heads EXIT 2 STDERR "divisible.*\nTry 'attograd 
 # --resume DIR --iters N: a finished 20-step run still inside its warmup of 100 extends to 30;
 # one whose cosine decay began (warmup 5) is refused with the reason and left alone.
 attograd_cli_test(cli.train.extend_setup EXIT 0 STDOUT "done: 20 iters"
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out extend_run --iters 20 --eval-every 10
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out extend_run --overwrite --iters 20 --eval-every 10
                           --sample-tokens 0 ${TINY_MODEL})
 attograd_cli_test(cli.train.resume_extend EXIT 0
                   STDOUT "extending the run from 20 to 30 iters.*resuming at iter 20.*eval  iter    30.*done: 30 iters"
@@ -93,7 +93,7 @@ attograd_cli_test(cli.train.resume_extend EXIT 0
 attograd_cli_test(cli.train.resume_finished_reports EXIT 0 STDOUT "done: 30 iters in [0-9]+m[0-9]+s, val loss [1-9]"
                   COMMAND ${AG} train --resume extend_run --no-progress)
 attograd_cli_test(cli.train.refuse_setup EXIT 0 STDOUT "done: 20 iters"
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out refuse_run --iters 20 --warmup 5 --eval-every 10
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out refuse_run --overwrite --iters 20 --warmup 5 --eval-every 10
                           --sample-tokens 0 ${TINY_MODEL})
 attograd_cli_test(cli.train.resume_extend_refused EXIT 1
                   STDERR "--iters 40 cannot continue the run in refuse_run exactly: its step 6 used lr.*--init-from refuse_run"
@@ -142,7 +142,7 @@ attograd_cli_test(cli.bench.unknown EXIT 2 STDERR "unknown benchmark 'nope'" COM
 # ---- --init-from DIR: a new run from a checkpoint's weights (fine-tuning) -------------------
 attograd_cli_test(cli.train.init_from EXIT 0
                   STDOUT "^initialized from small_run/model.safetensors\nattograd train: .*eval  iter     0  train [0-9.]+  val [0-9.]+.*done: 10 iters"
-                  COMMAND ${AG} train --init-from small_run --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_run --iters 10
+                  COMMAND ${AG} train --init-from small_run --data ${ATTOGRAD_SMALL_CORPUS} --out finetune_run --overwrite --iters 10
                           --lr 3e-4 --warmup 0 --eval-every 10 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
 attograd_cli_test(cli.train.init_from_shape_flag EXIT 2
                   STDERR "--layers cannot be combined with --init-from: the model comes from the checkpoint"
@@ -151,7 +151,7 @@ attograd_cli_test(cli.train.init_from_with_resume EXIT 2 STDERR "--init-from can
                   COMMAND ${AG} train --resume small_run --init-from small_run)
 # With 0 steps, the new run's checkpoint is the old model, byte for byte.
 attograd_cli_test(cli.train.init_from_zero_steps EXIT 0 STDOUT "done: 0 iters"
-                  COMMAND ${AG} train --init-from small_run/model.safetensors --data ${ATTOGRAD_SMALL_CORPUS} --out finetune0
+                  COMMAND ${AG} train --init-from small_run/model.safetensors --data ${ATTOGRAD_SMALL_CORPUS} --out finetune0 --overwrite
                           --iters 0 --eval-iters 2 --batch 4 --sample-tokens 0 --no-progress)
 add_test(NAME cli.train.init_from_same_weights
          COMMAND ${CMAKE_COMMAND} -E compare_files small_run/model.safetensors finetune0/model.safetensors

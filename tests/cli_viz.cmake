@@ -121,7 +121,7 @@ set_tests_properties(cli.train.grad_report_file PROPERTIES FIXTURES_REQUIRED gra
 
 # ---- train --detect-anomaly: the same run with anomaly mode on each step -------------------------
 attograd_cli_test(cli.train.detect_anomaly EXIT 0 STDOUT "eval  iter     2 "
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out anomaly_run --iters 2 --eval-every 2
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out anomaly_run --overwrite --iters 2 --eval-every 2
                           --log-every 1 --sample-tokens 0 --detect-anomaly ${TINY_MODEL})
 
 # The checks run through cmake scripts above run like attograd_cli_test's.
