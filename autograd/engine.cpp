@@ -82,11 +82,11 @@ bool should_record(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward,
-              std::source_location where) {
+              SourceLocation where) {
   auto node = std::make_shared<Node>(op, out.shape(), out.dtype());
   if (g_anomaly) {
-    node->anomaly_trace = std::string(where.file_name()) + ":" + std::to_string(where.line()) + " (" +
-                          where.function_name() + ")";
+    node->anomaly_trace = std::string(where.file) + ":" + std::to_string(where.line) + " (" +
+                          where.function + ")";
     if (!g_anomaly_scopes.empty()) node->anomaly_trace += ", in scope '" + g_anomaly_scopes.back() + "'";
   }
   node->next.reserve(inputs.size());

@@ -37,7 +37,7 @@
 // for ag::grad (nothing is accumulated there).
 //
 // Anomaly detection. Inside DetectAnomalyGuard each new node records where it was made: the
-// op's own source location (std::source_location captured by record()) and the innermost
+// op's own source location (captured by record(), as std::source_location would be) and the innermost
 // AnomalyScope label the caller set (e.g. "block 1.attn"). We deliberately do not thread a
 // std::source_location through every public op function: the inline operators (a * b) could
 // not carry one, and the label says more about *which* use of an op than a line number does.
@@ -52,7 +52,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -163,8 +162,17 @@ bool should_record(const std::vector<Tensor>& inputs);
 // Attaches a node to `out` (which must be freshly produced by the op) with edges to `inputs`.
 // Call only when should_record(...) is true. Returns out for convenience. `where` is kept
 // only in anomaly mode.
+// Where record() was called. The fields of std::source_location, filled by the builtins that
+// GCC and clang share: clang 14 (the fuzzing build) has no std::source_location with libstdc++ 12.
+// As a default argument they take the caller's place, as std::source_location::current() does.
+struct SourceLocation {
+  const char* file;
+  int line;
+  const char* function;
+};
+
 Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward,
-              std::source_location where = std::source_location::current());
+              SourceLocation where = {__builtin_FILE(), __builtin_LINE(), __builtin_FUNCTION()});
 
 // A tensor a backward function needs. Save inputs with save(), the op's own output with
 // save_output() (before record(); it keeps no reference to the node, so no cycle).
