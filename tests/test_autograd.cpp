@@ -5,12 +5,10 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "tests/test_util.h"
 
 using namespace ag;
-
-static Tensor leaf(std::vector<double> v, Shape s) {
-  return Tensor::from_vector(v, s, DType::Float64).requires_grad_();
-}
+using ag::testing_util::leaf;
 
 TEST(Autograd, ScalarBackwardOfAChain) {
   // y = sum(tanh(a * b + a))  with a = [0.5, -1], b = [2, 3]

@@ -10,13 +10,8 @@
 
 using namespace ag;
 using ag::testing_util::error_of;
+using ag::testing_util::leaf;
 
-namespace {
-Tensor leaf(std::vector<double> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector(v, {n}, DType::Float64).requires_grad_();
-}
-}  // namespace
 
 TEST(Hooks, LeafHookSeesTheSummedGradientAndMayReplaceIt) {
   Tensor x = leaf({1, 2});

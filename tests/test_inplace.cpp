@@ -10,12 +10,9 @@
 
 using namespace ag;
 using ag::testing_util::error_of;
+using ag::testing_util::leaf;
 
 namespace {
-Tensor leaf(std::vector<double> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector(v, {n}, DType::Float64).requires_grad_();
-}
 void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
   for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }

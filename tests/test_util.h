@@ -10,7 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tensor.h"
+
 namespace ag::testing_util {
+
+// A float64 leaf that requires grad (gradient checks run in float64); 1-d unless a shape is given.
+inline Tensor leaf(const std::vector<double>& values, Shape shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
+  return Tensor::from_vector(values, shape, DType::Float64).requires_grad_();
+}
 
 // A fresh, empty scratch folder under the system temp folder, unique to this process.
 inline std::filesystem::path temp_dir(const std::string& name) {
