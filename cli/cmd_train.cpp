@@ -22,7 +22,6 @@ namespace {
 // library), so the program attaches it. It observes only, so a resumed run may add or drop it.
 void attach_tensorboard(train::TrainConfig& c, const std::string& run_dir) {
   if (!c.tensorboard || !train::Comm::world().is_root()) return;  // rank 0 alone writes files
-  parallel::set_num_threads(c.threads);  // the run's threads, for the sgemm peak the logger measures
   c.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
 }
 

@@ -5,8 +5,6 @@
 #include <span>
 #include <stdexcept>
 
-#include "autograd/parallel.h"
-#include "train/flops.h"
 #include "train/trainer.h"
 #include "viz/attention_maps.h"
 
@@ -34,28 +32,21 @@ const std::string& TrainLogger::path() const {
   return writer_->path();
 }
 
-TrainLogger::TrainLogger(std::string dir, std::ostream* out, double peak_gflops, int64_t sample_chars)
-    : dir_(std::move(dir)),
-      out_(out),
-      sample_chars_(sample_chars),
-      peak_gflops_(peak_gflops > 0 ? peak_gflops : train::sgemm_peak_gflops(parallel::num_threads())) {}
+TrainLogger::TrainLogger(std::string dir, std::ostream* out, int64_t sample_chars)
+    : dir_(std::move(dir)), out_(out), sample_chars_(sample_chars) {}
 
 void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
                            int64_t start_iter) {
   writer_ = std::make_unique<EventWriter>(dir_);
   if (start_iter > 0) writer_->add_session_start(start_iter);
   writer_->flush();
-  flops_per_token_ = 3 * model.forward_flops(cfg.batch_size) / static_cast<double>(cfg.batch_size * model.block_size());
   seed_ = cfg.seed;
   tokenizer_ = &corpus.tokenizer;
   const int64_t n = std::min<int64_t>({kPromptChars, model.block_size(), static_cast<int64_t>(corpus.val_ids.size())});
   prompt_ = corpus.tokenizer.decode(std::span<const int64_t>(corpus.val_ids.data(), static_cast<size_t>(n)));
   newline_id_ = std::max<int64_t>(0, corpus.tokenizer.id_of(U'\n'));
   if (out_) {
-    char peak[64];
-    std::snprintf(peak, sizeof peak, "%.0f", peak_gflops_);
-    *out_ << "tensorboard: " << writer_->path() << " (MFU of an sgemm peak of " << peak
-          << " GFLOP/s); view it with: tensorboard --logdir " << dir_ << "\n";
+    *out_ << "tensorboard: " << writer_->path() << "; view it with: tensorboard --logdir " << dir_ << "\n";
     out_->flush();
   }
 }
@@ -65,7 +56,7 @@ void TrainLogger::on_log(const train::LogStep& s) {
   writer_->add_scalar("lr", s.lr, s.iter);
   writer_->add_scalar("grad_norm", s.grad_norm, s.iter);
   writer_->add_scalar("throughput/tokens_per_s", s.tokens_per_s, s.iter);
-  writer_->add_scalar("throughput/mfu", flops_per_token_ * s.tokens_per_s / (peak_gflops_ * 1e9), s.iter);
+  writer_->add_scalar("throughput/mfu", s.mfu, s.iter);
   writer_->flush();
 }
 

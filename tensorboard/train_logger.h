@@ -25,10 +25,8 @@ namespace ag::tensorboard {
 class TrainLogger : public train::RunLogger {
  public:
   // dir: where the event file goes (RUN/tb). The file is created by on_start, which also
-  // says so on *out when out is given. MFU is relative to peak_gflops; 0 measures the sgemm
-  // peak (train/flops.h, about a second) here, on parallel::num_threads() threads: set the
-  // run's threads first. Measuring it here keeps that second out of the run's time.
-  explicit TrainLogger(std::string dir, std::ostream* out = nullptr, double peak_gflops = 0, int64_t sample_chars = 200);
+  // says so on *out when out is given. throughput/mfu is the trainer's (LogStep::mfu).
+  explicit TrainLogger(std::string dir, std::ostream* out = nullptr, int64_t sample_chars = 200);
 
   void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
                 int64_t start_iter) override;
@@ -42,9 +40,7 @@ class TrainLogger : public train::RunLogger {
   std::ostream* out_;
   int64_t sample_chars_;
   std::unique_ptr<EventWriter> writer_;
-  double flops_per_token_ = 0;  // of a training step: 3 × the forward's, per token
   uint64_t seed_ = 0;
-  double peak_gflops_ = 0;
   const data::CharTokenizer* tokenizer_ = nullptr;  // the run's; lives as long as the run
   std::string prompt_;        // of the attention maps
   int64_t newline_id_ = 0;    // the sample's first token

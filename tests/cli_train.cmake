@@ -11,6 +11,11 @@ attograd_cli_test(cli.train.small EXIT 0
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out small_run --overwrite --iters 40 --eval-every 20
                           --log-every 20 --sample-tokens 40 ${TINY_MODEL})
 set_tests_properties(cli.train.small PROPERTIES FIXTURES_SETUP small_run)
+# nanoGPT's MFU on every log line, against the sgemm peak the run measured and printed first.
+attograd_cli_test(cli.train.log_line_mfu EXIT 0
+                  STDOUT "mfu: of a measured sgemm peak of [0-9]+ GFLOP/s\n.*iter    10/20  loss [0-9]+\\.[0-9]+  lr [0-9.e+-]+  [0-9]+ tok/s  mfu [0-9]+\\.[0-9]%  ETA 0m0"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out log_mfu_run --overwrite --iters 20 --eval-every 20
+                          --log-every 10 --sample-tokens 0 ${TINY_MODEL})
 attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* tokens/s \\(KV cache\\)"
                   COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 50 --temperature 0)
 attograd_cli_test(cli.eval.small EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"

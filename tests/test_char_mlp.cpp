@@ -67,6 +67,7 @@ std::vector<std::string> metrics_without_timing(const fs::path& run) {
     auto j = nlohmann::json::parse(l);
     j.erase("elapsed_s");
     j.erase("tokens_per_s");
+    j.erase("mfu");
     out.push_back(j.dump());
   }
   return out;

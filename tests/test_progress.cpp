@@ -57,6 +57,15 @@ TEST(Progress, DropsFieldsInOrderWhenNarrow) {
     EXPECT_LE(progress_line(kTypical, columns).size(), static_cast<size_t>(std::max(columns - 1, 1))) << columns;
 }
 
+TEST(Progress, ShowsTheMfuWhenThereIsRoomAndDropsItFirst) {
+  Progress p = kTypical;
+  p.mfu = 0.4137;
+  EXPECT_EQ(progress_line(p, 120),
+            "[##......................................] 123/2000  loss 2.3456  lr 1.00e-03  24123 tok/s  mfu 41%  ETA 1m23s");
+  EXPECT_EQ(progress_line(p, 80), "[.........] 123/2000  loss 2.3456  lr 1.00e-03  24123 tok/s  mfu 41%  ETA 1m23s");
+  EXPECT_EQ(progress_line(p, 78), progress_line(kTypical, 78));  // two columns less: it is the first to go
+}
+
 TEST(Progress, NoRateYetShowsNoRateAndNoEta) {
   const std::string line = progress_line({1, 2000, 4.2, 1e-5, 0, 0}, 80);
   EXPECT_EQ(line.find("tok/s"), std::string::npos);

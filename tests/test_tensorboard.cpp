@@ -200,7 +200,7 @@ ag::train::TrainConfig small_config(const fs::path& dir, const std::string& name
 }
 
 std::shared_ptr<TrainLogger> logger_for(const ag::train::TrainConfig& c) {
-  return std::make_shared<TrainLogger>((fs::path(c.out_dir) / "tb").string(), nullptr, /*peak_gflops=*/100.0, 50);
+  return std::make_shared<TrainLogger>((fs::path(c.out_dir) / "tb").string(), nullptr, /*sample_chars=*/50);
 }
 
 // Events of one file, parsed; and the steps at which tag was written.

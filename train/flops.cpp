@@ -6,6 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "models/language_model.h"
+
 namespace ag::train {
 
 double sgemm_gflops(int64_t n, int reps, int threads) {
@@ -23,6 +25,14 @@ double sgemm_gflops(int64_t n, int reps, int threads) {
   return 2.0 * static_cast<double>(n * n * n) * reps / sec / 1e9;
 }
 
-double sgemm_peak_gflops(int threads) { return std::max(sgemm_gflops(2048, 5, 1), sgemm_gflops(2048, 5, threads)); }
+double sgemm_peak_gflops(int threads) { return std::max(sgemm_gflops(1024, 4, 1), sgemm_gflops(1024, 4, threads)); }
+
+double train_flops_per_token(const models::LanguageModel& model, int64_t batch) {
+  return 3 * model.forward_flops(batch) / static_cast<double>(batch * model.block_size());
+}
+
+double mfu(double flops_per_token, double tokens_per_s, double peak_gflops) {
+  return peak_gflops > 0 ? flops_per_token * tokens_per_s / (peak_gflops * 1e9) : 0;
+}
 
 }  // namespace ag::train

@@ -1,17 +1,30 @@
-// The machine's peak that MFU (model FLOPs utilisation) is measured against, shared by
-// `attograd bench` and TensorBoard's throughput/mfu. (A model's own FLOPs come from
-// LanguageModel::forward_flops; a training step costs 3 times its forward.)
+// Model FLOPs utilisation (MFU), as nanoGPT and PaLM count it: the matmul FLOPs a training
+// step needs (3 × the forward's: the forward, and two GEMMs of the same size per GEMM in
+// backward) per second, over the machine's peak. Shared by the training log, TensorBoard's
+// throughput/mfu and `attograd bench`. (A model's forward FLOPs come from
+// LanguageModel::forward_flops.)
 #pragma once
 #include <cstdint>
 
+namespace ag::models {
+class LanguageModel;
+}
+
 namespace ag::train {
 
-// OpenBLAS sgemm on `threads` of its own threads, n × n × n, `reps` timed calls after one
-// untimed, in GFLOP/s. OpenBLAS's own thread count is restored afterwards.
+// OpenBLAS sgemm on `threads` of its own threads, n × n × n, the mean of `reps` timed calls
+// after one untimed, in GFLOP/s. OpenBLAS's own thread count is restored afterwards.
 double sgemm_gflops(int64_t n, int reps, int threads);
 
-// The better of sgemm 2048³ on one thread and on `threads` (on a machine whose cores share
-// their FMA units, more threads do not add FLOPs). About a second.
+// The peak MFU is measured against: the better of sgemm 1024³ on one thread and on `threads`
+// (on a machine whose cores share their FMA units, more threads do not add FLOPs). About 0.2 s
+// on 2 cores, so that every training run measures it for its log lines.
 double sgemm_peak_gflops(int threads);
+
+// FLOPs of one training step of `model` on `batch` sequences, per token of that batch.
+double train_flops_per_token(const models::LanguageModel& model, int64_t batch);
+
+// tokens_per_s × flops_per_token over peak_gflops (0 when the peak is not known).
+double mfu(double flops_per_token, double tokens_per_s, double peak_gflops);
 
 }  // namespace ag::train

@@ -31,13 +31,17 @@ std::string progress_line(const Progress& p, int columns) {
   };
   std::vector<Field> fields;
   std::snprintf(buf, sizeof buf, "loss %.4f", p.loss);
-  fields.push_back({buf, 2});
+  fields.push_back({buf, 3});
   std::snprintf(buf, sizeof buf, "lr %.2e", p.lr);
-  fields.push_back({buf, 0});
+  fields.push_back({buf, 1});
   if (p.tokens_per_s > 0) {
     std::snprintf(buf, sizeof buf, "%.0f tok/s", p.tokens_per_s);
-    fields.push_back({buf, 1});
-    fields.push_back({"ETA " + format_duration(p.eta_s), 3});
+    fields.push_back({buf, 2});
+    if (p.mfu > 0) {
+      std::snprintf(buf, sizeof buf, "mfu %.0f%%", 100 * p.mfu);
+      fields.push_back({buf, 0});
+    }
+    fields.push_back({"ETA " + format_duration(p.eta_s), 4});
   }
   auto text = [&] {
     std::string t = counter;
@@ -46,7 +50,7 @@ std::string progress_line(const Progress& p, int columns) {
   };
   std::string t = text();
   // Drop fields (never the counter or the ETA) until a bar of kMinBar fits beside the text.
-  for (int d = 0; d < 3 && static_cast<int>(t.size()) + 3 + kMinBar > room; ++d) {
+  for (int d = 0; d < 4 && static_cast<int>(t.size()) + 3 + kMinBar > room; ++d) {
     fields.erase(std::remove_if(fields.begin(), fields.end(), [d](const Field& f) { return f.drop == d; }), fields.end());
     t = text();
   }

@@ -18,6 +18,7 @@ struct LogStep {
   double lr = 0;            // this step's learning rate
   double grad_norm = 0;     // global L2 norm of this step's gradients, before clipping
   double tokens_per_s = 0;  // training throughput since the last logged step
+  double mfu = 0;           // model FLOPs utilisation of that throughput, 0..1 (train/flops.h)
 };
 
 // An evaluation after `iter` updates: mean losses over eval_iters batches of each split.

@@ -27,6 +27,7 @@
 #include "train/config_file.h"
 #include "train/config_error.h"
 #include "train/distributed.h"
+#include "train/flops.h"
 #include "train/run_dir.h"
 #include "train/grad_report.h"
 #include "train/interrupt.h"
@@ -250,6 +251,8 @@ class Run {
   std::ofstream metrics_;
   Clock::time_point t_start_ = Clock::now();
   double tokens_per_s_ = 0;
+  double peak_gflops_ = 0;      // the job's sgemm peak: what MFU is measured against
+  double flops_per_token_ = 0;  // of a training step
   bool tty_ = false;  // a progress bar on a terminal instead of log lines
   TrainSummary summary_;
   Clock::time_point t_log_;  // throughput since the last log line (evaluations excluded)
@@ -338,7 +341,8 @@ double Run::forward_backward() {
 void Run::write_metrics(int64_t it, double train_loss, const double* val_loss, double lr) {
   if (!comm_.is_root()) return;
   nlohmann::json j = {{"iter", it}, {"train_loss", train_loss}, {"val_loss", nullptr}, {"lr", lr},
-                      {"tokens_per_s", tokens_per_s_}, {"elapsed_s", seconds_since(t_start_)}};
+                      {"tokens_per_s", tokens_per_s_}, {"mfu", mfu(flops_per_token_, tokens_per_s_, peak_gflops_)},
+                      {"elapsed_s", seconds_since(t_start_)}};
   if (val_loss) j["val_loss"] = *val_loss;
   metrics_ << j.dump() << "\n";
   metrics_.flush();
@@ -394,6 +398,14 @@ void Run::start(bool fresh_metrics) {
                             std::to_string(reducer_->bytes_per_step() / 1024) + " KiB per step)"
                       : std::string())
          << "\n";
+  // MFU's denominator. Every rank measures its own cores at once (ranks that share a machine
+  // share its cores, as they do while training), and the job's peak is the sum.
+  peak_gflops_ = sgemm_peak_gflops(parallel::num_threads());
+  if (comm_.distributed()) comm_.allreduce_sum(&peak_gflops_, 1);
+  flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
+  char peak[96];
+  std::snprintf(peak, sizeof peak, "mfu: of a measured sgemm peak of %.0f GFLOP/s\n", peak_gflops_);
+  out_ << peak;
   if (pos_.iter > 0) out_ << "resuming at iter " << pos_.iter << "\n";
   out_.flush();
   for (const auto& l : cfg_.loggers) l->on_start(cfg_, corpus_, *model_, pos_.iter);
@@ -517,22 +529,26 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
   if (log_now && dt > 0) tokens_per_s_ = tokens_per_step * static_cast<double>(steps_since_log_) / dt;
   const double done = static_cast<double>(it + 1), total = static_cast<double>(cfg_.iters);
   const double eta = tokens_per_s_ > 0 ? (total - done) * tokens_per_step / tokens_per_s_ : 0;
+  const double mfu_now = mfu(flops_per_token_, tokens_per_s_, peak_gflops_);
   char line[200];
   if (tty_) {
     // The rate since the last logged step (at a logged step, tokens_per_s_ itself), so that
     // tokens/s and the ETA show from the first step on.
     const double rate = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log_) / dt : tokens_per_s_;
     const double eta_now = rate > 0 ? (total - done) * tokens_per_step / rate : 0;
-    out_ << "\r\033[K" << progress_line({it + 1, cfg_.iters, loss_v, lr, rate, eta_now}, terminal_columns(STDOUT_FILENO));
+    out_ << "\r\033[K"
+         << progress_line({it + 1, cfg_.iters, loss_v, lr, rate, eta_now, mfu(flops_per_token_, rate, peak_gflops_)},
+                          terminal_columns(STDOUT_FILENO));
   } else {
-    std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  ETA %s\n", static_cast<long>(it + 1),
-                  static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, format_duration(eta).c_str());
+    std::snprintf(line, sizeof line, "iter %5ld/%ld  loss %.4f  lr %.3e  %.0f tok/s  mfu %.1f%%  ETA %s\n",
+                  static_cast<long>(it + 1), static_cast<long>(cfg_.iters), loss_v, lr, tokens_per_s_, 100 * mfu_now,
+                  format_duration(eta).c_str());
     out_ << line;
   }
   out_.flush();
   if (log_now) {
     write_metrics(it + 1, loss_v, nullptr, lr);
-    for (const auto& l : cfg_.loggers) l->on_log({it + 1, loss_v, lr, grad_norm_, tokens_per_s_});
+    for (const auto& l : cfg_.loggers) l->on_log({it + 1, loss_v, lr, grad_norm_, tokens_per_s_, mfu_now});
     t_log_ = Clock::now();
     steps_since_log_ = 0;
   }

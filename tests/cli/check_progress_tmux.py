@@ -75,7 +75,7 @@ def main():
         return 1
     early = [f for f in frames if int(re.search(r"\] (\d+)/", f).group(1)) < 10]
     for f in early:
-        m = re.search(r"  (\d+) tok/s  ETA (\S+)$", f)
+        m = re.search(r"  (\d+) tok/s  (?:mfu \d+%  )?ETA (\S+)$", f)
         if not m or int(m.group(1)) == 0:
             print(f"FAIL: before step 10 the frame {f!r} shows no rate")
             return 1

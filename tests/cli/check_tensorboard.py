@@ -70,7 +70,7 @@ def check(run):
     expected_scalars = {"loss/train": (evals, "train_loss"), "loss/val": (evals, "val_loss"),
                         "loss/train_batch": (logs, "train_loss"), "lr": (logs, "lr"),
                         "throughput/tokens_per_s": (logs, "tokens_per_s"), "grad_norm": (logs, None),
-                        "throughput/mfu": (logs, None)}
+                        "throughput/mfu": (logs, "mfu")}
     missing = set(expected_scalars) - set(tags["scalars"])
     if missing:
         fail(f"scalar tags missing: {sorted(missing)}; found {tags['scalars']}")
