@@ -18,6 +18,11 @@ attograd_cli_test(cli.train.log_line_mfu EXIT 0
                           --log-every 10 --sample-tokens 0 ${TINY_MODEL})
 attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* tokens/s \\(KV cache\\)"
                   COMMAND ${AG} sample --checkpoint small_run --prompt "The " --tokens 50 --temperature 0)
+# A train state where a model is expected: said so, with what to give instead.
+attograd_cli_test(cli.sample.train_state_is_not_a_model EXIT 1
+                  STDERR "small_run/train_state\\.safetensors: a train state \\(what train --resume reads\\), not a model; give its run folder small_run or the model\\.safetensors in it"
+                  COMMAND ${AG} sample --checkpoint small_run/train_state.safetensors --tokens 5)
+set_tests_properties(cli.sample.train_state_is_not_a_model PROPERTIES FIXTURES_REQUIRED small_run)
 attograd_cli_test(cli.eval.small EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
                   COMMAND ${AG} eval --checkpoint small_run/model.safetensors --text-file ${ATTOGRAD_SMALL_CORPUS})
 # --num-samples K: K samples, each followed by nanoGPT's line of dashes (the corpus has no '-').

@@ -102,6 +102,11 @@ LoadedModel load_model(const std::string& path) {
 
   // Which model: files written before there was more than one have no format and are GPTs.
   const auto fmt = f.metadata().find("format");
+  if (fmt != f.metadata().end() && fmt->second == kTrainStateFormat) {
+    const std::string dir = std::filesystem::path(file).parent_path().string();
+    throw std::runtime_error(file + ": a train state (what train --resume reads), not a model; give its run folder " +
+                             (dir.empty() ? std::string(".") : dir) + " or the model.safetensors in it");
+  }
   const models::ModelEntry* entry = nullptr;
   try {
     entry = fmt == f.metadata().end() ? &models::find_model("gpt") : &models::find_model_by_format(fmt->second);

@@ -16,6 +16,10 @@
 
 namespace ag::train {
 
+// The format of DIR/train_state.safetensors (train/train_state.h): what `--resume` reads. Named
+// here too, so that loading one as a model says what it is.
+inline constexpr const char* kTrainStateFormat = "attograd.train_state";
+
 struct LoadedModel {
   std::unique_ptr<models::LanguageModel> model;
   data::CharTokenizer tokenizer;

@@ -61,7 +61,7 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
   }
   require_finite_to_save(tensors, path);
   std::map<std::string, std::string> md = {
-      {"format", "attograd.train_state"},
+      {"format", kTrainStateFormat},
       {"iter", std::to_string(pos.iter)},
       {"eval_done", pos.eval_done ? "true" : "false"},
       {"adam_step", std::to_string(opt.step_count)},
@@ -84,7 +84,7 @@ LoadedTrainState read_train_state(const std::string& path) { return read_train_s
 LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   const std::string& path = f.source();
   LoadedTrainState s;
-  if (meta(f, "format") != "attograd.train_state")
+  if (meta(f, "format") != kTrainStateFormat)
     throw std::runtime_error(path + ": not an attograd train state (format \"" + short_quote(meta(f, "format")) + "\")");
   check_metadata_seal(f);
   s.config = config_from_json(meta(f, "config"), path);
