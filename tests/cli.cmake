@@ -179,6 +179,22 @@ add_test(NAME cli.readme_links COMMAND ${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_S
          -P ${ATTOGRAD_CLI_SRC}/check_links.cmake)
 set_tests_properties(cli.readme_links PROPERTIES PASS_REGULAR_EXPRESSION "PASS: [0-9]+ links")
 
+# Every command of the README's ```sh blocks runs as written, in a folder laid out like a
+# checkout after `make train` (tests/cli/readme_commands.py says which two it leaves out and why).
+find_program(ATTOGRAD_PYTHON3 python3)
+if(ATTOGRAD_PYTHON3)
+  if(ATTOGRAD_MPI AND MPI_CXX_FOUND AND ATTOGRAD_MPIRUN)  # as for tests/cli_mpi.cmake
+    set(readme_mpi ON)
+  else()
+    set(readme_mpi OFF)
+  endif()
+  add_test(NAME cli.readme_commands
+           COMMAND ${ATTOGRAD_PYTHON3} ${ATTOGRAD_CLI_SRC}/readme_commands.py ${CMAKE_CURRENT_SOURCE_DIR}/README.md
+                   ${CMAKE_CURRENT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR} ${ATTOGRAD_CLI_OUT}/readme_commands ${readme_mpi})
+  set_tests_properties(cli.readme_commands PROPERTIES PASS_REGULAR_EXPRESSION "PASS: [0-9]+ README commands"
+                       TIMEOUT 900 PROCESSORS 2)
+endif()
+
 # The README's PyTorch round trip, where a Python with torch is at hand (checked once, cached).
 set(ATTOGRAD_TORCH_PYTHON /usr/bin/python3 CACHE FILEPATH "A Python with torch and numpy, for the round-trip test")
 if(NOT DEFINED ATTOGRAD_HAVE_TORCH)
