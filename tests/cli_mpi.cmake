@@ -11,7 +11,7 @@ add_test(NAME mpi.unit_tests
 set_tests_properties(mpi.unit_tests PROPERTIES ENVIRONMENT "${ATTOGRAD_MPI_ENV}" TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "PASSED.*4 tests.*PASSED.*4 tests" FAIL_REGULAR_EXPRESSION "FAILED")
 
-foreach(scenario equivalence interrupt signal_one_rank rank_dies)
+foreach(scenario equivalence sigterm_mpirun sigint_group interrupt signal_one_rank rank_dies)
   add_test(NAME mpi.train.${scenario}
            COMMAND bash ${ATTOGRAD_CLI_SRC}/mpi_train.sh ${scenario} $<TARGET_FILE:attograd> ${ATTOGRAD_SMALL_CORPUS}
                    ${ATTOGRAD_CLI_OUT}/mpi_${scenario} $<TARGET_FILE:compare_safetensors> ${ATTOGRAD_MPIRUN})

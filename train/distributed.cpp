@@ -65,6 +65,7 @@ struct Comm::Impl {
   std::vector<Peer> peers;
   int parent_pid = 0;
   bool mpi = false;
+  bool finalize = true;  // false after an interrupted run: see skip_finalize_at_exit()
 #ifdef ATTOGRAD_WITH_MPI
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;  // by handle; MPI_REQUEST_NULL once waited for
@@ -81,7 +82,7 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
 
 Comm::~Comm() {
 #ifdef ATTOGRAD_WITH_MPI
-  if (impl_ && impl_->mpi) {
+  if (impl_ && impl_->mpi && impl_->finalize) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
@@ -142,6 +143,8 @@ std::string Comm::describe(int r) const {
   const Impl::Peer& p = impl_->peers[static_cast<size_t>(r)];
   return "rank " + std::to_string(r) + " (pid " + std::to_string(p.pid) + " on " + p.host + ")";
 }
+
+void Comm::skip_finalize_at_exit() { impl_->finalize = false; }
 
 [[noreturn]] void Comm::abort(const std::string& message, int code) {
   std::fprintf(stderr, "%s\n", message.c_str());

@@ -540,14 +540,22 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
 
 TrainSummary Run::stop_interrupted() {
   save_checkpoint(false);
-  // No rank exits before rank 0 has its checkpoint: mpirun ends the whole job as soon as one
-  // rank exits with a non-zero status, as an interrupted run does.
+  // With several ranks no rank may exit before all are done: the first rank to exit makes
+  // mpirun kill the others, and at once when mpirun itself was signalled (its wait between
+  // SIGTERM and SIGKILL ends when a child exits). So every rank has stopped after pos_.iter
+  // and rank 0 has its checkpoint (barrier); rank 0 says so; then everyone may exit (barrier).
   comm_.barrier();
   const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
   out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted ("
-       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter
+       << (comm_.distributed() ? " on all " + std::to_string(comm_.size()) + " ranks" : std::string())
+       << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
        << dir_.string() << "\n";
   out_.flush();
+  if (comm_.distributed()) {
+    comm_.barrier();  // rank 0's line is out (in the pipe to mpirun) before any rank exits
+    comm_.skip_finalize_at_exit();
+  }
   summary_.interrupted = true;
   summary_.iters = pos_.iter;
   summary_.skipped_updates = pos_.skipped_updates;

@@ -2,9 +2,11 @@
 # `mpirun -np 2 attograd train` over loopback (tests/cli_mpi.cmake). One scenario per call:
 #   equivalence  -np 2 and -np 1 --grad-accum 2, same global batch and seed, 50 steps: per-step
 #                train losses within 1e-5 relative, final weights within 1e-4
-#   interrupt    SIGTERM to every rank: every rank stops after the same step, rank 0 writes the
-#                checkpoint; the run then resumes on ONE rank (--grad-accum 2) to the end, and
-#                its losses match an uninterrupted -np 1 --grad-accum 2 run
+#   sigterm_mpirun  SIGTERM to mpirun: every rank stops after the same step, rank 0 writes the
+#                checkpoint, mpirun exits 1; the run then resumes on ONE rank (--grad-accum 2) to
+#                the end, and its losses match an uninterrupted -np 1 --grad-accum 2 run
+#   sigint_group SIGINT to mpirun's process group (Ctrl-C in a terminal): the same, resumed on 2 ranks
+#   interrupt    SIGTERM to every rank: the same, mpirun exits 130, resumed on 1 rank
 #   signal_one_rank  SIGTERM to rank 1 alone: both ranks stop after the same step, exit 130
 #   rank_dies    SIGKILL to one rank: the job ends with an error naming that rank within 30 s
 # usage: mpi_train.sh SCENARIO ATTOGRAD CORPUS WORKDIR COMPARE_SAFETENSORS MPIRUN
@@ -37,6 +39,39 @@ EOF
 }
 
 tiny=(--layers 1 --heads 2 --embd 16 --block 16 --batch 4 --eval-iters 2 --no-progress --sample-tokens 0 --threads 1)
+# The run a signal interrupts (about 2 s on an idle 2-core machine, so the signal lands mid-run).
+long=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 6000 --eval-every 4000 --log-every 10)
+
+# Waits until the job has logged a step: its interrupt handlers are installed by then.
+wait_first_step() {
+  for _ in $(seq 300); do grep -q '^iter' "$1" && return; sleep 0.1; done
+  fail "no step logged within 30 s"
+}
+
+# After a stop of the job in $work/run (log $work/np2.log): rank 0 says that every rank stopped
+# after the same step (it says so only once all have, before any exits) with the signal $1, and
+# the checkpoint is there. Sets stop to that step.
+check_stopped() {
+  grep -q "interrupted ($1) after iter [0-9]* on all 2 ranks; checkpoint written" "$work/np2.log" ||
+    fail "rank 0 did not report a stop of every rank after the same step"
+  grep -qi "exited on signal\|killed" "$work/np2.log" && fail "a rank was killed instead of stopping"
+  stop=$(sed -n 's/.*after iter \([0-9]*\) on all.*/\1/p' "$work/np2.log")
+  [ -f "$work/run/train_state.safetensors" ] || fail "no checkpoint"
+  [ "$stop" -lt 6000 ] || fail "the run ended before the signal (iter $stop)"
+}
+
+# Resumes $work/run with the command "$@" (on $1 ranks) to the end, and compares every logged
+# loss with an uninterrupted -np 1 --grad-accum 2 run. (Not the weights to 1e-4 after 1500
+# steps: the key bias of attention has an exactly zero gradient, and AdamW turns the rounding
+# noise of its computed gradient, which differs with the summation order, into lr-sized
+# steps; the model's outputs do not depend on it. See docs/distributed.md.)
+resume_and_compare() {
+  local ranks=$1; shift
+  "$@" >"$work/resume.log" 2>&1 || fail "resume on $ranks rank(s) failed"
+  grep -q "resuming at iter $stop" "$work/resume.log" || fail "resume did not start at iter $stop"
+  "$ag" train "${long[@]}" --grad-accum 2 --out "$work/straight" >"$work/straight.log" 2>&1 || fail "straight run failed"
+  same_losses "$work/run/metrics.jsonl" "$work/straight/metrics.jsonl"
+}
 
 case $scenario in
 equivalence)
@@ -52,31 +87,53 @@ equivalence)
   [ "$(grep -c '^attograd train:' "$work/np2.log")" = 1 ] || fail "more than one rank printed"
   echo "PASS: equivalence ($(grep -c . "$work/np2/metrics.jsonl") metrics lines)"
   ;;
-interrupt)
-  # Long enough (about 2 s on an idle 2-core machine) that the signal lands mid-run.
-  run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 6000 --eval-every 4000 --log-every 10)
-  # SIGTERM to the ranks themselves, as a batch scheduler sends it. (A signal to mpirun alone is
-  # not forwarded to the ranks in time by OpenMPI 4.1 here: see docs/distributed.md.)
-  "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
+sigterm_mpirun)
+  # SIGTERM to mpirun itself (what `kill`, a service manager or a scheduler sends it). mpirun
+  # sends the ranks SIGTERM after odls_base_sigkill_timeout (1 s) and SIGKILL as soon as one of
+  # them exits (or 1 s later): every rank stops after the same step, rank 0 checkpoints, and the
+  # run resumes on ONE rank (--grad-accum 2) exactly as an uninterrupted -np 1 run.
+  "${mpi[@]}" -np 2 "$ag" train "${long[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
-  for _ in $(seq 200); do grep -q '^iter' "$work/np2.log" && break; sleep 0.1; done
+  wait_first_step "$work/np2.log"
+  t0=$(date +%s.%N)
+  kill -TERM $pid
+  wait $pid; status=$?
+  seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+  # mpirun returns 1 when it was told to end the job (ORTE's exit code for an ordered abort),
+  # whatever the ranks return (each returns 130 here).
+  [ $status -eq 1 ] || fail "mpirun exited $status after SIGTERM; expected 1"
+  check_stopped "signal 15"
+  resume_and_compare 1 "$ag" train --resume "$work/run" --grad-accum 2 --threads 1 --no-progress
+  echo "PASS: SIGTERM to mpirun stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 1 rank, same run as without the stop"
+  ;;
+sigint_group)
+  # Ctrl-C in a terminal: SIGINT to the foreground process group. mpirun runs in a session of
+  # its own here (setsid), so the group is mpirun's; OpenMPI puts each rank in a process group
+  # of its own, so only mpirun gets the SIGINT, and it sends the ranks SIGTERM.
+  setsid "${mpi[@]}" -np 2 "$ag" train "${long[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
+  pid=$!
+  wait_first_step "$work/np2.log"
+  [ "$(ps -o pgid= -p $pid | tr -d ' ')" = "$pid" ] || fail "mpirun ($pid) does not lead its process group"
+  t0=$(date +%s.%N)
+  kill -INT -- -$pid
+  wait $pid; status=$?
+  seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+  [ $status -eq 1 ] || fail "mpirun exited $status after SIGINT to its process group; expected 1"
+  check_stopped "signal 15"
+  # Resume on the same two ranks: the same run as one process with --grad-accum 2.
+  resume_and_compare 2 "${mpi[@]}" -np 2 "$ag" train --resume "$work/run" --threads 1 --no-progress
+  echo "PASS: SIGINT to mpirun's process group (Ctrl-C) stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 2 ranks, same run as without the stop"
+  ;;
+interrupt)
+  # SIGTERM to the ranks themselves, as a batch scheduler may send it to every process.
+  "${mpi[@]}" -np 2 "$ag" train "${long[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
+  pid=$!
+  wait_first_step "$work/np2.log"
   pkill -TERM -P $pid -f "train"
-  wait $pid  # mpirun exits non-zero when its ranks stop on a signal; what matters is how they stopped
-  grep -q "interrupted (signal 15) after iter" "$work/np2.log" || fail "rank 0 did not stop cleanly"
-  grep -qi "exited on signal\|killed" "$work/np2.log" && fail "a rank was killed instead of stopping"
-  stop=$(sed -n 's/.*after iter \([0-9]*\);.*/\1/p' "$work/np2.log")
-  [ -f "$work/run/train_state.safetensors" ] || fail "no checkpoint"
-  [ "$stop" -lt 6000 ] || fail "the run ended before the signal (iter $stop)"
-  # Resume with one rank (N -> M): the data order depends only on the step.
-  "$ag" train --resume "$work/run" --grad-accum 2 --threads 1 --no-progress >"$work/resume.log" 2>&1 ||
-    fail "resume on one rank failed"
-  grep -q "resuming at iter $stop" "$work/resume.log" || fail "resume did not start at iter $stop"
-  "$ag" train "${run[@]}" --grad-accum 2 --out "$work/straight" >"$work/straight.log" 2>&1 || fail "straight run failed"
-  # Every step's loss, and the evaluations, as without the stop. (Not the weights to 1e-4 after
-  # 1500 steps: the key bias of attention has an exactly zero gradient, and AdamW turns the
-  # rounding noise of its computed gradient, which differs with the summation order, into
-  # lr-sized steps; the model's outputs do not depend on it. See docs/distributed.md.)
-  same_losses "$work/run/metrics.jsonl" "$work/straight/metrics.jsonl"
+  wait $pid; status=$?
+  [ $status -eq 130 ] || fail "mpirun exited $status; every rank should have stopped with 130 (interrupted)"
+  check_stopped "signal 15"
+  resume_and_compare 1 "$ag" train --resume "$work/run" --grad-accum 2 --threads 1 --no-progress
   echo "PASS: interrupt at iter $stop on 2 ranks, resumed on 1 rank, same run as without the stop"
   ;;
 signal_one_rank)
@@ -84,13 +141,14 @@ signal_one_rank)
   run=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1000000 --eval-every 1000000 --log-every 10)
   "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
-  for _ in $(seq 200); do grep -q '^iter' "$work/np2.log" && break; sleep 0.1; done
+  wait_first_step "$work/np2.log"
   rank1=$(pgrep -P "$pid" -f "attograd train" | sort -n | tail -n 1)
   [ -n "$rank1" ] || fail "no rank process found under mpirun $pid"
   kill -TERM "$rank1"
   wait $pid; status=$?
   [ $status -eq 130 ] || fail "mpirun exited $status; every rank should have stopped with 130 (interrupted)"
-  grep -q "interrupted (a signal to another rank) after iter" "$work/np2.log" || fail "rank 0 did not stop with rank 1"
+  grep -q "interrupted (a signal to another rank) after iter [0-9]* on all 2 ranks" "$work/np2.log" ||
+    fail "rank 0 did not stop with rank 1"
   [ -f "$work/run/train_state.safetensors" ] || fail "no checkpoint"
   echo "PASS: SIGTERM to one rank (pid $rank1) stopped both after the same step, with a checkpoint"
   ;;
