@@ -146,6 +146,12 @@ std::string Comm::describe(int r) const {
 
 void Comm::skip_finalize_at_exit() { impl_->finalize = false; }
 
+double Comm::mpirun_kill_timeout_seconds() const {
+  if (!distributed() || !std::getenv("OMPI_COMM_WORLD_SIZE")) return 0;
+  const char* v = std::getenv("OMPI_MCA_odls_base_sigkill_timeout");
+  return v && *v ? std::atof(v) : 1.0;  // OpenMPI 4.1's default
+}
+
 [[noreturn]] void Comm::abort(const std::string& message, int code) {
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(stderr);

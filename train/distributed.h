@@ -74,6 +74,11 @@ class Comm {
   // its SIGKILL) and cannot answer Finalize's handshake, so Finalize would wait for the SIGKILL.
   // mpirun takes a non-zero exit without Finalize as the end of the job, as it should.
   void skip_finalize_at_exit();
+  // When OpenMPI's mpirun started the job: the seconds mpirun leaves the ranks between its
+  // SIGTERM and its SIGKILL after a Ctrl-C or SIGTERM to mpirun (odls_base_sigkill_timeout:
+  // 1 unless given with --mca or OMPI_MCA_*, which mpirun passes on); 0 for one process or
+  // another launcher.
+  double mpirun_kill_timeout_seconds() const;
 
   ~Comm();
   Comm(const Comm&) = delete;
