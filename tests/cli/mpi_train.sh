@@ -43,10 +43,11 @@ EOF
 }
 
 tiny=(--layers 1 --heads 2 --embd 16 --block 16 --batch 4 --eval-iters 2 --no-progress --sample-tokens 0 --threads 1)
-# The run a signal to mpirun interrupts: about 2 s on an idle 2-core machine, so that the
-# signal, which reaches the ranks 1 s later, lands mid-run. (A signal to the ranks themselves
-# lands at once: 1500 steps do.)
-long=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 6000 --eval-every 4000 --log-every 10)
+# The run a signal to mpirun interrupts, however slow the machine: the signal reaches the
+# ranks 1 s later. With --min-lr equal to --lr the schedule does not depend on --iters, so the
+# stopped run resumes with --iters = the stop + 300, and is compared with a run of that length.
+endless=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --eval-every 1000000 --log-every 10 --lr 1e-3 --min-lr 1e-3)
+# The run a signal to the ranks themselves interrupts: it lands at once.
 short=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1500 --eval-every 1000 --log-every 10)
 
 # Waits until the job has logged a step: its interrupt handlers are installed by then.
@@ -68,18 +69,23 @@ check_stopped() {
 }
 
 # Resumes $work/run to the end on $1 ranks: 2, or 1 with --grad-accum 2 (N -> M: the data order
-# depends only on the step).
+# depends only on the step); more flags may follow.
 resume() {
-  local cmd=("$ag" train --resume "$work/run" --threads 1 --no-progress)
+  local cmd=("$ag" train --resume "$work/run" --threads 1 --no-progress "${@:2}")
   if [ "$1" = 2 ]; then cmd=("${mpi[@]}" -np 2 "${cmd[@]}"); else cmd+=(--grad-accum 2); fi
   "${cmd[@]}" >"$work/resume.log" 2>&1 || fail "resume on $1 rank(s) failed"
   grep -q "resuming at iter $stop" "$work/resume.log" || fail "resume did not start at iter $stop"
 }
 
-# The resumed run logged every loss and evaluation bit for bit as an uninterrupted run on the
-# same two ranks (the sum of two ranks' values does not depend on their order).
-same_as_straight_np2() {
-  "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/straight" >"$work/straight.log" 2>&1 || fail "straight run failed"
+# An endless run stopped at $stop: resumed on the same two ranks to $stop + 300, it logs every
+# loss and evaluation bit for bit as an uninterrupted run of that length (the sum of two
+# ranks' values does not depend on their order).
+resume_np2_same_as_straight() {
+  local end=$((stop + 300))
+  resume 2 --iters $end
+  "${mpi[@]}" -np 2 "$ag" train "${endless[@]}" --iters $end --out "$work/straight" >"$work/straight.log" 2>&1 ||
+    fail "straight run failed"
+  grep -q "run: batch 8, $end iters" "$work/straight.log" || fail "the straight run is not $end iters long"
   same_losses "$work/run/metrics.jsonl" "$work/straight/metrics.jsonl" 0
 }
 
@@ -114,7 +120,7 @@ sigterm_mpirun)
   # sends the ranks SIGTERM after odls_base_sigkill_timeout (1 s) and SIGKILL as soon as one of
   # them exits (or 1 s later): every rank stops after the same step, rank 0 checkpoints, and the
   # run resumed on the two ranks logs the same bits as an uninterrupted one.
-  run=("${long[@]}")
+  run=("${endless[@]}" --iters 1000000)
   "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
   wait_first_step "$work/np2.log"
@@ -126,15 +132,14 @@ sigterm_mpirun)
   # whatever the ranks return (each returns 130 here).
   [ $status -eq 1 ] || fail "mpirun exited $status after SIGTERM; expected 1"
   check_stopped "signal 15"
-  resume 2
-  same_as_straight_np2
+  resume_np2_same_as_straight
   echo "PASS: SIGTERM to mpirun stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
   ;;
 sigint_group)
   # Ctrl-C in a terminal: SIGINT to the foreground process group. mpirun runs in a session of
   # its own here (setsid), so the group is mpirun's; OpenMPI puts each rank in a process group
   # of its own, so only mpirun gets the SIGINT, and it sends the ranks SIGTERM.
-  run=("${long[@]}")
+  run=("${endless[@]}" --iters 1000000)
   setsid "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
   wait_first_step "$work/np2.log"
@@ -145,8 +150,7 @@ sigint_group)
   seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
   [ $status -eq 1 ] || fail "mpirun exited $status after SIGINT to its process group; expected 1"
   check_stopped "signal 15"
-  resume 2
-  same_as_straight_np2
+  resume_np2_same_as_straight
   echo "PASS: SIGINT to mpirun's process group (Ctrl-C) stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
   ;;
 interrupt)
