@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "autograd/ops.h"
@@ -167,6 +168,18 @@ TEST(Distributed, AllreduceSumsDoublesAndFloats) {
   EXPECT_EQ(f[99], 0.5f * float(n));
   c.barrier();
   EXPECT_NE(c.describe(c.rank()).find("rank " + std::to_string(c.rank()) + " (pid "), std::string::npos);
+}
+
+// The seconds a Ctrl-C on mpirun leaves the ranks before SIGKILL (rank 0 compares a step with it).
+TEST(Distributed, MpirunKillTimeoutIsOpenMpisDefaultUnlessGiven) {
+  EXPECT_EQ(Comm::single().mpirun_kill_timeout_seconds(), 0.0);  // no mpirun, no timeout
+  Comm& c = Comm::world();
+  if (!c.distributed()) return;
+  ASSERT_EQ(std::getenv("OMPI_MCA_odls_base_sigkill_timeout"), nullptr) << "mpi.unit_tests gives mpirun no timeout";
+  EXPECT_EQ(c.mpirun_kill_timeout_seconds(), 1.0);
+  setenv("OMPI_MCA_odls_base_sigkill_timeout", "32", 1);  // what `mpirun --mca ... 32` passes on
+  EXPECT_EQ(c.mpirun_kill_timeout_seconds(), 32.0);
+  unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ struct Comm::Impl {
   std::vector<Peer> peers;
   int parent_pid = 0;
   bool mpi = false;
+  bool finalize = true;  // false after an interrupted run: see skip_finalize_at_exit()
 #ifdef ATTOGRAD_WITH_MPI
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;  // by handle; MPI_REQUEST_NULL once waited for
@@ -81,7 +82,7 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
 
 Comm::~Comm() {
 #ifdef ATTOGRAD_WITH_MPI
-  if (impl_ && impl_->mpi) {
+  if (impl_ && impl_->mpi && impl_->finalize) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
@@ -141,6 +142,14 @@ std::string Comm::describe(int r) const {
   if (r < 0 || r >= static_cast<int>(impl_->peers.size())) return "rank " + std::to_string(r);
   const Impl::Peer& p = impl_->peers[static_cast<size_t>(r)];
   return "rank " + std::to_string(r) + " (pid " + std::to_string(p.pid) + " on " + p.host + ")";
+}
+
+void Comm::skip_finalize_at_exit() { impl_->finalize = false; }
+
+double Comm::mpirun_kill_timeout_seconds() const {
+  if (!distributed() || !std::getenv("OMPI_COMM_WORLD_SIZE")) return 0;
+  const char* v = std::getenv("OMPI_MCA_odls_base_sigkill_timeout");
+  return v && *v ? std::atof(v) : 1.0;  // OpenMPI 4.1's default
 }
 
 [[noreturn]] void Comm::abort(const std::string& message, int code) {

@@ -68,6 +68,18 @@ class Comm {
   // process just exits. Never returns.
   [[noreturn]] void abort(const std::string& message, int code = 1);
 
+  // After a stop on SIGINT/SIGTERM, once every rank has passed the stop's last barrier: this
+  // process will leave the job without MPI_Finalize. When the signal went to mpirun, mpirun is
+  // busy killing the job (it sleeps odls_base_sigkill_timeout seconds between its SIGTERM and
+  // its SIGKILL) and cannot answer Finalize's handshake, so Finalize would wait for the SIGKILL.
+  // mpirun takes a non-zero exit without Finalize as the end of the job, as it should.
+  void skip_finalize_at_exit();
+  // When OpenMPI's mpirun started the job: the seconds mpirun leaves the ranks between its
+  // SIGTERM and its SIGKILL after a Ctrl-C or SIGTERM to mpirun (odls_base_sigkill_timeout:
+  // 1 unless given with --mca or OMPI_MCA_*, which mpirun passes on); 0 for one process or
+  // another launcher.
+  double mpirun_kill_timeout_seconds() const;
+
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;

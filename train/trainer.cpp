@@ -227,6 +227,7 @@ class Run {
   double step(int64_t it, double lr);              // one update (or a skipped one); returns the loss
   void log_step(int64_t it, double loss, double lr);
   TrainSummary stop_interrupted();                 // after a SIGINT/SIGTERM: checkpoint, say how to resume
+  void note_kill_timeout(double step_s);           // under mpirun: a step longer than its SIGKILL timer
   TrainSummary finish();                           // the last line and the sample
   bool estimate_loss(const std::vector<int64_t>& ids, double& mean);  // false: interrupted
   double forward_backward();
@@ -259,6 +260,8 @@ class Run {
   int64_t steps_since_log_ = 0;
   double grad_norm_ = 0;  // of the last step, before clipping (NaN when its update was skipped)
   bool stop_agreed_ = false;  // several ranks: some rank was asked to stop (agreed in the step's allreduce)
+  int64_t steps_timed_ = 0;   // by note_kill_timeout (the first step, slower, is not judged)
+  bool kill_timeout_noted_ = false;
   // The gradient report taken after the backward of step pending_report_iter_ - 1, for the
   // evaluation at pending_report_iter_.
   std::string pending_report_;
@@ -478,6 +481,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
 }
 
 double Run::step(int64_t it, double lr) {
+  const Clock::time_point t0 = Clock::now();
   opt_.set_lr(lr);
   double loss_v = forward_backward();
   // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
@@ -518,7 +522,26 @@ double Run::step(int64_t it, double lr) {
   pos_.eval_done = false;
   ++steps_since_log_;
   if (cfg_.after_step) cfg_.after_step(it);
+  if (comm_.distributed()) note_kill_timeout(seconds_since(t0));
   return loss_v;
+}
+
+// After a Ctrl-C or SIGTERM to mpirun the ranks have mpirun's kill timeout to finish their step
+// and checkpoint. When a step alone takes longer, such a stop would be a SIGKILL that loses the
+// steps since the last checkpoint: rank 0 says so once, and what to do.
+void Run::note_kill_timeout(double step_s) {
+  const double limit = comm_.mpirun_kill_timeout_seconds();
+  if (kill_timeout_noted_ || limit <= 0 || ++steps_timed_ < 2 || step_s < limit) return;
+  kill_timeout_noted_ = true;
+  char msg[512];
+  std::snprintf(msg, sizeof msg,
+                "note: a step takes %.1f s, longer than the %g s mpirun leaves the ranks between its SIGTERM and its "
+                "SIGKILL after a Ctrl-C or SIGTERM to mpirun, so such a stop would lose the steps since the last "
+                "checkpoint. Start mpirun with --mca odls_base_sigkill_timeout %.0f, or stop the job with SIGTERM "
+                "to one rank (docs/distributed.md)\n",
+                step_s, limit, std::ceil(3 * step_s + 5));
+  out_ << (tty_ ? "\r\033[K" : "") << msg;
+  out_.flush();
 }
 
 void Run::log_step(int64_t it, double loss_v, double lr) {
@@ -556,14 +579,22 @@ void Run::log_step(int64_t it, double loss_v, double lr) {
 
 TrainSummary Run::stop_interrupted() {
   save_checkpoint(false);
-  // No rank exits before rank 0 has its checkpoint: mpirun ends the whole job as soon as one
-  // rank exits with a non-zero status, as an interrupted run does.
+  // With several ranks no rank may exit before all are done: the first rank to exit makes
+  // mpirun kill the others, and at once when mpirun itself was signalled (its wait between
+  // SIGTERM and SIGKILL ends when a child exits). So every rank has stopped after pos_.iter
+  // and rank 0 has its checkpoint (barrier); rank 0 says so; then everyone may exit (barrier).
   comm_.barrier();
   const int sig = InterruptGuard::signal_number();  // 0: the signal reached another rank
   out_ << (tty_ ? "\r\033[K" : "") << "\ninterrupted ("
-       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
+       << (sig ? "signal " + std::to_string(sig) : std::string("a signal to another rank")) << ") after iter " << pos_.iter
+       << (comm_.distributed() ? " on all " + std::to_string(comm_.size()) + " ranks" : std::string())
+       << "; checkpoint written to " << dir_.string() << "\nresume with: attograd train --resume "
        << dir_.string() << "\n";
   out_.flush();
+  if (comm_.distributed()) {
+    comm_.barrier();  // rank 0's line is out (in the pipe to mpirun) before any rank exits
+    comm_.skip_finalize_at_exit();
+  }
   summary_.interrupted = true;
   summary_.iters = pos_.iter;
   summary_.skipped_updates = pos_.skipped_updates;
