@@ -202,6 +202,18 @@ std::vector<OpCase> op_cases() {
        [amask](V x) { return attention_probs(x[0], x[1], amask, 0.5, /*causal=*/true, 1); }},
       {"attention_probs", "learned float mask (B, L, S)", Args{{"q", {2, 3, 2}}, {"k", {2, 4, 2}}, {"mask", {2, 3, 4}}},
        Domain::Any, [](V x) { return attention_probs(x[0], x[1], x[2], 0.7, /*causal=*/false); }},
+      {"scaled_dot_product_attention", "L != S, Dv != D", Args{{"q", {2, 4, 3}}, {"k", {2, 5, 3}}, {"v", {2, 5, 2}}},
+       Domain::Any, [](V x) { return scaled_dot_product_attention(x[0], x[1], x[2]); }},
+      {"scaled_dot_product_attention", "causal, offset -1 (a row sees no key), 4-d",
+       Args{{"q", {1, 2, 3, 2}}, {"k", {1, 2, 4, 2}}, {"v", {1, 2, 4, 3}}}, Domain::Any,
+       [](V x) { return scaled_dot_product_attention(x[0], x[1], x[2], /*is_causal=*/true, 0.8, -1); }},
+      {"scaled_dot_product_attention", "causal, strided views", Args{{"qT", {2, 3, 4}}, {"k", {4, 2, 3}}, {"v", {2, 4, 2}}},
+       Domain::Any,
+       [](V x) { return scaled_dot_product_attention(transpose(x[0], 1, 2), transpose(x[1], 0, 1), x[2], true); }},
+      {"self_attention_qkv", "causal, 2 heads", Args{{"qkv", {2, 3, 12}}}, Domain::Any,
+       [](V x) { return self_attention_qkv(x[0], 2, /*is_causal=*/true); }},
+      {"self_attention_qkv", "3 heads, scale 0.6", Args{{"qkv", {1, 4, 9}}}, Domain::Any,
+       [](V x) { return self_attention_qkv(x[0], 3, false, 0.6); }},
   };
 }
 

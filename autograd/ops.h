@@ -146,4 +146,21 @@ Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = defaul
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
                        int64_t causal_offset = 0);
 
+// ---- memory-efficient attention (autograd/ops/sdpa.cpp) -------------------------------------------
+// softmax(scale · q·kᵀ + causal mask) · v for q (..., L, D), k (..., S, D), v (..., S, Dv) with
+// equal batch dims -> (..., L, Dv): PyTorch's scaled_dot_product_attention without attn_mask and
+// dropout (attention_probs takes masks). is_causal hides key j from query i when
+// j > i + causal_offset (0: PyTorch's top-left causal mask); scale defaults to 1/√D. Blockwise
+// (FlashAttention-2): the (L, S) scores are never stored, forward or backward, so memory is
+// O(L + S) per slice. Strided views with contiguous rows are read in place. A query with no
+// visible key gets a zero output (and zero gradient), as attention_probs gives.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt, int64_t causal_offset = 0);
+// Self-attention straight from a packed projection qkv (N, L, 3E) = [q | k | v], each E = H·hd
+// wide with head h in columns h·hd .. h·hd + hd: the context (N, L, E), head h in the same
+// columns. Equal to scaled_dot_product_attention of the split heads merged back, but reads and
+// writes the heads in place: no split or merge copies, forward or backward.
+Tensor self_attention_qkv(const Tensor& qkv, int64_t num_heads, bool is_causal = false,
+                          std::optional<double> scale = std::nullopt);
+
 }  // namespace ag

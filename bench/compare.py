@@ -3,10 +3,10 @@
 
 Runs every measurement in a fresh process (peak memory is per process):
   * attograd: `attograd bench train|forward --config C --threads T` for T in 1, 2, then
-    `bench sample`, `bench attention --len T` for T = 64 .. 1024, and `bench sgemm`;
+    `bench sample`, `bench attention --len T` for T = 64 .. 2048, and `bench sgemm`;
   * PyTorch: bench/torch_baseline.py with the interpreter given by --torch-python (default: the
     first of $TORCH_PYTHON, .venv-torch/bin/python, /usr/bin/python3 that imports torch), at
-    each of its thread settings and modes.
+    each of its thread settings and modes, and its --attention mode at the same lengths.
 Then prints one side-by-side table: each side at its own best setting, and the ratio.
 Needs only the standard library.
 """
@@ -79,7 +79,8 @@ def main() -> int:
             for t in (1, 2):
                 lines += run_json([ag, "bench", what, "--config", c, "--threads", str(t), "--json"] + secs)
         lines += run_json([ag, "bench", "sample", "--config", c, "--json", "--tokens", "50" if a.quick else "500"])
-    for T in ([64] if a.quick else [64, 128, 256, 512, 1024]):
+    att_lens = [64] if a.quick else [64, 128, 256, 512, 1024, 2048]
+    for T in att_lens:
         lines += run_json([ag, "bench", "attention", "--len", str(T), "--json"] + secs)
     lines += run_json([ag, "bench", "sgemm", "--json"])
 
@@ -95,6 +96,11 @@ def main() -> int:
         for rec in run_json(cmd, env):
             rec["side"] = "torch"
             rec["bench"] = "train"  # each PyTorch line carries both training and forward figures
+            lines.append(rec)
+        cmd = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py, "--attention",
+               "--lens", ",".join(map(str, att_lens))] + (["--quick"] if a.quick else [])
+        for rec in run_json(cmd, env):
+            rec["side"] = "torch"
             lines.append(rec)
     elif not a.no_torch:
         print("bench: no Python with torch found (install python3-torch, or pip's torch into .venv-torch); "
@@ -160,10 +166,21 @@ def main() -> int:
         print(f"{r['config']}: sampling with the KV cache, {r['tokens_per_s']:.0f} tokens/s (batch 1)")
     att = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "attention"]
     if att:
-        print("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal):")
-        print(f"{'T':>6} {'ms':>9} {'tensor peak MB':>15} {'RSS MB':>8}")
+        print("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal), and the attention op alone")
+        print("(q, k, v (4, 4, T, 32)) beside PyTorch's F.scaled_dot_product_attention(is_causal=True) at its best")
+        print("thread setting; mha is nanoGPT's block around it (ratio: PyTorch ms / attograd ms, above 1 is faster):")
+        print(f"{'T':>6} {'ms':>9} {'tensor peak MB':>15} {'RSS MB':>8} {'sdpa ms':>9} {'torch sdpa':>11} {'ratio':>6} "
+              f"{'torch mha':>10} {'ratio':>6}")
         for r in att:
-            print(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f}")
+            tt = [t for t in lines if t.get("side") == "torch" and t.get("bench") == "attention" and t.get("len") == r["len"]
+                  and not t.get("error")]
+            ts = min(tt, key=lambda t: t["sdpa_ms"]) if tt else None
+            tm = min(tt, key=lambda t: t["mha_ms"]) if tt else None
+            sd = r.get("ms_sdpa_fwd_bwd")
+            cols = f"{sd:>9.2f}" if sd else f"{'-':>9}"
+            cols += (f" {ts['sdpa_ms']:>11.2f} {ts['sdpa_ms'] / sd:>6.2f} {tm['mha_ms']:>10.2f} {tm['mha_ms'] / r['ms_fwd_bwd']:>6.2f}"
+                     if ts and sd else "")
+            print(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f} {cols}")
     sg = [r for r in lines if r.get("bench") == "sgemm"]
     if sg:
         print(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "

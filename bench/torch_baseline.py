@@ -21,6 +21,12 @@ environment, for T, B in {1, 2}. The worker measures, after warm-up:
 Modes: eager, and with torch >= 2 also torch.compile (the model is compiled; the first step's
 time, which includes compilation, is reported as compile_s and not counted).
 
+--attention: instead of the models, causal attention forward + backward at the shapes of
+`attograd bench attention` (batch 4, 4 heads, head size 32, T = --lens), one line per T and
+torch thread count: F.scaled_dot_product_attention(q, k, v, is_causal=True) alone (sdpa_ms; on
+CPU its flash kernel) and nanoGPT's causal self-attention block around it (mha_ms: qkv
+projection, split heads, sdpa, merge heads, output projection), medians, with peak RSS.
+
 OPENBLAS_CORETYPE: by default workers inherit it from the environment; --openblas-coretype
 VALUE sets it, --openblas-coretype none removes it. Each line records the value in effect and
 torch's BLAS (torch_blas): Debian's torch 1.13 calls OpenBLAS, where OPENBLAS_CORETYPE=SkylakeX
@@ -160,6 +166,51 @@ def worker(a: argparse.Namespace) -> dict:
     return out
 
 
+def attention_worker(a: argparse.Namespace) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(a.torch_threads)
+    torch.manual_seed(1337)
+    B, H, hd, T = 4, 4, 32, a.len
+    E = H * hd
+    base_rss = _maxrss_mb()
+
+    def median_ms(step) -> tuple[float, int]:
+        for _ in range(a.warmup):
+            step()
+        times, t_start = [], time.perf_counter()
+        while len(times) < 3 or (time.perf_counter() - t_start < a.seconds and (a.steps <= 0 or len(times) < a.steps)):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        return 1e3 * statistics.median(times), len(times)
+
+    q, k, v = (torch.randn(B, H, T, hd, requires_grad=True) for _ in range(3))
+
+    def sdpa_step():
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+    x = torch.randn(B, T, E, requires_grad=True)
+    w_in, b_in = torch.randn(3 * E, E, requires_grad=True), torch.zeros(3 * E, requires_grad=True)
+    w_out, b_out = torch.randn(E, E, requires_grad=True), torch.zeros(E, requires_grad=True)
+
+    def mha_step():
+        qh, kh, vh = (t.view(B, T, H, hd).transpose(1, 2) for t in F.linear(x, w_in, b_in).split(E, dim=2))
+        ctx = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).transpose(1, 2).reshape(B, T, E)
+        F.linear(ctx, w_out, b_out).sum().backward()
+
+    load_before = os.getloadavg()[0]
+    sdpa_ms, sdpa_steps = median_ms(sdpa_step)
+    sdpa_rss = _maxrss_mb()
+    mha_ms, mha_steps = median_ms(mha_step)
+    return {"impl": "pytorch", "bench": "attention", "torch": torch.__version__, "len": T, "batch": B, "heads": H,
+            "head_dim": hd, "torch_threads": a.torch_threads, "sdpa_ms": round(sdpa_ms, 3), "sdpa_steps": sdpa_steps,
+            "mha_ms": round(mha_ms, 3), "mha_steps": mha_steps, "sdpa_peak_rss_mb": round(sdpa_rss, 1),
+            "peak_rss_mb": round(_maxrss_mb(), 1), "base_rss_mb": round(base_rss, 1),
+            "loadavg_before": round(load_before, 2), "loadavg_after": round(os.getloadavg()[0], 2)}
+
+
 def torch_version(python: str) -> str:
     r = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -183,8 +234,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 warm-up step and 2 timed steps per setting")
     ap.add_argument("--python", default=sys.executable, help="interpreter with torch for the workers")
     ap.add_argument("--out", help="also append the JSON lines to this file")
+    ap.add_argument("--attention", action="store_true",
+                    help="causal attention forward + backward (F.scaled_dot_product_attention) instead of the models")
+    ap.add_argument("--lens", default="64,128,256,512,1024,2048", help="--attention: sequence lengths")
     # worker-only
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--len", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--torch-threads", type=int, help=argparse.SUPPRESS)
@@ -193,8 +248,10 @@ def main() -> int:
         a.steps, a.warmup = 2, 1
 
     if a.worker:
-        print(json.dumps(worker(a)), flush=True)
+        print(json.dumps(attention_worker(a) if a.attention else worker(a)), flush=True)
         return 0
+    if a.attention:
+        return attention_main(a)
 
     configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for c in configs:
@@ -238,6 +295,31 @@ def main() -> int:
                 if out_file:
                     out_file.write(line + "\n")
                     out_file.flush()
+    return 1 if failures else 0
+
+
+def attention_main(a: argparse.Namespace) -> int:
+    """One worker per length and torch thread count (1, 2), as the models' runs."""
+    failures = 0
+    out_file = open(a.out, "a") if a.out else None
+    seconds = 1.0 if a.quick else min(a.seconds, 3.0)
+    for T in [int(t) for t in a.lens.split(",") if t.strip()]:
+        for threads in sorted({int(s.strip().partition("x")[0]) for s in a.threads.split(",")}):
+            cmd = [a.python, os.path.abspath(__file__), "--worker", "--attention", "--len", str(T),
+                   "--torch-threads", str(threads), "--steps", str(a.steps), "--seconds", str(seconds),
+                   "--warmup", str(a.warmup)]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            lines = r.stdout.strip().splitlines()
+            if r.returncode != 0 or not lines:
+                failures += 1
+                line = json.dumps({"impl": "pytorch", "bench": "attention", "len": T, "torch_threads": threads,
+                                   "error": (r.stderr.strip().splitlines() or ["no output"])[-1]})
+            else:
+                line = lines[-1]
+            print(line, flush=True)
+            if out_file:
+                out_file.write(line + "\n")
+                out_file.flush()
     return 1 if failures else 0
 
 

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -261,6 +262,25 @@ int bench_command(int argc, char** argv) {
     out.update({{"len", T}, {"batch", B}, {"embed", E}, {"heads", H}, {"steps", steps}, {"ms_fwd_bwd", sec * 1e3},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
                 {"peak_rss_mb", peak_rss_mb()}});
+    // The attention op alone, as PyTorch's F.scaled_dot_product_attention(is_causal=True) in
+    // bench/torch_baseline.py --attention: q, k, v (B, H, T, E/H), forward + backward.
+    Tensor q = Tensor::randn({B, H, T, E / H}, DType::Float32, gen).requires_grad_();
+    Tensor k = Tensor::randn({B, H, T, E / H}, DType::Float32, gen).requires_grad_();
+    Tensor v = Tensor::randn({B, H, T, E / H}, DType::Float32, gen).requires_grad_();
+    reset_peak_memory();
+    const double sdpa = time_steps([&] { sum(scaled_dot_product_attention(q, k, v, true)).backward(); }, 2, seconds,
+                                   max_steps, steps);
+    out.update({{"sdpa_steps", steps}, {"ms_sdpa_fwd_bwd", sdpa * 1e3},
+                {"sdpa_tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0}});
+    // ... and the materialised path it replaces, P = attention_probs (B·H, T, T), then P·v
+    auto heads = [&](const Tensor& t) { return reshape(t.detach(), {B * H, T, E / H}).requires_grad_(); };
+    Tensor q3 = heads(q), k3 = heads(k), v3 = heads(v);
+    reset_peak_memory();
+    const double mat = time_steps(
+        [&] { sum(matmul(attention_probs(q3, k3, Tensor(), 1 / std::sqrt(E / H), true), v3)).backward(); }, 2,
+        seconds, max_steps, steps);
+    out.update({{"materialized_steps", steps}, {"ms_materialized_fwd_bwd", mat * 1e3},
+                {"materialized_tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0}});
   } else {
     throw UsageError("unknown benchmark '" + what + "' (train, forward, sample, attention, sgemm)");
   }

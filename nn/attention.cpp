@@ -149,28 +149,45 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   }
   const Tensor mask = combine_masks(attn_mask, kpm, N, H, L, S, query.dtype());
 
-  // ---- projections: self-attention packs q, k, v into one GEMM --------------------------------
-  Tensor q, k, v;  // (N·H, L|S, hd)
-  if (query.same(key) && key.same(value)) {
-    const auto qkv = split_qkv(linear(q_in, in_proj_weight, in_proj_bias), H);  // (N, L, 3E)
-    q = qkv[0], k = qkv[1], v = qkv[2];
+  // ---- attention: context = softmax(q·kᵀ/√hd + mask)·v -----------------------------------------
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  // Without weights to return, a mask or attention dropout, the blockwise kernel: O(L + S)
+  // memory per head, no (L, S) matrix, forward or backward.
+  const bool blockwise = !need_weights && !mask.defined() && !(dropout > 0 && is_training());
+  const bool self_attention = query.same(key) && key.same(value);
+  Tensor ctx, weights;  // ctx (N, L, E)
+  // Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection
+  auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
+  if (blockwise && self_attention) {  // heads read from the packed projection and written in place
+    ctx = self_attention_qkv(linear(q_in, in_proj_weight, in_proj_bias), H, is_causal, scale);  // (N, L, 3E) -> (N, L, E)
+  } else if (blockwise) {  // heads as strided views (N, H, L|S, hd) of the projections
+    auto heads = [&](const Tensor& x, int64_t i) {
+      const Tensor y = linear(x, rows(in_proj_weight, i), rows(in_proj_bias, i));  // (N, L, E)
+      return permute(reshape(y, {N, y.size(1), H, head_dim}), {0, 2, 1, 3});
+    };
+    const Tensor o = scaled_dot_product_attention(heads(q_in, 0), heads(k_in, 1), heads(v_in, 2), is_causal, scale);
+    ctx = reshape(permute(o, {0, 2, 1, 3}), {N, L, E});  // (N, H, L, hd) -> (N, L, E)
   } else {
-    auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
-    q = split_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)), H);
-    k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
-    v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
+    // ---- projections: self-attention packs q, k, v into one GEMM ------------------------------
+    Tensor q, k, v;  // (N·H, L|S, hd)
+    if (self_attention) {
+      const auto qkv = split_qkv(linear(q_in, in_proj_weight, in_proj_bias), H);  // (N, L, 3E)
+      q = qkv[0], k = qkv[1], v = qkv[2];
+    } else {
+      q = split_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)), H);
+      k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
+      v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
+    }
+    // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
+    Tensor P = attention_probs(q, k, mask, scale, is_causal);
+    P = ag::dropout(P, dropout, is_training(), *gen_);
+    if (need_weights) {  // the context is computed from the very tensor returned, so that its
+      weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
+      P = reshape(weights, {N * H, L, S});
+    }
+    ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
   }
-
-  // ---- attention: P = softmax(q·kᵀ/√hd + mask), context = P·v ---------------------------------
-  Tensor P = attention_probs(q, k, mask, 1.0 / std::sqrt(static_cast<double>(head_dim)), is_causal);  // (N·H, L, S)
-  P = ag::dropout(P, dropout, is_training(), *gen_);
-  Tensor weights;
-  if (need_weights) {  // the context is computed from the very tensor returned, so that its
-    weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
-    P = reshape(weights, {N * H, L, S});
-  }
-  const Tensor ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
-  Tensor out = out_proj->forward(ctx);                 // (N, L, E)
+  Tensor out = out_proj->forward(ctx);  // (N, L, E)
 
   Output res;
   res.output = unbatched ? squeeze(out, 0) : (batch_first ? out : transpose(out, 0, 1).contiguous());

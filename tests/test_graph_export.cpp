@@ -102,7 +102,7 @@ TEST(GraphExport, DotNodeCountEqualsTheRecordedGraphOfMultiheadAttention) {
   EXPECT_EQ(dot_edges(dot), c.edges);
   EXPECT_EQ(c.leaves, 5u);  // x and the four parameters
   for (const char* name : {"in_proj_weight\\n[24, 8]", "in_proj_bias\\n[24]", "out_proj.weight\\n[8, 8]",
-                           "out_proj.bias\\n[8]", "x\\n[2, 5, 8]", "attention_probs\\n[4, 5, 5]"})
+                           "out_proj.bias\\n[8]", "x\\n[2, 5, 8]", "self_attention_qkv\\n[2, 5, 8]"})
     EXPECT_NE(dot.find(name), std::string::npos) << name;
   // Every op node carries a gradient norm after the retain_graph backward.
   EXPECT_EQ(count_matching(dot, std::regex(R"(^  n\d+ \[.*\|grad\| = )")), c.ops);

@@ -211,11 +211,14 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
       }
   }
 
-  // The weights are the model's own: the logits of forward_with_attention equal forward's.
+  // The weights are the model's own: the logits of forward_with_attention equal forward's (up to
+  // float32 rounding: forward runs the blockwise kernel, which never forms the weights).
   const Tensor idx = Tensor::from_vector(tok.encode(std::string_view(prompt)), {1, T});
   std::vector<Tensor> weights;
   const Tensor a = model.forward_with_attention(idx, weights), b = model.forward(idx);
-  EXPECT_EQ(a.to_double_vector(), b.to_double_vector());
+  const auto av = a.to_double_vector(), bv = b.to_double_vector();
+  ASSERT_EQ(av.size(), bv.size());
+  for (size_t i = 0; i < av.size(); ++i) EXPECT_NEAR(av[i], bv[i], 1e-5) << "logit " << i;
   EXPECT_EQ(weights[1].shape(), (Shape{1, H, T, T}));
 
   // PNG heatmaps: the per-head file and the grid.

@@ -4,13 +4,7 @@
 #include <limits>
 
 #include "autograd/kernels/fast_math.h"
-
-// ifunc-based dispatch needs GCC on x86-64 with glibc; elsewhere the plain build is used.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define AG_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define AG_MULTIVERSION
-#endif
+#include "autograd/kernels/multiversion.h"
 
 namespace ag::kernels::vec {
 

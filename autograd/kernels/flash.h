@@ -1,0 +1,262 @@
+// Blockwise attention in O(L + S) memory per (batch·head) slice, FlashAttention-2 style:
+//   O = softmax(scale · Q·Kᵀ + causal mask) · V,   lse_i = log Σ_j exp(scale · q_i·k_j)
+// The forward walks one tile of query rows over the key tiles it can see, keeping a running
+// row max m and row sum l (online softmax), so the (L, S) scores are never stored; it keeps
+// only O and the row logsumexp. The backward recomputes each (query tile, key tile) block of P
+// from lse. Tiles wholly above the causal diagonal are skipped; tiles crossing it are masked.
+// Every product of two tiles is one BLAS GEMM. The materialised reference is
+// matmul(attention_probs(q, k, ...), v) (autograd/ops/attention.cpp); tests/test_sdpa.cpp
+// holds the two equal, and the float32 kernels equal to the float64 ones.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
+
+namespace ag::kernels::flash {
+
+// Query rows × key rows per block (measured: see bench/README.md's attention paragraph).
+constexpr int64_t kTileQ = 128;
+constexpr int64_t kTileK = 128;
+
+struct Dims {
+  int64_t BH = 0;  // (batch·head) slices
+  int64_t L = 0, S = 0, D = 0, Dv = 0;
+  bool causal = false;
+  int64_t offset = 0;  // causal: query i sees key j iff j <= i + offset
+  // Keys [0, visible(i)) are the ones query row i may see.
+  int64_t visible(int64_t i) const { return causal ? std::clamp<int64_t>(i + offset + 1, 0, S) : S; }
+};
+
+// Where each (batch·head) slice of an operand starts (elements from its data pointer) and its
+// row stride; rows are contiguous. Heads can so be read and written in place inside a packed
+// (N, L, 3E) projection or an (N, L, E) context: no split or merge copies.
+struct Slices {
+  std::vector<int64_t> off;
+  int64_t ld = 0;
+};
+
+namespace detail {
+constexpr int kLanes = 16;  // independent partial sums and maxima: vectorisable, fixed order
+
+template <class T>
+inline T lane_max(const T* x, int64_t n) {
+  T acc[kLanes];
+  std::fill(acc, acc + kLanes, -std::numeric_limits<T>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+  for (; j < n; ++j) acc[0] = x[j] > acc[0] ? x[j] : acc[0];
+  T m = acc[0];
+  for (int k = 1; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
+  return m;
+}
+
+template <class T>
+inline T lane_sum(const T* x, int64_t n) {
+  T acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k];
+  for (; j < n; ++j) acc[0] += x[j];
+  T s = 0;
+  for (int k = 0; k < kLanes; ++k) s += acc[k];
+  return s;
+}
+}  // namespace detail
+
+// Online-softmax update of a block of `rows` score rows (n columns, row stride ld), in place:
+//   m' = max(m, max_j s_j);  s_j ← exp(s_j − m');  α = exp(m − m');  l ← α·l + Σ_j s_j;  m ← m'
+// α is what the earlier blocks' sums (and outputs) shrink by. A row that has seen no
+// visible key yet (m' = −inf) gets p = 0 and α = 1 instead of exp(−inf + inf) = NaN.
+template <class T>
+inline void online_softmax_block_ref(T* s, int64_t rows, int64_t n, int64_t ld, T* m, T* l, T* alpha) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = s + r * ld;
+    const T bm = detail::lane_max(row, n);
+    const T mx = bm > m[r] ? bm : m[r];
+    if (mx == ninf) {
+      std::fill(row, row + n, T(0));
+      alpha[r] = 1;
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j) row[j] = exp_fast(row[j] - mx);  // −inf (masked) gives exactly 0
+    alpha[r] = m[r] == ninf ? T(0) : exp_fast(m[r] - mx);
+    l[r] = alpha[r] * l[r] + detail::lane_sum(row, n);
+    m[r] = mx;
+  }
+}
+
+// Softmax backward of a block, in place: s holds scores and becomes P = exp(s − lse) (0 on a
+// row with lse = −inf: no key visible), dp holds dP = dO·Vᵀ and becomes
+//   dS = P ⊙ (dP − D),  D_i = Σ_j P_ij dP_ij = dO_i · O_i   (given per row in `drow`).
+template <class T>
+inline void softmax_grad_block_ref(T* s, T* dp, int64_t rows, int64_t n, int64_t ld, const T* lse, const T* drow) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    T* p = s + r * ld;
+    T* d = dp + r * ld;
+    if (lse[r] == ninf) {
+      std::fill(p, p + n, T(0));
+      std::fill(d, d + n, T(0));
+      continue;
+    }
+    const T lr = lse[r], dr = drow[r];
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = exp_fast(p[j] - lr);
+      d[j] = p[j] * (d[j] - dr);
+    }
+  }
+}
+
+// The block kernels on doubles are the reference code itself; float32 goes to the run-time
+// dispatched clones of the same code (flash_vec.cpp), with the vectorised exp_f32.
+inline void online_softmax_block(double* s, int64_t rows, int64_t n, int64_t ld, double* m, double* l, double* a) {
+  online_softmax_block_ref(s, rows, n, ld, m, l, a);
+}
+inline void softmax_grad_block(double* s, double* dp, int64_t rows, int64_t n, int64_t ld, const double* lse,
+                               const double* drow) {
+  softmax_grad_block_ref(s, dp, rows, n, ld, lse, drow);
+}
+void online_softmax_block(float* s, int64_t rows, int64_t n, int64_t ld, float* m, float* l, float* alpha);
+void softmax_grad_block(float* s, float* dp, int64_t rows, int64_t n, int64_t ld, const float* lse, const float* drow);
+
+// Hides key j from query i where j > i + offset, within the block at (i0, j0).
+template <class T>
+inline void mask_block(T* s, int64_t rows, int64_t n, int64_t ld, int64_t i0, int64_t j0, int64_t offset) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = std::max<int64_t>(0, i0 + r + offset + 1 - j0); j < n; ++j)
+      s[r * ld + j] = -std::numeric_limits<T>::infinity();
+}
+
+// s (ni, nj) = scale · q_i (ni, D) @ k_j (nj, D)ᵀ, masked where the block crosses the diagonal.
+template <class T>
+inline void scores_block(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, int64_t i0,
+                         int64_t ni, int64_t j0, int64_t nj, T* s, int64_t lds) {
+  if (d.D > 0)
+    gemm(false, true, ni, nj, d.D, scale, q, ldq, k, ldk, T(0), s, lds);
+  else
+    for (int64_t r = 0; r < ni; ++r) std::fill(s + r * lds, s + r * lds + nj, T(0));
+  if (d.causal && j0 + nj - 1 > i0 + d.offset) mask_block(s, ni, nj, lds, i0, j0, d.offset);
+}
+
+// Forward of query rows [i0, i0 + ni) of one slice: o rows (ni, Dv) and lse (ni).
+template <class T>
+void forward_block(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v, int64_t ldv,
+                   T* o, int64_t ldo, T* lse, int64_t i0, int64_t ni, T* s, T* m, T* l, T* alpha) {
+  for (int64_t r = 0; r < ni; ++r) {
+    std::fill(o + (i0 + r) * ldo, o + (i0 + r) * ldo + d.Dv, T(0));
+    m[r] = -std::numeric_limits<T>::infinity();
+    l[r] = 0;
+  }
+  const int64_t kend = d.visible(i0 + ni - 1);  // the last row sees the most keys
+  for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
+    const int64_t nj = std::min(kTileK, kend - j0);
+    scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK);
+    online_softmax_block(s, ni, nj, kTileK, m, l, alpha);
+    for (int64_t r = 0; r < ni; ++r)
+      if (alpha[r] != T(1))
+        for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + r) * ldo + c] *= alpha[r];
+    // o_i (ni, Dv) += p (ni, nj) @ v_j (nj, Dv)
+    if (d.Dv > 0) gemm(false, false, ni, d.Dv, nj, T(1), s, kTileK, v + j0 * ldv, ldv, T(1), o + i0 * ldo, ldo);
+  }
+  for (int64_t r = 0; r < ni; ++r) {
+    const T inv = l[r] > 0 ? T(1) / l[r] : T(0);  // no visible key: o = 0, as attention_probs gives
+    for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + r) * ldo + c] *= inv;
+    lse[i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : -std::numeric_limits<T>::infinity();
+  }
+}
+
+// O (BH slices of (L, Dv)) and lse (BH, L), parallel over (slice, query tile) pairs.
+template <class T>
+void forward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
+             const Slices& sv, T* o, const Slices& so, T* lse) {
+  const int64_t tiles = (d.L + kTileQ - 1) / kTileQ;
+  // Work items per thread: enough multiply-adds that a split pays for itself.
+  const int64_t work = std::min(kTileQ, d.L) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
+  parallel::parallel_for(d.BH * tiles, grain, [&](int64_t w0, int64_t w1) {
+    std::vector<T> scratch(static_cast<size_t>(kTileQ * kTileK + 3 * kTileQ));
+    T* s = scratch.data();
+    T *m = s + kTileQ * kTileK, *l = m + kTileQ, *alpha = l + kTileQ;
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t b = w / tiles, i0 = (w % tiles) * kTileQ;
+      forward_block(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
+                    lse + b * d.L, i0, std::min(kTileQ, d.L - i0), s, m, l, alpha);
+    }
+  });
+}
+
+// Zeroes `rows` rows of `cols` at stride ld (a gradient slice before it is accumulated into).
+template <class T>
+inline void zero_rows(T* p, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * ld, p + r * ld + cols, T(0));
+}
+
+// Backward of one slice (FlashAttention-2): for each key tile j, over the query tiles that see
+// it, recompute P from lse and accumulate
+//   dV_j += Pᵀ·dO_i,  dP = dO_i·V_jᵀ,  dS = P ⊙ (dP − D_i),  dQ_i += scale·dS·K_j,  dK_j += scale·dSᵀ·Q_i
+// dq, dk, dv may be null (not wanted). drow is scratch of L; s, dp of kTileQ·kTileK.
+template <class T>
+void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v, int64_t ldv,
+                    const T* o, int64_t ldo, const T* dout, int64_t lddo, const T* lse, T* dq, int64_t lddq, T* dk,
+                    int64_t lddk, T* dv, int64_t lddv, T* drow, T* s, T* dp) {
+  // D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic: the row term of softmax's backward, from O alone
+  for (int64_t i = 0; i < d.L; ++i) {
+    T acc = 0;
+    for (int64_t c = 0; c < d.Dv; ++c) acc += dout[i * lddo + c] * o[i * ldo + c];
+    drow[i] = acc;
+  }
+  if (dq) zero_rows(dq, d.L, d.D, lddq);
+  if (dk) zero_rows(dk, d.S, d.D, lddk);
+  if (dv) zero_rows(dv, d.S, d.Dv, lddv);
+  for (int64_t j0 = 0; j0 < d.S; j0 += kTileK) {
+    const int64_t nj = std::min(kTileK, d.S - j0);
+    // The first query that sees key j0 (causal: i + offset >= j0)
+    const int64_t ibeg = d.causal ? std::max<int64_t>(0, j0 - d.offset) : 0;
+    for (int64_t i0 = ibeg; i0 < d.L; i0 += kTileQ) {
+      const int64_t ni = std::min(kTileQ, d.L - i0);
+      scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK);
+      // dp (ni, nj) = dO_i (ni, Dv) @ v_j (nj, Dv)ᵀ
+      if (d.Dv > 0)
+        gemm(false, true, ni, nj, d.Dv, T(1), dout + i0 * lddo, lddo, v + j0 * ldv, ldv, T(0), dp, kTileK);
+      else
+        zero_rows(dp, ni, nj, kTileK);
+      softmax_grad_block(s, dp, ni, nj, kTileK, lse + i0, drow + i0);  // s = P, dp = dS
+      // dv_j (nj, Dv) += Pᵀ (nj, ni) @ dO_i (ni, Dv)
+      if (dv && d.Dv > 0)
+        gemm(true, false, nj, d.Dv, ni, T(1), s, kTileK, dout + i0 * lddo, lddo, T(1), dv + j0 * lddv, lddv);
+      if (d.D == 0) continue;
+      // dq_i (ni, D) += scale · dS (ni, nj) @ k_j (nj, D)
+      if (dq) gemm(false, false, ni, d.D, nj, scale, dp, kTileK, k + j0 * ldk, ldk, T(1), dq + i0 * lddq, lddq);
+      // dk_j (nj, D) += scale · dSᵀ (nj, ni) @ q_i (ni, D)
+      if (dk) gemm(true, false, nj, d.D, ni, scale, dp, kTileK, q + i0 * ldq, ldq, T(1), dk + j0 * lddk, lddk);
+    }
+  }
+}
+
+// dq, dk, dv (each slices like q, k, v, or null) from dO, parallel over slices (each owns its
+// rows of dq, dk, dv: no two threads write one row).
+template <class T>
+void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
+              const Slices& sv, const T* o, const Slices& so, const T* dout, const Slices& sdo, const T* lse, T* dq,
+              const Slices& sdq, T* dk, const Slices& sdk, T* dv, const Slices& sdv) {
+  const int64_t work = std::max<int64_t>(d.L, 1) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
+  parallel::parallel_for(d.BH, grain, [&](int64_t b0, int64_t b1) {
+    std::vector<T> scratch(static_cast<size_t>(2 * kTileQ * kTileK + d.L));
+    T *s = scratch.data(), *dp = s + kTileQ * kTileK, *drow = dp + kTileQ * kTileK;
+    for (int64_t b = b0; b < b1; ++b)
+      backward_slice(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
+                     dout + sdo.off[b], sdo.ld, lse + b * d.L, dq ? dq + sdq.off[b] : nullptr, sdq.ld,
+                     dk ? dk + sdk.off[b] : nullptr, sdk.ld, dv ? dv + sdv.off[b] : nullptr, sdv.ld, drow, s, dp);
+  });
+}
+
+}  // namespace ag::kernels::flash
