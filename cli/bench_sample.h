@@ -1,0 +1,31 @@
+// `attograd bench sample`: KV-cache decoding of the GPT, next to the memory-bandwidth bound.
+//
+// Decoding one token per sequence reads every weight once per step, so no step can be faster
+// than the weights' bytes over the machine's memory bandwidth. The bound printed is that:
+//   bound tokens/s = batch × copy bandwidth / weight bytes per step
+// with the copy bandwidth of a ≥ 256 MB memcpy (bytes read + bytes written, as STREAM's copy
+// counts them), the best of a few runs, on one thread and on every core.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "models/model_config.h"
+
+namespace ag::cli {
+
+struct CopyBandwidth {
+  double gbps_1thread = 0;  // GB/s (1e9 bytes), read + write
+  double gbps_all = 0;      // the same with `threads` threads, each copying its part
+  int threads = 1;
+  double best() const { return gbps_1thread > gbps_all ? gbps_1thread : gbps_all; }
+};
+CopyBandwidth measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20, int reps = 5);
+
+// Samples `tokens` new tokens (temperature 1, from the prompt "0" in every row) `reps` times at
+// each batch size through TransformerLM::generate_batch; one JSON object per batch size, with
+// the median time, tokens/s over all rows, and the bound.
+std::vector<nlohmann::json> bench_sample(const models::ModelConfig& cfg, const std::vector<int64_t>& batches,
+                                         int64_t tokens, int reps);
+
+}  // namespace ag::cli
