@@ -4,7 +4,9 @@
 // than the weights' bytes over the machine's memory bandwidth. The bound printed is that:
 //   bound tokens/s = batch × copy bandwidth / weight bytes per step
 // with the copy bandwidth of a ≥ 256 MB memcpy (bytes read + bytes written, as STREAM's copy
-// counts them), the best of a few runs, on one thread and on every core.
+// counts them), the best of a few runs, on one thread and on every core. The read bandwidth
+// (a sum over the same 256 MB) is reported beside it, with the bound it gives: decoding only
+// reads its weights, and on some machines a read stream runs faster than a copy.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,7 +20,9 @@ struct CopyBandwidth {
   double gbps_1thread = 0;  // GB/s (1e9 bytes), read + write
   double gbps_all = 0;      // the same with `threads` threads, each copying its part
   int threads = 1;
+  double read_gbps_1thread = 0, read_gbps_all = 0;  // reading only (an integer sum), bytes read
   double best() const { return gbps_1thread > gbps_all ? gbps_1thread : gbps_all; }
+  double best_read() const { return read_gbps_1thread > read_gbps_all ? read_gbps_1thread : read_gbps_all; }
 };
 CopyBandwidth measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20, int reps = 5);
 

@@ -17,15 +17,26 @@ namespace ag::models {
 namespace decode {
 
 namespace {
-// Output features go to threads in blocks of this many weight rows: chunk boundaries depend only
-// on the sizes and the thread count, so results are reproducible for a thread count.
-constexpr int64_t kBlock = 64;
+// Up to this many rows (decoding a batch) a projection is memory-bound and reads the blocked
+// copy; more rows (a prefill) are compute-bound and run as one GEMM per thread on W as stored.
+constexpr int64_t kFewRows = 8;
 // Below about this many multiply-adds per chunk, handing work to another thread costs more
 // than it saves.
 constexpr int64_t kChunkWork = int64_t(1) << 15;
-// Up to this many rows (decoding a batch), the GEMM is memory-bound: one call per block.
-constexpr int64_t kFewRows = 16;
 }  // namespace
+
+Weight::Weight(const float* w, const float* bias, int64_t n, int64_t k)
+    : W(w), b(bias), N(n), K(k), blocked(static_cast<size_t>(n * k)) {
+  // Block i holds output features [i·kBlock, i·kBlock + width) as a (K, width) row-major matrix.
+  parallel::parallel_for((N + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t n0 = blk * kBlock, width = std::min(kBlock, N - n0);
+      float* dst = blocked.data() + n0 * K;
+      for (int64_t j = 0; j < width; ++j)
+        for (int64_t k2 = 0; k2 < K; ++k2) dst[k2 * width + j] = W[(n0 + j) * K + k2];
+    }
+  });
+}
 
 void attend_row(const float* q, const float* K, const float* V, int64_t S, int64_t hd, float scale, float* scores,
                 float* out) {
@@ -53,36 +64,39 @@ void attend_row_reference(const float* q, const float* K, const float* V, int64_
   }
 }
 
-void linear(const float* x, int64_t R, int64_t K, const float* W, const float* b, int64_t N, float* y, bool gelu,
-            bool accumulate) {
+void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, bool accumulate) {
   if (gelu && accumulate) throw std::invalid_argument("decode::linear: GELU and accumulate do not combine");
+  const int64_t N = w.N, K = w.K;
+  const int ik = static_cast<int>(K), in = static_cast<int>(N);
   const int64_t blocks = (N + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(R * K * kBlock, 1));
+  const float beta = accumulate ? 1.0f : 0.0f;
   parallel::parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
     const int64_t n0 = b0 * kBlock, n1 = std::min(N, b1 * kBlock), n = n1 - n0;
-    const float beta = accumulate ? 1.0f : 0.0f;
-    if (R == 1) {  // one row: GEMV, which streams W once without packing it
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(K), 1.0f, W + n0 * K,
-                  static_cast<int>(K), x, 1, beta, y + n0, 1);
-    } else {  // y[:, n0:n1] = x · W[n0:n1]ᵀ; for a few rows one block at a time, which packs the
-              // block while it is in cache (a whole slice at once: 1.3x slower at 8 rows)
-      const int64_t step = R <= kFewRows ? kBlock : n;
-      for (int64_t j = n0; j < n1; j += step)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(R), static_cast<int>(std::min(step, n1 - j)),
-                    static_cast<int>(K), 1.0f, x, static_cast<int>(K), W + j * K, static_cast<int>(K), beta, y + j,
-                    static_cast<int>(N));
+    if (R <= kFewRows) {
+      // y[:, j : j+width] = x · block, block (K, width): each block one contiguous read of the
+      // weights. (OpenBLAS's GEMV over W as stored streams it at about 60% of this speed, and a
+      // GEMM over a whole slice of W packs it first.)
+      for (int64_t j = n0; j < n1; j += kBlock) {
+        const int width = static_cast<int>(std::min(kBlock, N - j));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(R), width, ik, 1.0f, x, ik,
+                    w.blocked.data() + j * K, width, beta, y + j, in);
+      }
+    } else {  // y[:, n0:n1] = x · W[n0:n1]ᵀ
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(R), static_cast<int>(n), ik, 1.0f, x, ik,
+                  w.W + n0 * K, ik, beta, y + n0, in);
     }
     // The epilogue on the slice just written, while it is in cache.
     float act[kBlock];
     for (int64_t r = 0; r < R; ++r) {
       float* yr = y + r * N + n0;
-      if (b)
-        for (int64_t j = 0; j < n; ++j) yr[j] += b[n0 + j];
+      if (w.b)
+        for (int64_t j = 0; j < n; ++j) yr[j] += w.b[n0 + j];
       if (gelu)  // a chunk spans one or more blocks: kBlock values at a time through `act`
         for (int64_t j = 0; j < n; j += kBlock) {
-          const int64_t w = std::min(kBlock, n - j);
-          kernels::vec::gelu_forward(yr + j, act, w);
-          std::memcpy(yr + j, act, static_cast<size_t>(w) * sizeof(float));
+          const int64_t width = std::min(kBlock, n - j);
+          kernels::vec::gelu_forward(yr + j, act, width);
+          std::memcpy(yr + j, act, static_cast<size_t>(width) * sizeof(float));
         }
     }
   });
@@ -110,15 +124,19 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
   for (const auto& [name, p] : model.named_parameters()) n_params_ += p.numel();
   tok_emb_ = ptr(model.tok_emb->weight), pos_emb_ = ptr(model.pos_emb->weight);
   lnf_w_ = ptr(model.ln_f->weight), lnf_b_ = ptr(model.ln_f->bias), lnf_eps_ = static_cast<float>(model.ln_f->eps);
+  head_ = std::make_unique<decode::Weight>(tok_emb_, nullptr, V_, E_);  // tied: logits = h · tok_embᵀ
   const size_t cache = static_cast<size_t>(B_ * H_ * block_ * hd_);
   for (const auto& block : *model.blocks) {
     const Block& blk = *block;
     const nn::MultiheadAttention& a = *blk.attn;
     const MLP& m = *blk.mlp;
-    layers_.push_back({ptr(blk.ln1->weight), ptr(blk.ln1->bias), ptr(a.in_proj_weight), ptr(a.in_proj_bias),
-                       ptr(a.out_proj->weight), ptr(a.out_proj->bias), ptr(blk.ln2->weight), ptr(blk.ln2->bias),
-                       ptr(m.fc->weight), ptr(m.fc->bias), ptr(m.proj->weight), ptr(m.proj->bias),
-                       static_cast<float>(blk.ln1->eps), static_cast<float>(blk.ln2->eps), std::vector<float>(cache),
+    const int64_t E = E_;
+    layers_.push_back({ptr(blk.ln1->weight), ptr(blk.ln1->bias), ptr(blk.ln2->weight), ptr(blk.ln2->bias),
+                       static_cast<float>(blk.ln1->eps), static_cast<float>(blk.ln2->eps),
+                       decode::Weight(ptr(a.in_proj_weight), ptr(a.in_proj_bias), 3 * E, E),
+                       decode::Weight(ptr(a.out_proj->weight), ptr(a.out_proj->bias), E, E),
+                       decode::Weight(ptr(m.fc->weight), ptr(m.fc->bias), 4 * E, E),
+                       decode::Weight(ptr(m.proj->weight), ptr(m.proj->bias), E, 4 * E), std::vector<float>(cache),
                        std::vector<float>(cache)});
   }
   last_.resize(static_cast<size_t>(B_ * E_));
@@ -193,18 +211,18 @@ const float* Decoder::forward(const int64_t* tokens, int64_t T) {
   }
   for (Layer& L : layers_) {
     layer_norm(x_.data(), L.ln1_w, L.ln1_b, L.eps1, h_.data(), R);
-    decode::linear(h_.data(), R, E, L.in_w, L.in_b, 3 * E, qkv_.data(), false, false);   // (R, 3E)
-    attention(L, T);                                                                     // (R, E)
-    decode::linear(ctx_.data(), R, E, L.out_w, L.out_b, E, x_.data(), false, true);      // x += attn
+    decode::linear(h_.data(), R, L.in_proj, qkv_.data(), false, false);  // (R, 3E)
+    attention(L, T);                                                    // (R, E)
+    decode::linear(ctx_.data(), R, L.out_proj, x_.data(), false, true);  // x += attn
     layer_norm(x_.data(), L.ln2_w, L.ln2_b, L.eps2, h_.data(), R);
-    decode::linear(h_.data(), R, E, L.fc_w, L.fc_b, 4 * E, ff_.data(), true, false);     // gelu(fc)  (R, 4E)
-    decode::linear(ff_.data(), R, 4 * E, L.proj_w, L.proj_b, E, x_.data(), false, true); // x += mlp
+    decode::linear(h_.data(), R, L.fc, ff_.data(), true, false);        // gelu(fc)  (R, 4E)
+    decode::linear(ff_.data(), R, L.proj, x_.data(), false, true);      // x += mlp
   }
   len_ += T;
   for (int64_t b = 0; b < B_; ++b)  // only each row's last position is sampled from
     std::memcpy(h_.data() + b * E, x_.data() + (b * T + T - 1) * E, static_cast<size_t>(E) * sizeof(float));
   layer_norm(h_.data(), lnf_w_, lnf_b_, lnf_eps_, last_.data(), B_);
-  decode::linear(last_.data(), B_, E, tok_emb_, nullptr, V_, logits_.data(), false, false);  // (B, V), tied head
+  decode::linear(last_.data(), B_, *head_, logits_.data(), false, false);  // (B, V), tied head
   return logits_.data();
 }
 

@@ -3,8 +3,9 @@
 // Decoding one token per sequence reads every weight once per step, so a step costs the time
 // to stream ~4·n_params bytes from memory: the decoder is built so that nothing else shows.
 // It makes no graph nodes and no tensors per token; its buffers are allocated once and reused;
-// every projection is one BLAS call per thread on a slice of the weight's rows (GEMV for one
-// row, GEMM for several), with bias, GELU and residual applied to the slice while it is hot;
+// the weights are copied once per decoder into the order a step reads them, and every projection
+// is a BLAS call per block of output features on each thread's share of the blocks, with bias,
+// GELU and residual applied to the share while it is hot;
 // attention over the cache is a direct kernel (q·Kᵀ over contiguous cached keys, softmax, ·V).
 // All rows of a batch advance together, at the same position: the weights are read once per
 // step for the whole batch.
@@ -16,6 +17,7 @@
 //   logits = ln_f(x_last) · tok_embᵀ                                     (B, V), last new position
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace ag::models {
@@ -32,11 +34,24 @@ void attend_row(const float* q, const float* K, const float* V, int64_t S, int64
 void attend_row_reference(const float* q, const float* K, const float* V, int64_t S, int64_t hd, float scale,
                           float* out);
 
-// y(R, N) = x(R, K)·W(N, K)ᵀ + b (b may be null), then GELU if `gelu`, then added to y's old
-// contents if `accumulate` (the residual; not with GELU). The output features are split across attograd's
-// threads in fixed blocks, each an ordinary single-threaded BLAS call. y must not alias x.
-void linear(const float* x, int64_t R, int64_t K, const float* W, const float* b, int64_t N, float* y, bool gelu,
-            bool accumulate);
+// Output features are split across threads in blocks of this many: chunk boundaries depend only
+// on the sizes and the thread count, so results are reproducible for a thread count.
+constexpr int64_t kBlock = 32;
+
+// A projection's weight W (N, K) and bias b (N, or null), and a copy of W laid out for decoding:
+// blocks of kBlock output features, block i the (K, width) row-major matrix of features
+// [i·kBlock, i·kBlock + width), so that a few rows read the weight as one contiguous stream.
+struct Weight {
+  Weight(const float* W, const float* b, int64_t N, int64_t K);
+  const float *W, *b;
+  int64_t N, K;
+  std::vector<float> blocked;  // N·K floats
+};
+
+// y(R, N) = x(R, K)·Wᵀ + b, then GELU if `gelu`, then added to y's old contents if `accumulate`
+// (the residual; not with GELU). The output features are split across attograd's threads in
+// kBlock blocks; each thread makes ordinary single-threaded BLAS calls. y must not alias x.
+void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, bool accumulate);
 
 }  // namespace decode
 
@@ -62,8 +77,9 @@ class Decoder {
 
  private:
   struct Layer {
-    const float *ln1_w, *ln1_b, *in_w, *in_b, *out_w, *out_b, *ln2_w, *ln2_b, *fc_w, *fc_b, *proj_w, *proj_b;
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
     float eps1, eps2;
+    decode::Weight in_proj, out_proj, fc, proj;
     std::vector<float> k, v;  // (B, H, block, hd): the cache, one contiguous run of keys per head
   };
   void ensure_rows(int64_t R);                         // grows the per-row buffers to R rows
@@ -73,6 +89,7 @@ class Decoder {
   int64_t B_, E_, H_, hd_, V_, block_, len_ = 0, n_params_ = 0;
   const float *tok_emb_, *pos_emb_, *lnf_w_, *lnf_b_;
   float lnf_eps_;
+  std::unique_ptr<decode::Weight> head_;  // tok_emb as the tied head
   std::vector<Layer> layers_;
   // Per-row buffers, sized for the most rows fed so far (R = B·T).
   std::vector<float> x_, h_, qkv_, ctx_, ff_, mean_, rstd_;

@@ -23,7 +23,7 @@ std::vector<float> random_floats(int64_t n, Generator& g, double scale = 1.0) {
   return v;
 }
 
-// A model big enough that every projection spans several of the decoder's 64-row thread blocks
+// A model big enough that every projection spans several of the decoder's kBlock-wide blocks
 // (3E = 192, 4E = 256), with weights sharper than the init so that logits differ clearly.
 std::unique_ptr<TransformerLM> sharp_model(Generator& g) {
   auto m = std::make_unique<TransformerLM>(GPTConfig{23, 2, 4, 64, 16, 0.0}, DType::Float32, g);
@@ -56,8 +56,8 @@ TEST(Decode, AttendRowMatchesTheReference) {
 
 TEST(Decode, LinearMatchesPlainLoops) {
   Generator g(4);
-  const int64_t K = 48, N = 150;  // N: two full 64-row blocks and a partial one
-  for (int64_t R : {1, 3}) {
+  const int64_t K = 48, N = 150;  // N: full blocks and a partial one
+  for (int64_t R : {1, 3, 20}) {  // one row, a few (the blocked copy), many (W as stored)
     for (int mode = 0; mode < 3; ++mode) {  // plain, GELU, accumulate into y
       const bool gelu = mode == 1, acc = mode == 2;
       const auto x = random_floats(R * K, g), W = random_floats(N * K, g, 0.2), b = random_floats(N, g);
@@ -70,12 +70,13 @@ TEST(Decode, LinearMatchesPlainLoops) {
           if (gelu) s = s * 0.5 * std::erfc(-s / std::sqrt(2.0));
           want[r * N + n] = (acc ? y[r * N + n] : 0.0) + s;
         }
-      decode::linear(x.data(), R, K, W.data(), b.data(), N, y.data(), gelu, acc);
+      decode::linear(x.data(), R, decode::Weight(W.data(), b.data(), N, K), y.data(), gelu, acc);
       expect_close(y.data(), want, 1e-5, "R " + std::to_string(R) + " mode " + std::to_string(mode));
     }
   }
   std::vector<float> x(4), y(4);
-  EXPECT_THROW(decode::linear(x.data(), 1, 2, x.data(), nullptr, 2, y.data(), true, true), std::invalid_argument);
+  EXPECT_THROW(decode::linear(x.data(), 1, decode::Weight(x.data(), nullptr, 2, 2), y.data(), true, true),
+               std::invalid_argument);
 }
 
 // Prefill a prompt, then one token at a time: each step's logits equal forward() over the whole
