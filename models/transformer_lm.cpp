@@ -166,8 +166,11 @@ std::vector<std::vector<int64_t>> TransformerLM::generate_batch(const std::vecto
   std::vector<std::vector<int64_t>> seqs = prompts;
   // The window is seq[start, end) of every row; it is what the model conditions on.
   int64_t start = std::max<int64_t>(0, static_cast<int64_t>(prompts[0].size()) - block);
-  std::optional<Decoder> decoder;  // float32: the inference path; else the autograd ops
-  if (opt.use_cache && Decoder::supports(*this)) decoder.emplace(*this, B);
+  // float32: the inference path, which knows no dropout; else (and to sample with dropout in
+  // training mode) the autograd ops.
+  std::optional<Decoder> decoder;
+  if (opt.use_cache && opt.max_new_tokens > 0 && Decoder::supports(*this) && !(is_training() && cfg_.dropout > 0))
+    decoder.emplace(*this, B);
   std::vector<nn::KVCache> caches(blocks->size());
   int64_t cached = 0;  // tokens of the window already in the caches
   std::vector<int64_t> ids;
