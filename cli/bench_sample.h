@@ -26,9 +26,14 @@ struct CopyBandwidth {
 };
 CopyBandwidth measure_copy_bandwidth(int64_t bytes = int64_t(256) << 20, int reps = 5);
 
-// Samples `tokens` new tokens (temperature 1, from the prompt "0" in every row) `reps` times at
-// each batch size through TransformerLM::generate_batch; one JSON object per batch size, with
-// the median time, tokens/s over all rows, and the bound.
+// At each batch size, one JSON object with:
+//   tokens_per_s   sampling: `tokens` new tokens (temperature 1, from the prompt "0" in every
+//                  row) through TransformerLM::generate_batch, median of `reps` runs, all rows;
+//                  what PyTorch's decode is compared with (bench/torch_baseline.py --decode);
+//   decode_step_*  the decode step alone: Decoder::forward of one token per row at positions
+//                  0 .. block-1, median of `reps` sweeps; step_over_bound is that next to the
+//                  bound (achieved_over_bound the sampling figure's), and bound_with_kv_* adds
+//                  the keys and values the step reads (kv_mb_per_step, mean over the sweep).
 std::vector<nlohmann::json> bench_sample(const models::ModelConfig& cfg, const std::vector<int64_t>& batches,
                                          int64_t tokens, int reps);
 
