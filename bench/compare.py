@@ -3,10 +3,11 @@
 
 Runs every measurement in a fresh process (peak memory is per process):
   * attograd: `attograd bench train|forward --config C --threads T` for T in 1, 2, then
-    `bench sample`, `bench attention --len T` for T = 64 .. 2048, and `bench sgemm`;
+    `bench sample --batch 1,8` (T = 1, 2), `bench attention --len T` for T = 64 .. 2048, and `bench sgemm`;
   * PyTorch: bench/torch_baseline.py with the interpreter given by --torch-python (default: the
     first of $TORCH_PYTHON, .venv-torch/bin/python, /usr/bin/python3 that imports torch), at
-    each of its thread settings and modes, and its --attention mode at the same lengths.
+    each of its thread settings and modes, its --attention mode at the same lengths, and again
+    with --decode (KV-cache sampling).
 Then prints one side-by-side table: each side at its own best setting, and the ratio.
 Needs only the standard library.
 """
@@ -78,7 +79,9 @@ def main() -> int:
         for what in ("train", "forward"):
             for t in (1, 2):
                 lines += run_json([ag, "bench", what, "--config", c, "--threads", str(t), "--json"] + secs)
-        lines += run_json([ag, "bench", "sample", "--config", c, "--json", "--tokens", "50" if a.quick else "500"])
+        for t in (1, 2):  # decoding at batch 1 and 8, next to the memory-bandwidth bound
+            lines += run_json([ag, "bench", "sample", "--config", c, "--threads", str(t), "--batch", "1,8", "--json",
+                               "--tokens", "50" if a.quick else "500"])
     att_lens = [64] if a.quick else [64, 128, 256, 512, 1024, 2048]
     for T in att_lens:
         lines += run_json([ag, "bench", "attention", "--len", str(T), "--json"] + secs)
@@ -101,6 +104,11 @@ def main() -> int:
                "--lens", ",".join(map(str, att_lens))] + (["--quick"] if a.quick else [])
         for rec in run_json(cmd, env):
             rec["side"] = "torch"
+            lines.append(rec)
+        dec = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py, "--decode",
+               "--configs", ",".join(configs)] + (["--quick"] if a.quick else [])
+        for rec in run_json(dec, env):
+            rec["side"] = "torch"  # bench: "sample"
             lines.append(rec)
     elif not a.no_torch:
         print("bench: no Python with torch found (install python3-torch, or pip's torch into .venv-torch); "
@@ -161,9 +169,31 @@ def main() -> int:
             line += (f", {f['gemm_floor_tokens_per_s'] / rt['tokens_per_s']:.2f}x PyTorch's best; "
                      f"1.5x PyTorch needs {1e3 * tokens_per_step / (1.5 * rt['tokens_per_s']):.1f} ms/step")
         print(line)
-    samples = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "sample"]
-    for r in samples:
-        print(f"{r['config']}: sampling with the KV cache, {r['tokens_per_s']:.0f} tokens/s (batch 1)")
+    samples = [r for r in lines if r.get("bench") == "sample" and "batch" in r and not r.get("error")]
+    if samples:
+        print("\nsampling with the KV cache, tokens/s over all rows, each side at its best thread count; "
+              "bound = batch x copy bandwidth / weight bytes per step:")
+        print("(step: attograd's decode step alone, one token per row over an empty-to-full window)")
+        print(f"{'config':<8} {'batch':>5} {'attograd':>9} {'thr':>3} {'PyTorch':>9} {'thr':>3} {'ratio':>6} "
+              f"{'step':>8} {'bound':>8} {'of bound':>8}")
+    for c in configs:
+        for batch in sorted({r["batch"] for r in samples if r.get("config") == c}):
+            rows = [r for r in samples if r.get("config") == c and r["batch"] == batch]
+            ra = max((r for r in rows if r.get("side") == "attograd"), key=lambda r: r["tokens_per_s"], default=None)
+            rt = max((r for r in rows if r.get("side") == "torch"), key=lambda r: r["tokens_per_s"], default=None)
+            ag_s = f"{ra['tokens_per_s']:9.0f} {ra['threads']:>3}" if ra else f"{'-':>9} {'':>3}"
+            t_s = f"{rt['tokens_per_s']:9.0f} {rt['torch_threads']:>3}" if rt else f"{'-':>9} {'':>3}"
+            ratio = f"{ra['tokens_per_s'] / rt['tokens_per_s']:6.2f}" if ra and rt else f"{'':>6}"
+            bound = (f"{ra['decode_step_tokens_per_s']:8.0f} {ra['bound_tokens_per_s']:8.0f} "
+                     f"{100 * ra['step_over_bound']:7.0f}%") if ra else ""
+            print(f"{c:<8} {batch:>5} {ag_s} {t_s} {ratio} {bound}")
+    ag_samples = [r for r in samples if r.get("side") == "attograd"]
+    if ag_samples:
+        r = ag_samples[0]
+        weights = {q["config"]: q["weight_mb_per_step"] for q in ag_samples}
+        print(f"copy bandwidth (256 MB memcpy, bytes read + written): {r['copy_gbps_1thread']:.1f} GB/s on 1 thread, "
+              f"{r['copy_gbps_all_threads']:.1f} on {r['copy_threads']}; weights read per step: "
+              + ", ".join(f"{c} {mb:.1f} MB" for c, mb in weights.items()))
     att = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "attention"]
     if att:
         print("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal), and the attention op alone")

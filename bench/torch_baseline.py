@@ -27,6 +27,15 @@ torch thread count: F.scaled_dot_product_attention(q, k, v, is_causal=True) alon
 CPU its flash kernel) and nanoGPT's causal self-attention block around it (mha_ms: qkv
 projection, split heads, sdpa, merge heads, output projection), medians, with peak RSS.
 
+Decoding (--decode): sampling with a KV cache, as `attograd bench sample` does: from the prompt
+"0" in every row of a batch (1 and 8), --decode-tokens new tokens at temperature 1, the window
+restarted from its last block/2 tokens when it is full (TransformerLM::generate's rule). The
+twin has no cache, so decode_step() below adds one: per layer a preallocated (B, H, block, hd)
+key and value tensor, written in place, and F.scaled_dot_product_attention over the filled part;
+the same math as the twin's forward (checked against it before timing). Eager, under
+torch.inference_mode(), at torch threads 1 and 2; the median of 3 runs: tokens_per_s over all
+rows, ms_per_step.
+
 OPENBLAS_CORETYPE: by default workers inherit it from the environment; --openblas-coretype
 VALUE sets it, --openblas-coretype none removes it. Each line records the value in effect and
 torch's BLAS (torch_blas): Debian's torch 1.13 calls OpenBLAS, where OPENBLAS_CORETYPE=SkylakeX
@@ -209,6 +218,99 @@ def attention_worker(a: argparse.Namespace) -> dict:
             "mha_ms": round(mha_ms, 3), "mha_steps": mha_steps, "sdpa_peak_rss_mb": round(sdpa_rss, 1),
             "peak_rss_mb": round(_maxrss_mb(), 1), "base_rss_mb": round(base_rss, 1),
             "loadavg_before": round(load_before, 2), "loadavg_after": round(os.getloadavg()[0], 2)}
+def decode_step(model, idx, pos0: int, cache):
+    """Logits (B, V) of the last of the new positions idx (B, T), which start at pos0, with the
+    keys and values of positions < pos0 in cache (a list of per-layer (K, V), each
+    (B, H, block, hd)); writes the new ones there. A prefill (T > 1) starts at position 0."""
+    import torch
+    import torch.nn.functional as F
+    B, T = idx.shape
+    E, H = model.cfg.n_embd, model.cfg.n_head
+    hd = E // H
+    x = model.tok_emb(idx) + model.pos_emb(torch.arange(pos0, pos0 + T))  # (B, T, E)
+    for blk, (K, V) in zip(model.blocks, cache):
+        a = blk.attn
+        qkv = F.linear(blk.ln1(x), a.in_proj_weight, a.in_proj_bias)  # (B, T, 3E)
+        q, k, v = qkv.view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)       # each (B, H, T, hd)
+        K[:, :, pos0:pos0 + T] = k
+        V[:, :, pos0:pos0 + T] = v
+        assert T == 1 or pos0 == 0, "a prefill starts the window"
+        ctx = F.scaled_dot_product_attention(q, K[:, :, :pos0 + T], V[:, :, :pos0 + T], is_causal=T > 1)
+        x = x + a.out_proj(ctx.transpose(1, 2).reshape(B, T, E))
+        x = x + blk.mlp(blk.ln2(x))
+    return F.linear(model.ln_f(x[:, -1]), model.tok_emb.weight)  # (B, V), tied head
+
+
+def generate_cached(model, prompts, n_new: int, gen):
+    """attograd's TransformerLM::generate_batch at temperature 1: (B, len) prompts -> (B, len + n_new)."""
+    import torch
+    c = model.cfg
+    B = prompts.shape[0]
+    hd = c.n_embd // c.n_head
+    cache = [(torch.empty(B, c.n_head, c.block_size, hd), torch.empty(B, c.n_head, c.block_size, hd))
+             for _ in range(c.n_layer)]
+    seq = prompts
+    keep = max(1, c.block_size // 2)
+    start = max(0, seq.shape[1] - c.block_size)
+    cached = 0
+    for _ in range(n_new):
+        end = seq.shape[1]
+        if end - start > c.block_size:  # window full: restart from the last `keep` tokens
+            start, cached = end - keep, 0
+        logits = decode_step(model, seq[:, start + cached:end], cached, cache)
+        cached = end - start
+        nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen)  # (B, 1)
+        seq = torch.cat([seq, nxt], dim=1)
+    return seq
+
+
+def decode_worker(a: argparse.Namespace) -> list:
+    import torch
+
+    torch.set_num_threads(a.torch_threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    sys.path.insert(0, TWIN_DIR)
+    import twin
+
+    c = CONFIGS[a.config]
+    torch.manual_seed(1337)
+    cfg = twin.GPTConfig(vocab_size=VOCAB, n_layer=c["n_layer"], n_head=c["n_head"], n_embd=c["n_embd"],
+                         block_size=c["block_size"], dropout=0.0)
+    model = twin.TransformerLM(cfg).eval()
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    with torch.inference_mode():
+        # The cache is the same math as the twin's forward: logits at every position of a prefix.
+        B, L = 2, min(12, cfg.block_size)
+        idx = torch.randint(0, VOCAB, (B, L), generator=gen)
+        hd = cfg.n_embd // cfg.n_head
+        cache = [(torch.empty(B, cfg.n_head, cfg.block_size, hd), torch.empty(B, cfg.n_head, cfg.block_size, hd))
+                 for _ in range(cfg.n_layer)]
+        full = model(idx)
+        got = [decode_step(model, idx[:, :4], 0, cache)] + [decode_step(model, idx[:, t:t + 1], t, cache)
+                                                            for t in range(4, L)]
+        err = max((g - full[:, t]).abs().max().item() for g, t in zip(got, range(3, L)))
+        if err > 1e-4:
+            raise SystemExit(f"decode_step differs from the twin's forward by {err}")
+        for batch in (int(b) for b in a.decode_batches.split(",")):
+            prompts = torch.zeros(batch, 1, dtype=torch.int64)
+            generate_cached(model, prompts, 8, gen)  # warm-up
+            secs = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                generate_cached(model, prompts, a.decode_tokens, gen)
+                secs.append(time.perf_counter() - t0)
+            sec = statistics.median(secs)
+            out.append({"impl": "pytorch", "bench": "sample", "torch": torch.__version__, "mode": "eager",
+                        "config": a.config, "batch": batch, "tokens": a.decode_tokens, "torch_threads": a.torch_threads,
+                        "openblas_threads": int(os.environ.get("OPENBLAS_NUM_THREADS", "0")),
+                        "ms_per_step": round(1e3 * sec / a.decode_tokens, 3),
+                        "tokens_per_s": round(batch * a.decode_tokens / sec, 1), "cache_check_max_abs": err,
+                        "loadavg": round(os.getloadavg()[0], 2)})
+    return out
 
 
 def torch_version(python: str) -> str:
@@ -237,6 +339,10 @@ def main() -> int:
     ap.add_argument("--attention", action="store_true",
                     help="causal attention forward + backward (F.scaled_dot_product_attention) instead of the models")
     ap.add_argument("--lens", default="64,128,256,512,1024,2048", help="--attention: sequence lengths")
+    ap.add_argument("--decode", action="store_true",
+                    help="measure KV-cache decoding instead of training (eager, torch threads 1 and 2)")
+    ap.add_argument("--decode-tokens", type=int, default=500, help="decode: new tokens per run")
+    ap.add_argument("--decode-batches", default="1,8", help="decode: comma-separated batch sizes")
     # worker-only
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--len", type=int, help=argparse.SUPPRESS)
@@ -248,10 +354,20 @@ def main() -> int:
         a.steps, a.warmup = 2, 1
 
     if a.worker:
-        print(json.dumps(attention_worker(a) if a.attention else worker(a)), flush=True)
+        if a.attention:
+            print(json.dumps(attention_worker(a)), flush=True)
+        else:
+            for rec in decode_worker(a) if a.decode else [worker(a)]:
+                print(json.dumps(rec), flush=True)
         return 0
     if a.attention:
         return attention_main(a)
+    if a.decode:
+        a.modes = "eager"
+        if a.threads == THREAD_SETTINGS:
+            a.threads = "1x1,2x1"
+        if a.quick:
+            a.decode_tokens = 50
 
     configs = [c.strip() for c in a.configs.split(",") if c.strip()]
     for c in configs:
@@ -281,20 +397,23 @@ def main() -> int:
                 cmd = [a.python, os.path.abspath(__file__), "--worker", "--config", config, "--mode", mode,
                        "--torch-threads", str(t), "--steps", str(a.steps), "--seconds", str(a.seconds),
                        "--warmup", str(a.warmup)]
+                if a.decode:
+                    cmd += ["--decode", "--decode-tokens", str(a.decode_tokens), "--decode-batches", a.decode_batches]
                 wenv = dict(env, OPENBLAS_NUM_THREADS=str(b))
                 r = subprocess.run(cmd, env=wenv, capture_output=True, text=True)
-                lines = r.stdout.strip().splitlines()
+                lines = [ln for ln in r.stdout.strip().splitlines() if ln.startswith("{")]
                 if r.returncode != 0 or not lines:
                     failures += 1
-                    line = json.dumps({"impl": "pytorch", "torch": version, "mode": mode, "config": config,
-                                       "torch_threads": t, "openblas_threads": b,
-                                       "error": (r.stderr.strip().splitlines() or ["no output"])[-1]})
-                else:
-                    line = lines[-1]
-                print(line, flush=True)
-                if out_file:
-                    out_file.write(line + "\n")
-                    out_file.flush()
+                    lines = [json.dumps({"impl": "pytorch", "torch": version, "mode": mode, "config": config,
+                                         "torch_threads": t, "openblas_threads": b,
+                                         "error": (r.stderr.strip().splitlines() or ["no output"])[-1]})]
+                elif not a.decode:
+                    lines = lines[-1:]
+                for line in lines:
+                    print(line, flush=True)
+                    if out_file:
+                        out_file.write(line + "\n")
+                        out_file.flush()
     return 1 if failures else 0
 
 

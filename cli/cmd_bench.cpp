@@ -7,13 +7,16 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "bench/gemm_floor.h"
+#include "cli/bench_sample.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "models/registry.h"
@@ -167,6 +170,7 @@ int bench_command(int argc, char** argv) {
     ("threads", "attograd threads (0: one per core); OpenBLAS runs inside them single-threaded", cxxopts::value<int>()->default_value("0"))
     ("len", "attention: sequence length T", cxxopts::value<int64_t>()->default_value("256"))
     ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
+    ("batch", "sample: batch sizes, comma-separated (one line each)", cxxopts::value<std::string>()->default_value("1,8"))
     ("grad-accum", "train: micro-batches per step (batch/(ranks*K) rows each); under mpirun -np N the batch is split over ranks and the allreduce is timed", cxxopts::value<int64_t>()->default_value("1"))
     ("json", "one JSON object per line")
     ("h,help", "show this help");
@@ -236,18 +240,22 @@ int bench_command(int argc, char** argv) {
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
                 {"peak_rss_mb", peak_rss_mb()}});
   } else if (what == "sample") {
+    std::vector<int64_t> batches;
+    std::stringstream list(r["batch"].as<std::string>());
+    for (std::string item; std::getline(list, item, ',');) {
+      const int64_t b = std::atoll(item.c_str());
+      if (b < 1 || std::to_string(b) != item) throw UsageError("--batch takes positive batch sizes like 1,8, got '" + item + "'");
+      batches.push_back(b);
+    }
+    if (batches.empty() || r["tokens"].as<int64_t>() < 1) throw UsageError("--batch and --tokens must be given positive values");
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
-    models::LanguageModel& model = *model_ptr;
-    model.eval();
-    const int64_t n = r["tokens"].as<int64_t>();
-    models::SampleOptions so{n, 1.0, 0, true};
-    (void)model.generate({0}, {8, 1.0, 0, true}, gen);  // warm-up
-    const auto t0 = Clock::now();
-    (void)model.generate({0}, so, gen);
-    const double sec = since(t0);
-    out.update({{"config", bc.name}, {"tokens", n}, {"tokens_per_s", static_cast<double>(n) / sec},
-                {"peak_rss_mb", peak_rss_mb()}});
+    for (const auto& line : bench_sample(bc.model, batches, r["tokens"].as<int64_t>(), 3)) {
+      nlohmann::json j = out;
+      j["config"] = bc.name;
+      j.update(line);
+      emit(j, json);
+    }
+    return 0;
   } else if (what == "attention") {
     const int64_t T = r["len"].as<int64_t>(), E = 128, H = 4, B = 4;
     if (T < 1) throw UsageError("--len must be positive");

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "models/decode.h"
 #include "nn/init.h"
 
 namespace ag::models {
@@ -145,38 +148,63 @@ double TransformerLM::forward_flops(int64_t batch) const {
 
 std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,
                                              Generator& gen) const {
-  check_prompt(prompt, cfg_.vocab_size);
+  return generate_batch({prompt}, opt, gen)[0];
+}
+
+std::vector<std::vector<int64_t>> TransformerLM::generate_batch(const std::vector<std::vector<int64_t>>& prompts,
+                                                                const SampleOptions& opt, Generator& gen) const {
+  if (prompts.empty()) throw std::invalid_argument("generate: needs at least one prompt");
+  for (const auto& p : prompts) {
+    check_prompt(p, cfg_.vocab_size);
+    if (p.size() != prompts[0].size())
+      throw std::invalid_argument("generate: the prompts of a batch must have one length, got " +
+                                  std::to_string(p.size()) + " and " + std::to_string(prompts[0].size()));
+  }
   NoGradGuard no_grad;
+  const int64_t B = static_cast<int64_t>(prompts.size()), V = cfg_.vocab_size;
   const int64_t block = cfg_.block_size, keep = std::max<int64_t>(1, block / 2);
-  std::vector<int64_t> seq = prompt;
-  // The window is seq[start, end); it is what the model conditions on.
-  int64_t start = std::max<int64_t>(0, static_cast<int64_t>(seq.size()) - block);
+  std::vector<std::vector<int64_t>> seqs = prompts;
+  // The window is seq[start, end) of every row; it is what the model conditions on.
+  int64_t start = std::max<int64_t>(0, static_cast<int64_t>(prompts[0].size()) - block);
+  // float32: the inference path, which knows no dropout; else (and to sample with dropout in
+  // training mode) the autograd ops.
+  std::optional<Decoder> decoder;
+  if (opt.use_cache && opt.max_new_tokens > 0 && Decoder::supports(*this) && !(is_training() && cfg_.dropout > 0))
+    decoder.emplace(*this, B);
   std::vector<nn::KVCache> caches(blocks->size());
   int64_t cached = 0;  // tokens of the window already in the caches
-  auto ids_of = [&](int64_t from, int64_t to) {
-    std::vector<int64_t> v(seq.begin() + from, seq.begin() + to);
-    return Tensor::from_vector(v, {1, to - from});
-  };
+  std::vector<int64_t> ids;
+  std::vector<double> last(static_cast<size_t>(V));
   for (int64_t n = 0; n < opt.max_new_tokens; ++n) {
-    const int64_t end = static_cast<int64_t>(seq.size());
+    const int64_t end = static_cast<int64_t>(seqs[0].size());
     if (end - start > block) {  // window full: restart it from the last `keep` tokens
       start = end - keep;
       cached = 0;
       for (auto& c : caches) c.reset();
+      if (decoder) decoder->reset();
     }
-    Tensor logits;  // (1, T, V)
-    if (opt.use_cache) {
-      logits = forward_cached(ids_of(start + cached, end), cached, caches);
-      cached = end - start;
+    const int64_t from = start + (opt.use_cache ? cached : 0), T = end - from;
+    ids.clear();
+    for (const auto& s : seqs) ids.insert(ids.end(), s.begin() + from, s.end());  // (B, T)
+    const float* logits_f = nullptr;  // (B, V) from the decoder
+    std::vector<double> logits_d;     // (B, V) from the ops
+    if (decoder) {
+      logits_f = decoder->forward(ids.data(), T);
     } else {
-      logits = forward(ids_of(start, end));
+      const Tensor idx = Tensor::from_vector(ids, {B, T});
+      const Tensor logits = opt.use_cache ? forward_cached(idx, cached, caches) : forward(idx);  // (B, T, V)
+      logits_d = narrow(logits, 1, T - 1, 1).to_double_vector();
     }
-    const int64_t T = logits.size(1);
-    const auto last = narrow(narrow(logits, 1, T - 1, 1), 0, 0, 1).to_double_vector();
-    seq.push_back(sample_token(last, opt.temperature, opt.top_k, gen));
-    if (opt.on_token && !opt.on_token(seq.back())) break;
+    if (opt.use_cache) cached = end - start;
+    bool go = true;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t v = 0; v < V; ++v) last[v] = decoder ? logits_f[b * V + v] : logits_d[b * V + v];
+      seqs[b].push_back(sample_token(last, opt.temperature, opt.top_k, gen));
+      if (opt.on_token && !opt.on_token(seqs[b].back())) go = false;
+    }
+    if (!go) break;
   }
-  return seq;
+  return seqs;
 }
 
 }  // namespace ag::models

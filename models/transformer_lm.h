@@ -63,6 +63,12 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   // last block_size/2 tokens, with or without the KV cache, so both paths see the same context.
   std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,
                                 Generator& gen) const override;
+  // generate() for several prompts of one length, decoded in lockstep, so that each step reads
+  // the weights once for all of them (float32: models/decode.h). Each step samples row 0, 1, ...
+  // in order from `gen`; on_token sees each row's new token in that order, and returning false
+  // stops after the step.
+  std::vector<std::vector<int64_t>> generate_batch(const std::vector<std::vector<int64_t>>& prompts,
+                                                   const SampleOptions& opt, Generator& gen) const;
 
   const GPTConfig& config() const { return cfg_; }
 
@@ -78,7 +84,8 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   std::shared_ptr<nn::LayerNorm> ln_f;
 
  private:
-  // Logits (B, T, V) for ids whose first position is `pos0`, through the caches.
+  // Logits (B, T, V) for ids whose first position is `pos0`, through the caches (the autograd
+  // ops under no-grad: the path for float64 models; float32 ones decode with models/decode.h).
   Tensor forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const;
   Tensor embed(const Tensor& idx, int64_t pos0) const;  // (B, T, E)
   Tensor head(const Tensor& x) const;                   // ln_f then the tied projection

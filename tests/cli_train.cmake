@@ -148,6 +148,8 @@ attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
                   COMMAND ${AG} bench attention --len 32 --max-steps 2 --seconds 0.01 --json)
 attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
                   COMMAND ${AG} bench sample --tokens 5 --json)
+attograd_cli_test(cli.bench.sample_bad_batch EXIT 2 STDERR "--batch takes positive batch sizes like 1,8, got '0'"
+                  COMMAND ${AG} bench sample --batch 1,0)
 attograd_cli_test(cli.bench.unknown EXIT 2 STDERR "unknown benchmark 'nope'" COMMAND ${AG} bench nope)
 
 # ---- --init-from DIR: a new run from a checkpoint's weights (fine-tuning) -------------------

@@ -1,0 +1,99 @@
+// Decoder: the GPT's KV-cache inference path for sampling, outside autograd.
+//
+// Decoding one token per sequence reads every weight once per step, so a step costs the time
+// to stream ~4·n_params bytes from memory: the decoder is built so that nothing else shows.
+// It makes no graph nodes and no tensors per token; its buffers are allocated once and reused;
+// the weights are copied once per decoder into the order a step reads them, and every projection
+// is a BLAS call per block of output features on each thread's share of the blocks, with bias,
+// GELU and residual applied to the share while it is hot;
+// attention over the cache is a direct kernel (q·Kᵀ over contiguous cached keys, softmax, ·V).
+// All rows of a batch advance together, at the same position: the weights are read once per
+// step for the whole batch.
+//
+// The same math as TransformerLM::forward (tests/test_decode.cpp holds them equal):
+//   x = tok_emb[id] + pos_emb[pos]                                       (R, E), R = B·T rows
+//   per block: x += out_proj(attend(split(in_proj(ln1(x))), cache))      causal over the cache
+//              x += proj(gelu(fc(ln2(x))))
+//   logits = ln_f(x_last) · tok_embᵀ                                     (B, V), last new position
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ag::models {
+
+class TransformerLM;
+
+namespace decode {
+
+// One query row over S cached positions (rows of K and V, each hd wide):
+//   p = softmax(scale · K·q) (S),  out = Vᵀ·p (hd);  `scores` is scratch of S floats.
+void attend_row(const float* q, const float* K, const float* V, int64_t S, int64_t hd, float scale, float* scores,
+                float* out);
+// The same, in double with plain loops: the reference attend_row is tested against.
+void attend_row_reference(const float* q, const float* K, const float* V, int64_t S, int64_t hd, float scale,
+                          float* out);
+
+// Output features are split across threads in blocks of this many: chunk boundaries depend only
+// on the sizes and the thread count, so results are reproducible for a thread count.
+constexpr int64_t kBlock = 32;
+
+// A projection's weight W (N, K) and bias b (N, or null), and a copy of W laid out for decoding:
+// blocks of kBlock output features, block i the (K, width) row-major matrix of features
+// [i·kBlock, i·kBlock + width), so that a few rows read the weight as one contiguous stream.
+struct Weight {
+  Weight(const float* W, const float* b, int64_t N, int64_t K);
+  const float *W, *b;
+  int64_t N, K;
+  std::vector<float> blocked;  // N·K floats
+};
+
+// y(R, N) = x(R, K)·Wᵀ + b, then GELU if `gelu`, then added to y's old contents if `accumulate`
+// (the residual; not with GELU). The output features are split across attograd's threads in
+// kBlock blocks; each thread makes ordinary single-threaded BLAS calls. y must not alias x.
+void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, bool accumulate);
+
+}  // namespace decode
+
+class Decoder {
+ public:
+  // For a float32 model (supports() says whether it is one); `batch` sequences decoded in
+  // lockstep. Keeps pointers to the model's weights: the model must outlive the decoder and
+  // its parameters must not be reassigned meanwhile.
+  Decoder(const TransformerLM& model, int64_t batch);
+  static bool supports(const TransformerLM& model);
+
+  // Feeds tokens (batch, T) row-major at positions len() .. len()+T-1 of every sequence and
+  // appends their keys and values to the caches. Returns the logits (batch, V) of each row's
+  // last new position, valid until the next call. Throws std::invalid_argument for an id
+  // outside the vocabulary or when len() + T exceeds block_size.
+  const float* forward(const int64_t* tokens, int64_t T);
+  void reset() { len_ = 0; }  // forget the cached positions
+  int64_t len() const { return len_; }
+  int64_t batch() const { return B_; }
+
+  // Bytes of weights a one-token step reads: every parameter but the pos_emb rows not used.
+  double weight_bytes_per_step() const;
+
+ private:
+  struct Layer {
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    float eps1, eps2;
+    decode::Weight in_proj, out_proj, fc, proj;
+    std::vector<float> k, v;  // (B, H, block, hd): the cache, one contiguous run of keys per head
+  };
+  void ensure_rows(int64_t R);                         // grows the per-row buffers to R rows
+  void attention(Layer& L, int64_t T);                 // qkv_ -> cache, ctx_
+  void layer_norm(const float* x, const float* w, const float* b, float eps, float* y, int64_t R);
+
+  int64_t B_, E_, H_, hd_, V_, block_, len_ = 0, n_params_ = 0;
+  const float *tok_emb_, *pos_emb_, *lnf_w_, *lnf_b_;
+  float lnf_eps_;
+  std::unique_ptr<decode::Weight> head_;  // tok_emb as the tied head
+  std::vector<Layer> layers_;
+  // Per-row buffers, sized for the most rows fed so far (R = B·T).
+  std::vector<float> x_, h_, qkv_, ctx_, ff_, mean_, rstd_;
+  std::vector<float> last_, logits_, scores_;  // (B, E), (B, V), (B·H, block)
+};
+
+}  // namespace ag::models
