@@ -120,6 +120,10 @@ std::vector<OpCase> op_cases() {
       {"linear", "with bias", Args{{"x", {2, 3, 4}}, {"W", {5, 4}}, {"b", {5}}}, Domain::Any,
        [](V x) { return linear(x[0], x[1], x[2]); }},
       {"linear", "no bias", Args{{"x", {3, 4}}, {"W", {2, 4}}}, Domain::Any, [](V x) { return linear(x[0], x[1]); }},
+      {"gelu_mlp", "with biases", Args{{"x", {2, 3, 4}}, {"W1", {5, 4}}, {"b1", {5}}, {"W2", {3, 5}}, {"b2", {3}}},
+       Domain::Any, [](V x) { return gelu_mlp(x[0], mul(x[1], 2.0), x[2], x[3], x[4]); }},
+      {"gelu_mlp", "no biases", Args{{"x", {3, 4}}, {"W1", {6, 4}}, {"W2", {2, 6}}}, Domain::Any,
+       [](V x) { return gelu_mlp(x[0], x[1], Tensor(), x[2], Tensor()); }},
       // ---- shapes and views ----------------------------------------------------------------------
       {"reshape", "", Args{{"a", {2, 3, 4}}}, Domain::Any,
        [](V x) {

@@ -94,6 +94,10 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
 Tensor matmul(const Tensor& a, const Tensor& b);
 // y = x·Wᵀ + b for x (..., in), W (out, in), b (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// y = gelu(x·W1ᵀ + b1)·W2ᵀ + b2 (exact GELU; biases may be undefined): the transformer's MLP
+// as one node, equal to that composition; it saves x and the pre-activation only, and
+// recomputes the GELU in the backward (autograd/ops/fused_mlp.cpp).
+Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2);
 
 // ---- shapes and views (autograd/ops/shape.cpp) -------------------------------------------------
 Tensor reshape(const Tensor& a, const Shape& shape);  // one dim may be -1; a view when contiguous

@@ -23,8 +23,11 @@ namespace {
 // workers: a nested call from one would otherwise wait for the job it is part of.
 thread_local bool t_inside = false;
 
-// Workers wait for a new job (a generation number), run their chunk, and report done. They
-// spin briefly before sleeping, because jobs come in quick bursts during a training step.
+// Workers wait for a new job (a generation number), then claim its chunks one at a time from
+// a shared counter, as the caller does. The chunk boundaries depend only on n and the thread
+// count, so results do not depend on who runs which chunk; but when a worker is slow to wake
+// (its vCPU stolen, or asleep), the caller runs that worker's chunk itself instead of waiting.
+// Workers spin briefly before sleeping, because jobs come in quick bursts during a step.
 class Pool {
  public:
   // Starts threads - 1 workers, or as many as the system allows: a process or memory limit
@@ -32,7 +35,7 @@ class Pool {
   explicit Pool(int threads) {
     workers_.reserve(static_cast<size_t>(threads));
     try {
-      for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { loop(i); });
+      for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { loop(); });
     } catch (const std::system_error& e) {
       std::fprintf(stderr, "attograd: could start only %d of %d threads (%s); running on %d\n", size(), threads,
                    e.what(), size());
@@ -42,32 +45,35 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Splits [0, n) into size() contiguous chunks; chunk 0 runs on the caller. One job at a
-  // time: callers on other threads wait their turn.
+  // Splits [0, n) into size() contiguous chunks, run by whichever thread claims each first
+  // (the caller included). One job at a time: callers on other threads wait their turn.
   void run(int64_t n, detail::ChunkFn fn, void* ctx) {
     std::lock_guard<std::mutex> one_job(run_mu_);
     const int parts = size();
+    const uint32_t job = static_cast<uint32_t>(generation_.load(std::memory_order_relaxed) + 1);
+    // The job's fields are stable from here until every chunk is done: a worker reads them
+    // only after claiming a chunk of this job, and the next job waits for done_ == parts.
+    fn_ = fn;
+    ctx_ = ctx;
+    n_ = n;
+    done_.store(0, std::memory_order_relaxed);
+    claim_.store(uint64_t(job) << 32, std::memory_order_release);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      fn_ = fn;
-      ctx_ = ctx;
-      n_ = n;
-      parts_ = parts;
-      pending_.store(parts - 1, std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
     }
-    cv_.notify_all();
-    chunk(0);
-    // Wait for the workers even when our chunk threw: theirs may use the caller's stack (ctx).
-    // Their chunks are about as long as ours, so spinning is cheap.
-    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+    work(job);
+    // Wait for chunks still running on workers even when one of ours threw: theirs may use
+    // the caller's stack (ctx). Every chunk is claimed by now, so this wait is short.
+    while (done_.load(std::memory_order_acquire) != parts) std::this_thread::yield();
     if (error_) {
       std::exception_ptr e = nullptr;
       std::swap(e, error_);  // the next job starts clean
@@ -76,8 +82,22 @@ class Pool {
   }
 
  private:
+  // Claims and runs chunks of `job` until none is left (or the job is over).
+  void work(uint32_t job) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<uint32_t>(c >> 32) != job) return;  // a later job: ours is finished
+      const int part = static_cast<int>(c & 0xffffffffu);
+      if (part >= size()) return;
+      if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      chunk(part);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      c = claim_.load(std::memory_order_acquire);
+    }
+  }
+
   void chunk(int part) {
-    const int64_t b = n_ * part / parts_, e = n_ * (part + 1) / parts_;
+    const int64_t b = n_ * part / size(), e = n_ * (part + 1) / size();
     if (b >= e) return;
     try {
       fn_(ctx_, b, e);
@@ -87,7 +107,7 @@ class Pool {
     }
   }
 
-  void loop(int part) {
+  void loop() {
     t_inside = true;
     uint64_t seen = 0;
     for (;;) {
@@ -99,26 +119,28 @@ class Pool {
       }
       if (generation_.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(mu_);
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
         cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
       }
       seen = generation_.load(std::memory_order_acquire);
       if (stop_) return;
-      chunk(part);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      work(static_cast<uint32_t>(seen));
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex run_mu_, mu_, error_mu_;
   std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};  // the current job's number (its low 32 bits tag claim_)
+  std::atomic<uint64_t> claim_{0};       // (job << 32) | next unclaimed chunk
+  std::atomic<int> done_{0};             // chunks of the current job finished
+  std::atomic<int> sleepers_{0};         // workers waiting on cv_
   bool stop_ = false;
   std::exception_ptr error_;  // the first exception of the current job
   detail::ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
-  int parts_ = 1;
 };
 
 int default_threads() {

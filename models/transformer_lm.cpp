@@ -36,7 +36,12 @@ MLP::MLP(int64_t E, double p, DType dtype, Generator& gen) {
   drop = register_module("drop", std::make_shared<nn::Dropout>(p, gen));
 }
 
-Tensor MLP::forward(const Tensor& x) const { return drop->forward(proj->forward(gelu(fc->forward(x)))); }
+// proj(gelu(fc(x))) as one fused node (autograd/ops/fused_mlp.cpp): both GEMMs with the bias
+// and GELU between them per block of rows, and the hidden activation recomputed in the backward
+// instead of being kept.
+Tensor MLP::forward(const Tensor& x) const {
+  return drop->forward(gelu_mlp(x, fc->weight, fc->bias, proj->weight, proj->bias));
+}
 
 // ---- Block ----------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -212,6 +213,31 @@ TEST(HardenThreads, SameThreadCountSameChunksAndResults) {
   parallel::set_num_threads(saved);
 }
 
+// Chunks are claimed dynamically (the caller takes a chunk whose worker is late): over many
+// short jobs in a row every chunk still runs exactly once, with the same boundaries.
+TEST(HardenThreads, ManyShortJobsRunEachChunkExactlyOnce) {
+  const int saved = parallel::num_threads();
+  for (int n : {2, 3}) {
+    parallel::set_num_threads(n);
+    for (int job = 0; job < 20000; ++job) {
+      const int64_t len = 2 + job % 7;
+      std::array<std::atomic<int>, 9> hits{};
+      std::mutex mu;
+      std::set<std::pair<int64_t, int64_t>> ranges, expected;
+      parallel::parallel_for(len, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+        std::lock_guard<std::mutex> lock(mu);
+        ranges.insert({b, e});
+      });
+      for (int p = 0; p < n; ++p)
+        if (len * p / n < len * (p + 1) / n) expected.insert({len * p / n, len * (p + 1) / n});
+      ASSERT_EQ(ranges, expected) << "job " << job;
+      for (int64_t i = 0; i < len; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << job;
+    }
+  }
+  parallel::set_num_threads(saved);
+}
+
 TEST(HardenThreads, NestedCallsRunInlineAndCoverEverything) {
   const int saved = parallel::num_threads();
   parallel::set_num_threads(3);
@@ -229,7 +255,7 @@ TEST(HardenThreads, NestedCallsRunInlineAndCoverEverything) {
 TEST(HardenThreads, AThrowingBodyIsRethrownAndThePoolStaysUsable) {
   const int saved = parallel::num_threads();
   parallel::set_num_threads(4);
-  for (int thrower : {0, 3}) {  // the caller's chunk, and a worker's
+  for (int thrower : {0, 3}) {  // the first chunk and the last (any thread may run either)
     std::atomic<int> finished{0};
     try {
       parallel::parallel_for(4, 1, [&](int64_t b, int64_t) {
@@ -242,11 +268,16 @@ TEST(HardenThreads, AThrowingBodyIsRethrownAndThePoolStaysUsable) {
       EXPECT_EQ(std::string(e.what()), "chunk " + std::to_string(thrower));
     }
     EXPECT_EQ(finished.load(), 3);  // the other chunks finished before the rethrow
-    // Not stuck "inside": the next call runs on all four threads again.
+    // Not stuck "inside": the next call runs on all four threads again. Each chunk waits
+    // until all four have started, so they must be on four threads at once (a thread claims
+    // another chunk only after finishing one); inline, the first would time out alone.
     std::mutex mu;
     std::set<std::thread::id> ids;
+    std::atomic<int> started{0};
     parallel::parallel_for(4, 1, [&](int64_t, int64_t) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++started;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (started.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
       std::lock_guard<std::mutex> lock(mu);
       ids.insert(std::this_thread::get_id());
     });

@@ -38,6 +38,14 @@ AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __res
   }
 }
 
+AG_MULTIVERSION void gelu_backward_inplace(const float* __restrict x, float* __restrict g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float cdf = 0.5f * erfc_f32(-x[i] * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x[i] * x[i]);
+    g[i] = g[i] * (cdf + x[i] * pdf);
+  }
+}
+
 AG_MULTIVERSION void softmax_row(const float* x, float* y, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;

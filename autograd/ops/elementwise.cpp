@@ -9,6 +9,7 @@
 #include "autograd/kernels/vec.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/ops/gelu_math.h"
 #include "autograd/parallel.h"
 
 namespace ag {
@@ -212,32 +213,14 @@ Tensor relu(const Tensor& a) {
   return out;
 }
 
-// GELU. Exact: x·Φ(x), Φ(x) = ½·erfc(−x/√2). Approximate: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
-// float32 uses the vectorisable erfc/exp of kernels/fast_math.h; float64 uses libm.
+// GELU: the scalar formulas and gelu'(x) as ops are in gelu_math.h (the fused MLP uses them too).
 namespace {
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kGeluC = 0.044715;
-
-inline float normal_cdf(float x) { return 0.5f * kernels::erfc_f32(-x * static_cast<float>(kInvSqrt2)); }
-inline double normal_cdf(double x) { return 0.5 * std::erfc(-x * kInvSqrt2); }
-
-template <class T> T gelu_fwd(T x, bool approx) {
-  if (approx) return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x)));
-  return x * normal_cdf(x);
-}
-// d/dx of gelu_fwd.
-template <class T> T gelu_grad(T x, bool approx) {
-  if (approx) {
-    const T u = T(kSqrt2OverPi) * (x + T(kGeluC) * x * x * x);
-    const T t = std::tanh(u);
-    const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluC) * x * x);
-    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
-  }
-  const T pdf = T(kInvSqrt2Pi) * kernels::exp_fast(T(-0.5) * x * x);  // φ(x)
-  return normal_cdf(x) + x * pdf;                                     // Φ(x) + x·φ(x)
-}
+using detail::gelu_fwd;
+using detail::gelu_grad;
+using detail::kGeluC;
+using detail::kInvSqrt2Pi;
+using detail::kSqrt2OverPi;
+using detail::normal_cdf;
 
 // φ(x) = exp(−x²/2)/√(2π), with ops.
 Tensor normal_pdf_op(const Tensor& x) { return mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi); }
@@ -251,9 +234,9 @@ Tensor normal_cdf_op(const Tensor& x) {
     record(out, "normal_cdf", {x}, [sx = SavedTensor::save(x)](const Tensor& g) { return Grads{mul(g, normal_pdf_op(sx.unpack()))}; });
   return out;
 }
+}  // namespace
 
-// gelu'(x) with differentiable ops (the create_graph form of gelu_grad).
-Tensor gelu_derivative_op(const Tensor& x, bool approx) {
+Tensor detail::gelu_derivative_op(const Tensor& x, bool approx) {
   if (approx) {
     // u = √(2/π)(x + c·x³), t = tanh(u):  gelu' = ½(1 + t) + ½·x·(1 − t²)·√(2/π)(1 + 3c·x²)
     const Tensor x2 = mul(x, x);
@@ -263,7 +246,7 @@ Tensor gelu_derivative_op(const Tensor& x, bool approx) {
   }
   return add(normal_cdf_op(x), mul(x, normal_pdf_op(x)));  // Φ(x) + x·φ(x)
 }
-}  // namespace
+using detail::gelu_derivative_op;
 
 Tensor gelu(const Tensor& a, bool approximate) {
   kernels::check_float(a, "gelu");

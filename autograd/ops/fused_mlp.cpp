@@ -1,0 +1,171 @@
+// The transformer's MLP as one node: y = gelu(x·W1ᵀ + b1)·W2ᵀ + b2.
+//
+// Why fused: each block of rows runs both GEMMs with the bias and GELU applied in between while
+// that block's hidden activations are still in cache (one pool hand-off instead of four passes),
+// and the backward forms dpre = dh ⊙ gelu'(pre) in place, summing db1 and db2 in the same pass.
+// Memory: only x (which the caller keeps anyway) and pre are saved. The hidden activation
+// h = gelu(pre), as big as pre, is recomputed in the backward instead of being kept from the
+// forward to the backward of every layer, as gelu(linear) followed by linear keeps it.
+// The plain composition, linear(gelu(linear(x, W1, b1)), W2, b2), is its reference
+// (tests/test_fused_mlp.cpp holds them equal); the recorded (create_graph) backward is that
+// composition's backward written with ops.
+#include "autograd/engine.h"
+#include "autograd/kernels/dispatch.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/vec.h"
+#include "autograd/ops.h"
+#include "autograd/ops/gelu_math.h"
+#include "autograd/parallel.h"
+
+namespace ag {
+
+namespace {
+
+// h = gelu(pre) over n values: the vector kernel for float, libm's formula for double.
+void gelu_into(const float* pre, float* h, int64_t n) { kernels::vec::gelu_forward(pre, h, n); }
+void gelu_into(const double* pre, double* h, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] = detail::gelu_fwd(pre[i], false);
+}
+// d ← d · gelu'(pre) over n values.
+void gelu_backward_into(const double* pre, double* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] *= detail::gelu_grad(pre[i], false);
+}
+void gelu_backward_into(const float* pre, float* d, int64_t n) { kernels::vec::gelu_backward_inplace(pre, d, n); }
+
+// Rows are split into this many parts (each one thread's block of both GEMMs): a function of
+// the sizes and the thread count only, so the partial bias sums add up the same way each run.
+int64_t row_parts(int64_t rows, int64_t work_per_row) {
+  const bool split = rows * work_per_row >= 2 * kernels::kParallelGemmWork;
+  return split ? std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1)) : 1;
+}
+
+void check_mlp_args(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  kernels::check_same_dtype(x, w1, "gelu_mlp");
+  kernels::check_same_dtype(x, w2, "gelu_mlp");
+  if (w1.dim() != 2 || w2.dim() != 2)
+    throw std::invalid_argument("gelu_mlp: weights must be 2-d (out, in), got " + describe(w1) + " and " + describe(w2));
+  if (x.dim() < 1 || x.size(-1) != w1.size(1))
+    throw std::invalid_argument("gelu_mlp: input " + describe(x) + " does not end in in_features=" +
+                                std::to_string(w1.size(1)) + " of W1 " + describe(w1));
+  if (w2.size(1) != w1.size(0))
+    throw std::invalid_argument("gelu_mlp: W2 " + describe(w2) + " must take the " + std::to_string(w1.size(0)) +
+                                " hidden features of W1 " + describe(w1));
+  for (auto [b, w] : {std::pair{&b1, &w1}, std::pair{&b2, &w2}}) {
+    if (!b->defined()) continue;
+    kernels::check_same_dtype(x, *b, "gelu_mlp");
+    if (b->dim() != 1 || b->size(0) != w->size(0))
+      throw std::invalid_argument("gelu_mlp: bias must be (" + std::to_string(w->size(0)) + "), got " + describe(*b));
+  }
+}
+
+}  // namespace
+
+Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  check_mlp_args(x, w1, b1, w2, b2);
+  const int64_t E = w1.size(1), H = w1.size(0), O = w2.size(0), rows = x.numel() / std::max<int64_t>(E, 1);
+  if (rows == 0 || E == 0 || H == 0 || O == 0)  // degenerate sizes: the composition handles them
+    return linear(gelu(linear(x, w1, b1)), w2, b2);
+  Shape out_shape = x.shape();
+  out_shape.back() = O;
+  const Tensor X = kernels::dense(x), W1 = kernels::dense(w1), W2 = kernels::dense(w2);
+  const Tensor B1 = b1.defined() ? kernels::dense(b1) : Tensor(), B2 = b2.defined() ? kernels::dense(b2) : Tensor();
+  Tensor pre = Tensor::empty({rows, H}, x.dtype());  // (rows, H), kept for the backward
+  Tensor y = Tensor::empty(out_shape, x.dtype());    // (rows, O)
+  Tensor hidden = Tensor::empty({rows, H}, x.dtype());  // gelu(pre), (rows, H): freed on return
+  const int64_t parts = row_parts(rows, H * E + O * H);
+  AG_DISPATCH_FLOAT(x.dtype(), "gelu_mlp", [&] {
+    const scalar_t *px = X.data<scalar_t>(), *pw1 = W1.data<scalar_t>(), *pw2 = W2.data<scalar_t>();
+    const scalar_t *pb1 = B1.defined() ? B1.data<scalar_t>() : nullptr, *pb2 = B2.defined() ? B2.data<scalar_t>() : nullptr;
+    scalar_t *pp = pre.data<scalar_t>(), *py = y.data<scalar_t>(), *ph = hidden.data<scalar_t>();
+    parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) {
+        const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
+        if (n == 0) continue;
+        scalar_t* h = ph + r0 * H;  // this block's gelu(pre), (n, H)
+        // pre = x·W1ᵀ + b1  (n, E)·(H, E)ᵀ -> (n, H); h = gelu(pre) row by row, in cache
+        kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, scalar_t(0), pp + r0 * H, H);
+        for (int64_t r = 0; r < n; ++r) {
+          scalar_t* pr = pp + (r0 + r) * H;
+          if (pb1)
+            for (int64_t j = 0; j < H; ++j) pr[j] += pb1[j];
+          gelu_into(pr, h + r * H, H);
+        }
+        // y = h·W2ᵀ + b2  (n, H)·(O, H)ᵀ -> (n, O)
+        kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, scalar_t(0), py + r0 * O, O);
+        if (pb2)
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t j = 0; j < O; ++j) py[r * O + j] += pb2[j];
+      }
+    });
+  });
+  if (should_record({&x, &w1, &b1, &w2, &b2})) {
+    const bool gx = x.requires_grad(), gw1 = w1.requires_grad(), gb1 = b1.defined() && b1.requires_grad(),
+               gw2 = w2.requires_grad(), gb2 = b2.defined() && b2.requires_grad();
+    record(y, "gelu_mlp", {x, w1, b1, w2, b2},
+           [sx = SavedTensor::save(x), sw1 = SavedTensor::save(w1), sb1 = SavedTensor::save(b1),
+            sw2 = SavedTensor::save(w2), pre, gx, gw1, gb1, gw2, gb2, rows, E, H, O,
+            x_shape = x.shape()](const Tensor& g) {
+             // y = h·W2ᵀ + b2, h = gelu(pre), pre = x·W1ᵀ + b1  =>
+             //   db2 = Σ_rows g,  dW2 = gᵀ·h,  dh = g·W2,  dpre = dh ⊙ gelu'(pre),
+             //   db1 = Σ_rows dpre,  dW1 = dpreᵀ·x,  dx = dpre·W1
+             if (GradMode::enabled()) {  // the same with ops, pre recomputed from the graph-connected inputs
+               const Tensor x2 = reshape(sx.unpack(), {rows, E}), W1 = sw1.unpack(), W2 = sw2.unpack();
+               const Tensor p = linear(x2, W1, sb1.unpack()), G = reshape(g, {rows, O});
+               const Tensor dpre = mul(matmul(G, W2), detail::gelu_derivative_op(p, false));  // (rows, H)
+               Tensor dx, dw1, db1, dw2, db2;
+               if (gx) dx = reshape(matmul(dpre, W1), x_shape);
+               if (gw1) dw1 = matmul(transpose(dpre, 0, 1), x2);
+               if (gb1) db1 = sum(dpre, {0});
+               if (gw2) dw2 = matmul(transpose(G, 0, 1), gelu(p));
+               if (gb2) db2 = sum(G, {0});
+               return Grads{dx, dw1, db1, dw2, db2};
+             }
+             const Tensor G = kernels::dense(g);                            // (rows, O)
+             const Tensor X = kernels::dense(sx.unpack().detach());          // (rows, E)
+             const Tensor W1 = kernels::dense(sw1.unpack().detach()), W2 = kernels::dense(sw2.unpack().detach());
+             Tensor h = Tensor::empty({rows, H}, G.dtype());     // gelu(pre) again, for dW2
+             Tensor dpre = Tensor::empty({rows, H}, G.dtype());  // (rows, H)
+             Tensor dx = gx ? Tensor::empty(x_shape, G.dtype()) : Tensor();
+             const int64_t parts = row_parts(rows, O * H + H * E);
+             Tensor partial = Tensor::zeros({parts, H + O}, G.dtype());  // per part: db1 | db2
+             AG_DISPATCH_FLOAT(G.dtype(), "gelu_mlp_backward", [&] {
+               const scalar_t *pg = G.data<scalar_t>(), *pp = pre.data<scalar_t>(), *pw1 = W1.data<scalar_t>(),
+                              *pw2 = W2.data<scalar_t>();
+               scalar_t *ph = h.data<scalar_t>(), *pd = dpre.data<scalar_t>(), *pacc = partial.data<scalar_t>();
+               parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+                 for (int64_t part = p0; part < p1; ++part) {
+                   const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
+                   if (n == 0) continue;
+                   gelu_into(pp + r0 * H, ph + r0 * H, n * H);  // h = gelu(pre)
+                   // dh = g·W2  (n, O)·(O, H) -> (n, H), then dpre = dh ⊙ gelu'(pre) in place
+                   kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, scalar_t(0), pd + r0 * H, H);
+                   scalar_t *db1 = pacc + part * (H + O), *db2 = db1 + H;
+                   for (int64_t r = r0; r < r1; ++r) {
+                     scalar_t* dr = pd + r * H;
+                     gelu_backward_into(pp + r * H, dr, H);
+                     for (int64_t j = 0; j < H; ++j) db1[j] += dr[j];
+                     for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
+                   }
+                   // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
+                   if (gx)
+                     kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, scalar_t(0),
+                                   dx.data<scalar_t>() + r0 * E, E);
+                 }
+               });
+             });
+             Tensor dw1, db1, dw2, db2;
+             if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), h);  // (O, H)
+             h = Tensor();                                                           // freed before dW1
+             if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
+             // The parts' bias sums, added in part order.
+             Tensor sums = sum(partial, {0});  // (H + O)
+             if (gb1) db1 = narrow(sums, 0, 0, H).contiguous();
+             if (gb2) db2 = narrow(sums, 0, H, O).contiguous();
+             return Grads{dx, dw1, db1, dw2, db2};
+           });
+  }
+  return y;
+}
+
+}  // namespace ag

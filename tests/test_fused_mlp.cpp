@@ -1,0 +1,112 @@
+// The fused MLP node (gelu_mlp, autograd/ops/fused_mlp.cpp) against its reference, the plain
+// composition linear(gelu(linear(x, W1, b1)), W2, b2): values and every gradient, in float64
+// and float32, on sizes that split rows across threads; and reproducible per thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/vec.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+using namespace ag;
+
+namespace {
+// max |a − b| / (1 + |b|) over all elements
+double max_rel(const Tensor& a, const Tensor& b) {
+  const auto va = a.to_double_vector(), vb = b.to_double_vector();
+  EXPECT_EQ(va.size(), vb.size());
+  double w = 0;
+  for (size_t i = 0; i < va.size(); ++i) w = std::max(w, std::fabs(va[i] - vb[i]) / (1 + std::fabs(vb[i])));
+  return w;
+}
+
+struct MlpRun {
+  Tensor y;
+  std::vector<Tensor> grads;  // x, W1, b1, W2, b2
+};
+
+// One forward and backward of the fused node (fused) or the composition, on fresh leaves.
+MlpRun run(bool fused, const std::vector<Tensor>& inputs, const Tensor& upstream) {
+  std::vector<Tensor> in;
+  for (const Tensor& t : inputs) in.push_back(t.detach().clone().requires_grad_());
+  MlpRun r;
+  r.y = fused ? gelu_mlp(in[0], in[1], in[2], in[3], in[4]) : linear(gelu(linear(in[0], in[1], in[2])), in[3], in[4]);
+  r.y.backward(upstream);
+  for (const Tensor& t : in) r.grads.push_back(t.grad());
+  return r;
+}
+
+// x (3, 100, 64) through 64 -> 256 -> 48: 300 rows, enough work to split across two threads.
+std::vector<Tensor> inputs(DType dt, Generator& g) {
+  return {Tensor::randn({3, 100, 64}, dt, g), Tensor::randn({256, 64}, dt, g, 0.0, 0.15),
+          Tensor::randn({256}, dt, g, 0.0, 0.5), Tensor::randn({48, 256}, dt, g, 0.0, 0.1),
+          Tensor::randn({48}, dt, g, 0.0, 0.5)};
+}
+}  // namespace
+
+TEST(FusedMlp, EqualsTheCompositionInFloat64AndFloat32) {
+  const int saved = parallel::num_threads();
+  for (int threads : {1, 2}) {
+    parallel::set_num_threads(threads);
+    for (DType dt : {DType::Float64, DType::Float32}) {
+      Generator g(7);
+      const auto in = inputs(dt, g);
+      const Tensor up = Tensor::randn({3, 100, 48}, dt, g);
+      const MlpRun a = run(true, in, up), b = run(false, in, up);
+      const double tol = dt == DType::Float64 ? 1e-12 : 2e-5;
+      EXPECT_LT(max_rel(a.y, b.y), tol) << threads << " threads";
+      const char* names[] = {"x", "W1", "b1", "W2", "b2"};
+      for (size_t i = 0; i < 5; ++i) {
+        ASSERT_TRUE(a.grads[i].defined()) << names[i];
+        EXPECT_EQ(a.grads[i].shape(), in[i].shape()) << names[i];
+        EXPECT_LT(max_rel(a.grads[i], b.grads[i]), tol) << names[i] << ", " << threads << " threads";
+      }
+    }
+  }
+  parallel::set_num_threads(saved);
+}
+
+TEST(FusedMlp, SameThreadCountSameBits) {
+  const int saved = parallel::num_threads();
+  parallel::set_num_threads(2);
+  Generator g(8);
+  const auto in = inputs(DType::Float32, g);
+  const Tensor up = Tensor::randn({3, 100, 48}, DType::Float32, g);
+  const MlpRun a = run(true, in, up), b = run(true, in, up);
+  EXPECT_EQ(a.y.to_double_vector(), b.y.to_double_vector());
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(a.grads[i].to_double_vector(), b.grads[i].to_double_vector()) << i;
+  parallel::set_num_threads(saved);
+}
+
+TEST(FusedMlp, WithoutGradOrBiasesAndOnEmptyInput) {
+  Generator g(9);
+  auto in = inputs(DType::Float32, g);
+  NoGradGuard no_grad;
+  const Tensor y = gelu_mlp(in[0], in[1], Tensor(), in[3], Tensor());
+  EXPECT_LT(max_rel(y, linear(gelu(linear(in[0], in[1])), in[3])), 2e-5);
+  const Tensor none = gelu_mlp(Tensor::zeros({0, 64}, DType::Float32), in[1], in[2], in[3], in[4]);
+  EXPECT_EQ(none.shape(), (Shape{0, 48}));
+}
+
+TEST(FusedMlp, BadShapesAreOneLineErrors) {
+  Generator g(10);
+  const auto in = inputs(DType::Float64, g);
+  EXPECT_THROW(gelu_mlp(in[0], in[3], in[2], in[3], in[4]), std::invalid_argument);  // x does not fit W1
+  EXPECT_THROW(gelu_mlp(in[0], in[1], in[2], in[1], in[4]), std::invalid_argument);  // W2 does not take H
+  EXPECT_THROW(gelu_mlp(in[0], in[1], in[4], in[3], in[4]), std::invalid_argument);  // b1 of the wrong size
+  EXPECT_THROW(gelu_mlp(in[0].to(DType::Float32), in[1], in[2], in[3], in[4]), std::invalid_argument);  // dtypes
+}
+
+TEST(VecKernels, GeluBackwardInPlaceEqualsGeluBackward) {
+  std::vector<float> x(1000), g(1000), dx(1000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = -6.0f + 12.0f * static_cast<float>(i) / 999.0f;
+    g[i] = std::sin(static_cast<float>(i));
+  }
+  kernels::vec::gelu_backward(x.data(), g.data(), dx.data(), 1000);
+  kernels::vec::gelu_backward_inplace(x.data(), g.data(), 1000);
+  EXPECT_EQ(g, dx);
+}
