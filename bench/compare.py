@@ -20,6 +20,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,6 +59,33 @@ def cpu_name() -> str:
     return platform.processor()
 
 
+BEGIN = "<!-- make bench: begin (bench/compare.py writes this block; do not edit it by hand) -->"
+END = "<!-- make bench: end -->"
+
+
+def write_readme_table(path: str, report: list[str], lines: list[dict], load_at_start: tuple) -> None:
+    """Puts this run's table between BEGIN and END in path, saying on what it ran."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        print(f"bench: {path} has no '{BEGIN}' ... '{END}' block; not written", file=sys.stderr)
+        return
+    sg = next((r for r in lines if r.get("bench") == "sgemm"), {})
+    torch_versions = sorted({r["torch"] for r in lines if r.get("side") == "torch" and "torch" in r})
+    load_now = os.getloadavg()
+    what = (f"Measured by `make bench` on {time.strftime('%Y-%m-%d')}: {cpu_name()}, {os.cpu_count()} cores; "
+            f"{sg.get('blas_config', 'OpenBLAS')} with its {sg.get('blas_core', '?')} kernels; against pip's torch "
+            f"{', '.join(torch_versions) or '?'}; load average {load_at_start[0]:.1f} at the start, {load_now[0]:.1f} at the end.")
+    block = "\n".join([BEGIN, what, "", "```text", *[l for l in report], "```", END])
+    while block.count("```text\n\n"):
+        block = block.replace("```text\n\n", "```text\n")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as f:
+        f.write(head + block + tail)
+    print(f"bench: wrote the table into {path}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attograd", default=os.path.join(ROOT, "build/attograd"))
@@ -67,8 +95,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: a few steps of everything, default config only")
     ap.add_argument("--no-torch", action="store_true", help="attograd's side only")
     ap.add_argument("--out", default=None, help="also write every JSON line to this file")
+    ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
+                    help="a full run with PyTorch rewrites the speed table of this file ('' for none)")
     a = ap.parse_args()
 
+    load_at_start = os.getloadavg()
     configs = ["default"] if a.quick else a.configs.split(",")
     secs = ["--seconds", "0.5", "--max-steps", "3"] if a.quick else ["--seconds", str(a.seconds)]
     ag = a.attograd
@@ -125,11 +156,17 @@ def main() -> int:
                  and (r.get("bench", bench) == bench) and not r.get("error")]
         return max(cands, key=lambda r: r[key]) if cands else None
 
-    print(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores")
-    print("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
+    report: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text)
+        report.extend(text.split("\n"))
+
+    say(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores")
+    say("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
     hdr = f"{'config':<8} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} {'setting':<34} {'ratio':>6}"
-    print(hdr)
-    print("-" * len(hdr))
+    say(hdr)
+    say("-" * len(hdr))
     for c in configs:
         for what, key_ag, key_t in (("train", "tokens_per_s", "tokens_per_s"), ("forward", "tokens_per_s", "fwd_tokens_per_s")):
             ra = best("attograd", what, c, key_ag)
@@ -143,38 +180,37 @@ def main() -> int:
                 ratio = f"{ra[key_ag] / rt[key_t]:6.2f}" if ra else ""
             else:
                 t_set, t_s, ratio = "", f"{'-':>14}", ""
-            print(f"{c:<8} {what:<8} {ag_s} {ag_set:<10} {t_s} {t_set:<34} {ratio:>6}")
-    print()
+            say(f"{c:<8} {what:<8} {ag_s} {ag_set:<10} {t_s} {t_set:<34} {ratio:>6}")
+    say()
     for c in configs:
         ra = best("attograd", "train", c, "tokens_per_s")
         rt = best("torch", "train", c, "tokens_per_s")
         if ra:
-            print(f"{c}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
+            say(f"{c}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
                   f"{ra['sgemm_peak_gflops']:.0f} GFLOP/s sgemm peak, peak RSS {ra['peak_rss_mb']:.0f} MB"
                   + (f"; PyTorch {rt['ms_per_step']:.1f} ms/step, peak RSS {rt['peak_rss_mb']:.0f} MB" if rt else ""))
     # The GEMM floor: the step's own GEMMs replayed alone through OpenBLAS, warm in cache, with no
     # other work and no waiting between them. Nothing that keeps the matmuls on OpenBLAS beats it.
-    print()
+    say()
     for c in configs:
         floors = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("config") == c
                   and "gemm_floor_ms" in r]
         if not floors:
             continue
         f = min(floors, key=lambda r: r["gemm_floor_ms"])
-        rt = best("torch", "train", c, "tokens_per_s")
         line = (f"{c}: GEMM floor {f['gemm_floor_ms']:.1f} ms/step ({f['gemm_calls']} GEMMs, {f['gemm_gflop']:.2f} GFLOP, "
                 f"{f['threads']} thr) = at most {f['gemm_floor_tokens_per_s']:.0f} tok/s")
-        if rt:
-            tokens_per_step = f["gemm_floor_tokens_per_s"] * f["gemm_floor_ms"] / 1e3
-            line += (f", {f['gemm_floor_tokens_per_s'] / rt['tokens_per_s']:.2f}x PyTorch's best; "
-                     f"1.5x PyTorch needs {1e3 * tokens_per_step / (1.5 * rt['tokens_per_s']):.1f} ms/step")
-        print(line)
+        ra = best("attograd", "train", c, "tokens_per_s")
+        if ra and "gemm_floor_ms" in ra:  # the fastest step against the floor of its own thread count
+            line += (f"; the fastest step ({ra['threads']} thr, {ra['ms_per_step']:.1f} ms) is "
+                     f"{ra['ms_per_step'] / ra['gemm_floor_ms']:.2f}x its floor ({ra['gemm_floor_ms']:.1f} ms)")
+        say(line)
     samples = [r for r in lines if r.get("bench") == "sample" and "batch" in r and not r.get("error")]
     if samples:
-        print("\nsampling with the KV cache, tokens/s over all rows, each side at its best thread count; "
+        say("\nsampling with the KV cache, tokens/s over all rows, each side at its best thread count; "
               "bound = batch x copy bandwidth / weight bytes per step:")
-        print("(step: attograd's decode step alone, one token per row over an empty-to-full window)")
-        print(f"{'config':<8} {'batch':>5} {'attograd':>9} {'thr':>3} {'PyTorch':>9} {'thr':>3} {'ratio':>6} "
+        say("(step: attograd's decode step alone, one token per row over an empty-to-full window)")
+        say(f"{'config':<8} {'batch':>5} {'attograd':>9} {'thr':>3} {'PyTorch':>9} {'thr':>3} {'ratio':>6} "
               f"{'step':>8} {'bound':>8} {'of bound':>8}")
     for c in configs:
         for batch in sorted({r["batch"] for r in samples if r.get("config") == c}):
@@ -186,20 +222,20 @@ def main() -> int:
             ratio = f"{ra['tokens_per_s'] / rt['tokens_per_s']:6.2f}" if ra and rt else f"{'':>6}"
             bound = (f"{ra['decode_step_tokens_per_s']:8.0f} {ra['bound_tokens_per_s']:8.0f} "
                      f"{100 * ra['step_over_bound']:7.0f}%") if ra else ""
-            print(f"{c:<8} {batch:>5} {ag_s} {t_s} {ratio} {bound}")
+            say(f"{c:<8} {batch:>5} {ag_s} {t_s} {ratio} {bound}")
     ag_samples = [r for r in samples if r.get("side") == "attograd"]
     if ag_samples:
         r = ag_samples[0]
         weights = {q["config"]: q["weight_mb_per_step"] for q in ag_samples}
-        print(f"copy bandwidth (256 MB memcpy, bytes read + written): {r['copy_gbps_1thread']:.1f} GB/s on 1 thread, "
+        say(f"copy bandwidth (256 MB memcpy, bytes read + written): {r['copy_gbps_1thread']:.1f} GB/s on 1 thread, "
               f"{r['copy_gbps_all_threads']:.1f} on {r['copy_threads']}; weights read per step: "
               + ", ".join(f"{c} {mb:.1f} MB" for c, mb in weights.items()))
     att = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "attention"]
     if att:
-        print("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal), and the attention op alone")
-        print("(q, k, v (4, 4, T, 32)) beside PyTorch's F.scaled_dot_product_attention(is_causal=True) at its best")
-        print("thread setting; mha is nanoGPT's block around it (ratio: PyTorch ms / attograd ms, above 1 is faster):")
-        print(f"{'T':>6} {'ms':>9} {'tensor peak MB':>15} {'RSS MB':>8} {'sdpa ms':>9} {'torch sdpa':>11} {'ratio':>6} "
+        say("\nMultiheadAttention forward + backward (E 128, 4 heads, batch 4, causal), and the attention op alone")
+        say("(q, k, v (4, 4, T, 32)) beside PyTorch's F.scaled_dot_product_attention(is_causal=True) at its best")
+        say("thread setting; mha is nanoGPT's block around it (ratio: PyTorch ms / attograd ms, above 1 is faster):")
+        say(f"{'T':>6} {'ms':>9} {'tensor peak MB':>15} {'RSS MB':>8} {'sdpa ms':>9} {'torch sdpa':>11} {'ratio':>6} "
               f"{'torch mha':>10} {'ratio':>6}")
         for r in att:
             tt = [t for t in lines if t.get("side") == "torch" and t.get("bench") == "attention" and t.get("len") == r["len"]
@@ -210,11 +246,13 @@ def main() -> int:
             cols = f"{sd:>9.2f}" if sd else f"{'-':>9}"
             cols += (f" {ts['sdpa_ms']:>11.2f} {ts['sdpa_ms'] / sd:>6.2f} {tm['mha_ms']:>10.2f} {tm['mha_ms'] / r['ms_fwd_bwd']:>6.2f}"
                      if ts and sd else "")
-            print(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f} {cols}")
+            say(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f} {cols}")
     sg = [r for r in lines if r.get("bench") == "sgemm"]
     if sg:
-        print(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "
+        say(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "
               f"{sg[0]['gflops_2048']:.0f} on {sg[0]['threads']}; {sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
+    if a.readme and not a.quick and torch_py:
+        write_readme_table(a.readme, report, lines, load_at_start)
     return 0
 
 

@@ -7,10 +7,12 @@
 #include <string>
 
 extern "C" char* openblas_get_corename(void);
+extern "C" char* openblas_get_config(void);
 
 namespace ag::cli {
 
 const char* openblas_core_name() { return openblas_get_corename(); }
+const char* openblas_config() { return openblas_get_config(); }
 
 void ensure_fast_openblas_core(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("ATTOGRAD_KEEP_OPENBLAS_CORE")) return;

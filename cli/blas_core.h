@@ -16,4 +16,7 @@ void ensure_fast_openblas_core(char** argv);
 // The kernel set OpenBLAS is using, e.g. "SkylakeX".
 const char* openblas_core_name();
 
+// How the OpenBLAS in use was built, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64".
+const char* openblas_config();
+
 }  // namespace ag::cli

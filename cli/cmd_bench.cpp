@@ -187,7 +187,7 @@ int bench_command(int argc, char** argv) {
   const int64_t max_steps = r["max-steps"].as<int64_t>();
   if (!(seconds > 0) || max_steps < 1) throw UsageError("--seconds and --max-steps must be positive");
   const bool json = r.count("json") > 0;
-  nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", openblas_core_name()},
+  nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", openblas_core_name()}, {"blas_config", openblas_config()},
                         {"threads", parallel::num_threads()}};
   Generator gen(1337);
 
