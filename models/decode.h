@@ -3,9 +3,10 @@
 // Decoding one token per sequence reads every weight once per step, so a step costs the time
 // to stream ~4·n_params bytes from memory: the decoder is built so that nothing else shows.
 // It makes no graph nodes and no tensors per token; its buffers are allocated once and reused;
-// the weights are copied once per decoder into the order a step reads them, and every projection
-// is a BLAS call per block of output features on each thread's share of the blocks, with bias,
-// GELU and residual applied to the share while it is hot;
+// the weights are copied once per decoder into the order a step reads them (a second copy of
+// the matrices while it lives), and every projection is a BLAS call per block of output
+// features on each thread's share of the blocks (a prefill of many rows: one GEMM per thread on
+// the weights as stored), with bias, GELU and residual applied to the share while it is hot;
 // attention over the cache is a direct kernel (q·Kᵀ over contiguous cached keys, softmax, ·V).
 // All rows of a batch advance together, at the same position: the weights are read once per
 // step for the whole batch.
