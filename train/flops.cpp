@@ -25,7 +25,15 @@ double sgemm_gflops(int64_t n, int reps, int threads) {
   return 2.0 * static_cast<double>(n * n * n) * reps / sec / 1e9;
 }
 
-double sgemm_peak_gflops(int threads) { return std::max(sgemm_gflops(1024, 4, 1), sgemm_gflops(1024, 4, threads)); }
+double sgemm_peak_gflops(int threads) {
+  // Measured on the calling thread alone, with OpenBLAS single-threaded as attograd runs it in
+  // each chunk, and counted once per thread. Running the threads' sgemms at once would measure
+  // shared FMA units better, but each concurrent sgemm 1024³ makes OpenBLAS 0.3.21 map a
+  // 128 MB buffer, and under a memory limit it then waits forever (cli.harden.threads); the
+  // training run's own GEMMs never need that. On a machine whose threads share cores this
+  // overstates the peak, so the MFU errs low.
+  return sgemm_gflops(1024, 4, 1) * std::max(threads, 1);
+}
 
 double train_flops_per_token(const models::LanguageModel& model, int64_t batch) {
   return 3 * model.forward_flops(batch) / static_cast<double>(batch * model.block_size());

@@ -16,9 +16,9 @@ namespace ag::train {
 // after one untimed, in GFLOP/s. OpenBLAS's own thread count is restored afterwards.
 double sgemm_gflops(int64_t n, int reps, int threads);
 
-// The peak MFU is measured against: the better of sgemm 1024³ on one thread and on `threads`
-// (on a machine whose cores share their FMA units, more threads do not add FLOPs). About 0.2 s
-// on 2 cores, so that every training run measures it for its log lines.
+// The peak MFU is measured against: single-threaded sgemm 1024³ (how attograd runs its GEMMs:
+// OpenBLAS on one thread inside each chunk of its pool) on the calling thread, times
+// `threads`. About 0.1 s, so that every training run measures it for its log lines.
 double sgemm_peak_gflops(int threads);
 
 // FLOPs of one training step of `model` on `batch` sequences, per token of that batch.
