@@ -94,6 +94,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=8.0, help="measuring time per attograd benchmark")
     ap.add_argument("--quick", action="store_true", help="smoke run: a few steps of everything, default config only")
     ap.add_argument("--no-torch", action="store_true", help="attograd's side only")
+    ap.add_argument("--torch-threads", default=None,
+                    help="torch x OpenBLAS thread settings for the PyTorch models (torch_baseline.py --threads; "
+                         "default: all four; pip's torch uses MKL, so 1x1,2x1 cover it)")
     ap.add_argument("--out", default=None, help="also write every JSON line to this file")
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
                     help="a full run with PyTorch rewrites the speed table of this file ('' for none)")
@@ -122,7 +125,7 @@ def main() -> int:
     torch_py = None if a.no_torch else find_torch_python(a.torch_python)
     if torch_py:
         cmd = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py,
-               "--configs", ",".join(configs)]
+               "--configs", ",".join(configs)] + (["--threads", a.torch_threads] if a.torch_threads else [])
         if a.quick:
             cmd.append("--quick")
         env = dict(os.environ)

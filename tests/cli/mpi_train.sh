@@ -46,7 +46,10 @@ tiny=(--layers 1 --heads 2 --embd 16 --block 16 --batch 4 --eval-iters 2 --no-pr
 # The run a signal to mpirun interrupts, however slow the machine: the signal reaches the
 # ranks 1 s later. With --min-lr equal to --lr the schedule does not depend on --iters, so the
 # stopped run resumes with --iters = the stop + 300, and is compared with a run of that length.
-endless=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --eval-every 1000000 --log-every 10 --lr 1e-3 --min-lr 1e-3)
+# It logs every 100 steps: the tiny model makes ~3000 steps/s, and while mpirun sleeps in its
+# kill sequence it stops reading the ranks' output, so a rank 0 that logged every 10 steps
+# filled the pipe within that second and blocked in write() until the SIGKILL.
+endless=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --eval-every 1000000 --log-every 100 --lr 1e-3 --min-lr 1e-3)
 # The run a signal to the ranks themselves interrupts: it lands at once.
 short=(--data "$corpus" "${tiny[@]}" --embd 32 --batch 8 --iters 1500 --eval-every 1000 --log-every 10)
 
