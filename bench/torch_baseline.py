@@ -87,7 +87,8 @@ def _torch_blas(torch) -> str:
     return info + (" (" + ", ".join(sorted(libs)) + ")" if libs else "")
 
 
-def worker(a: argparse.Namespace) -> dict:
+def twin_model(a: argparse.Namespace):
+    """torch at a.torch_threads, and the twin of configuration a.config from seed 1337: (torch, cfg, model)."""
     import torch
 
     torch.set_num_threads(a.torch_threads)
@@ -102,7 +103,14 @@ def worker(a: argparse.Namespace) -> dict:
     torch.manual_seed(1337)
     cfg = twin.GPTConfig(vocab_size=VOCAB, n_layer=c["n_layer"], n_head=c["n_head"], n_embd=c["n_embd"],
                          block_size=c["block_size"], dropout=0.0)
-    model = twin.TransformerLM(cfg)
+    return torch, cfg, twin.TransformerLM(cfg)
+
+
+def worker(a: argparse.Namespace) -> dict:
+    torch, cfg, model = twin_model(a)
+    import twin  # on sys.path now
+
+    c = CONFIGS[a.config]
     model.train()
     opt = twin.make_optimizer(model, lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
     run = torch.compile(model) if a.mode == "compile" else model
@@ -265,21 +273,9 @@ def generate_cached(model, prompts, n_new: int, gen):
 
 
 def decode_worker(a: argparse.Namespace) -> list:
-    import torch
-
-    torch.set_num_threads(a.torch_threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    sys.path.insert(0, TWIN_DIR)
-    import twin
-
+    torch, cfg, model = twin_model(a)
     c = CONFIGS[a.config]
-    torch.manual_seed(1337)
-    cfg = twin.GPTConfig(vocab_size=VOCAB, n_layer=c["n_layer"], n_head=c["n_head"], n_embd=c["n_embd"],
-                         block_size=c["block_size"], dropout=0.0)
-    model = twin.TransformerLM(cfg).eval()
+    model = model.eval()
     gen = torch.Generator().manual_seed(0)
     out = []
     with torch.inference_mode():
