@@ -9,20 +9,13 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/ops.h"
+#include "tests/test_util.h"
 #include "autograd/parallel.h"
 
 using namespace ag;
+using ag::testing_util::max_rel;
 
 namespace {
-// max |a − b| / (1 + |b|) over all elements
-double max_rel(const Tensor& a, const Tensor& b) {
-  const auto va = a.to_double_vector(), vb = b.to_double_vector();
-  EXPECT_EQ(va.size(), vb.size());
-  double w = 0;
-  for (size_t i = 0; i < va.size(); ++i) w = std::max(w, std::fabs(va[i] - vb[i]) / (1 + std::fabs(vb[i])));
-  return w;
-}
-
 struct MlpRun {
   Tensor y;
   std::vector<Tensor> grads;  // x, W1, b1, W2, b2

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +15,15 @@
 #include "autograd/tensor.h"
 
 namespace ag::testing_util {
+
+// max |a − b| / (1 + |b|) over all elements: a relative error that stays finite near zero.
+inline double max_rel(const Tensor& a, const Tensor& b) {
+  const auto va = a.to_double_vector(), vb = b.to_double_vector();
+  EXPECT_EQ(va.size(), vb.size());
+  double w = 0;
+  for (size_t i = 0; i < va.size(); ++i) w = std::max(w, std::fabs(va[i] - vb[i]) / (1 + std::fabs(vb[i])));
+  return w;
+}
 
 // A float64 leaf that requires grad (gradient checks run in float64); 1-d unless a shape is given.
 inline Tensor leaf(const std::vector<double>& values, Shape shape = {}) {
