@@ -16,6 +16,7 @@
 
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/lanes.h"
 #include "autograd/parallel.h"
 
 namespace ag::kernels::flash {
@@ -42,32 +43,8 @@ struct Slices {
 };
 
 namespace detail {
-constexpr int kLanes = 16;  // independent partial sums and maxima: vectorisable, fixed order
-
-template <class T>
-inline T lane_max(const T* x, int64_t n) {
-  T acc[kLanes];
-  std::fill(acc, acc + kLanes, -std::numeric_limits<T>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
-  for (; j < n; ++j) acc[0] = x[j] > acc[0] ? x[j] : acc[0];
-  T m = acc[0];
-  for (int k = 1; k < kLanes; ++k) m = acc[k] > m ? acc[k] : m;
-  return m;
-}
-
-template <class T>
-inline T lane_sum(const T* x, int64_t n) {
-  T acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k];
-  for (; j < n; ++j) acc[0] += x[j];
-  T s = 0;
-  for (int k = 0; k < kLanes; ++k) s += acc[k];
-  return s;
-}
+using lanes::lane_max;
+using lanes::lane_sum;
 }  // namespace detail
 
 // Online-softmax update of a block of `rows` score rows (n columns, row stride ld), in place:

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/lanes.h"
 #include "autograd/kernels/multiversion.h"
 
 namespace ag::kernels::vec {
@@ -11,19 +12,7 @@ namespace ag::kernels::vec {
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-constexpr int kLanes = 16;  // independent partial sums: vectorisable without reassociating
-
-// Σ x[i] over n in kLanes partial sums, then added in a fixed order (deterministic).
-inline float lane_sum(const float* x, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] += x[i + k];
-  for (; i < n; ++i) acc[0] += x[i];
-  float s = 0;
-  for (float a : acc) s += a;
-  return s;
-}
+using lanes::lane_sum;
 }  // namespace
 
 AG_MULTIVERSION void gelu_forward(const float* __restrict x, float* __restrict y, int64_t n) {
