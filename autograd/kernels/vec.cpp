@@ -27,11 +27,13 @@ AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __res
   }
 }
 
-AG_MULTIVERSION void gelu_backward_inplace(const float* __restrict x, float* __restrict g, int64_t n) {
+AG_MULTIVERSION void gelu_forward_and_grad(float* __restrict x_then_grad, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float cdf = 0.5f * erfc_f32(-x[i] * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x[i] * x[i]);
-    g[i] = g[i] * (cdf + x[i] * pdf);
+    const float x = x_then_grad[i];
+    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
+    y[i] = x * cdf;
+    x_then_grad[i] = cdf + x * pdf;
   }
 }
 

@@ -10,8 +10,9 @@ namespace ag::kernels::vec {
 // y = x·Φ(x) (exact GELU, erfc form) and its backward dx = g·(Φ(x) + x·φ(x)).
 void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* g, float* dx, int64_t n);
-// The same in place: g ← g·(Φ(x) + x·φ(x)) (the fused MLP's backward, no extra buffer).
-void gelu_backward_inplace(const float* x, float* g, int64_t n);
+// y = gelu(x) and gelu'(x) = Φ(x) + x·φ(x) in one pass, the derivative written over x (the
+// fused MLP's training forward: Φ is evaluated once and the backward needs no GELU at all).
+void gelu_forward_and_grad(float* x_then_grad, float* y, int64_t n);
 
 // One row of n: y = softmax(x) (all −inf -> all 0), and dx = y ⊙ (g − Σ g·y).
 void softmax_row(const float* x, float* y, int64_t n);
