@@ -40,4 +40,24 @@ void gemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const
   });
 }
 
+// Rows [0, n) of C (leading dimension ldc) set to bias (N): the start of a GEMM with beta = 1
+// that adds onto it while the rows are in cache (no separate bias pass; BLAS skips zeroing C).
+template <class T>
+void fill_rows_with_bias(T* C, int64_t ldc, const T* bias, int64_t n, int64_t N) {
+  for (int64_t r = 0; r < n; ++r) std::copy(bias, bias + N, C + r * ldc);
+}
+
+// C = bias + op(A)·op(B), bias (N) repeated in every row: each thread writes the bias into its
+// block of rows and the GEMM adds onto it (beta = 1) while those rows are in cache, so there is
+// no serial bias pass and BLAS does not zero C first.
+template <class T>
+void gemm_rows_bias(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
+                    int64_t ldb, const T* bias, T* C, int64_t ldc) {
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(N * K, 1));
+  parallel::parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
+    fill_rows_with_bias(C + r0 * ldc, ldc, bias, r1 - r0, N);
+    gemm(ta, tb, r1 - r0, N, K, T(1), A + (ta ? r0 : r0 * lda), lda, B, ldb, T(1), C + r0 * ldc, ldc);
+  });
+}
+
 }  // namespace ag::kernels

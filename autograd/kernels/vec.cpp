@@ -79,28 +79,44 @@ AG_MULTIVERSION void layer_norm_backward(const float* __restrict x, const float*
                                          const float* __restrict mean, const float* __restrict rstd,
                                          const float* __restrict g, float* __restrict dx, float* __restrict dw,
                                          float* __restrict db, int64_t rows, int64_t C) {
-  float* xhat = new float[2 * C];  // one row of x̂ and one of dx̂
-  float* dxhat = xhat + C;
+  using lanes::kLanes;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * C;
     const float* gr = g + r * C;
     const float m = mean[r], rs = rstd[r];
-    for (int64_t j = 0; j < C; ++j) {
-      xhat[j] = (xr[j] - m) * rs;
-      dxhat[j] = gr[j] * (w ? w[j] : 1.0f);
+    // One pass over the row: dw += g·x̂, db += g, and the two row sums Σ dx̂ and Σ dx̂·x̂ in
+    // kLanes partial sums (x̂ = (x − μ)·rstd, dx̂ = g·w), combined in a fixed order as lane_sum.
+    float s1[kLanes] = {}, s2[kLanes] = {};
+    int64_t j = 0;
+    for (; j + kLanes <= C; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) {
+        const float xh = (xr[j + k] - m) * rs, dxh = gr[j + k] * (w ? w[j + k] : 1.0f);
+        s1[k] += dxh;
+        s2[k] += dxh * xh;
+        if (dw) dw[j + k] += gr[j + k] * xh;
+        if (db) db[j + k] += gr[j + k];
+      }
+    for (; j < C; ++j) {
+      const float xh = (xr[j] - m) * rs, dxh = gr[j] * (w ? w[j] : 1.0f);
+      s1[0] += dxh;
+      s2[0] += dxh * xh;
+      if (dw) dw[j] += gr[j] * xh;
+      if (db) db[j] += gr[j];
     }
-    if (dw)
-      for (int64_t j = 0; j < C; ++j) dw[j] += gr[j] * xhat[j];
-    if (db)
-      for (int64_t j = 0; j < C; ++j) db[j] += gr[j];
     if (!dx) continue;
-    const float mean_dxhat = lane_sum(dxhat, C) / static_cast<float>(C);
+    float sum_dxhat = 0, sum_dxhat_xhat = 0;
+    for (int k = 0; k < kLanes; ++k) {
+      sum_dxhat += s1[k];
+      sum_dxhat_xhat += s2[k];
+    }
+    const float mean_dxhat = sum_dxhat / static_cast<float>(C), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<float>(C);
+    // Second pass, x and g still in L1: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))
     float* dr = dx + r * C;
-    for (int64_t j = 0; j < C; ++j) dr[j] = dxhat[j] * xhat[j];  // scratch
-    const float mean_dxhat_xhat = lane_sum(dr, C) / static_cast<float>(C);
-    for (int64_t j = 0; j < C; ++j) dr[j] = rs * (dxhat[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat);
+    for (j = 0; j < C; ++j) {
+      const float xh = (xr[j] - m) * rs, dxh = gr[j] * (w ? w[j] : 1.0f);
+      dr[j] = rs * (dxh - mean_dxhat - xh * mean_dxhat_xhat);
+    }
   }
-  delete[] xhat;
 }
 
 AG_MULTIVERSION void adamw_step(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict g,

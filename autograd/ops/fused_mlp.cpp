@@ -40,13 +40,6 @@ void gelu_and_grad_into(double* pre, double* h, int64_t n) {
   }
 }
 
-// The rows [r0, r0 + n) of C (ldc N) set to the bias, so that a GEMM with beta = 1 adds onto
-// it while C is in cache: no separate bias pass, and BLAS skips zeroing C.
-template <class T>
-void fill_rows_with_bias(T* C, const T* bias, int64_t n, int64_t N) {
-  for (int64_t r = 0; r < n; ++r) std::copy(bias, bias + N, C + r * N);
-}
-
 // Rows are split into this many parts (each one thread's block of both GEMMs): a function of
 // the sizes and the thread count only, so the partial bias sums add up the same way each run.
 int64_t row_parts(int64_t rows, int64_t work_per_row) {
@@ -100,7 +93,7 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         if (n == 0) continue;
         scalar_t* h = ph + r0 * H;  // this block's gelu(pre), (n, H)
         // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H)
-        if (pb1) fill_rows_with_bias(pp + r0 * H, pb1, n, H);
+        if (pb1) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
         kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
         for (int64_t r = 0; r < n; ++r) {
@@ -111,7 +104,7 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
             gelu_into(pr, h + r * H, H);
         }
         // y = b2 + h·W2ᵀ  (n, H)·(O, H)ᵀ -> (n, O)
-        if (pb2) fill_rows_with_bias(py + r0 * O, pb2, n, O);
+        if (pb2) kernels::fill_rows_with_bias(py + r0 * O, O, pb2, n, O);
         kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
       }
     });

@@ -143,23 +143,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(out_shape, x.dtype());
   AG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
     scalar_t* py = out.data<scalar_t>();
-    scalar_t beta = 0;
-    if (bias.defined()) {  // start from the bias in every row, then accumulate x·Wᵀ onto it
-      const Tensor bb = kernels::dense(bias);
-      const scalar_t* pb = bb.data<scalar_t>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < out_f; ++o) py[r * out_f + o] = pb[o];
-      beta = 1;
-    }
+    const Tensor bb = bias.defined() ? kernels::dense(bias) : Tensor();
+    const scalar_t* pb = bias.defined() ? bb.data<scalar_t>() : nullptr;
     if (rows * out_f == 0) return;
-    if (in_f == 0) {
-      if (!bias.defined())
-        for (int64_t i = 0; i < rows * out_f; ++i) py[i] = 0;
+    if (in_f == 0) {  // no products: the bias, or zeros
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < out_f; ++o) py[r * out_f + o] = pb ? pb[o] : scalar_t(0);
       return;
     }
-    // (rows, in) @ (out, in)ᵀ -> (rows, out)
-    kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), X.data<scalar_t>(), in_f, W.data<scalar_t>(), in_f,
-                       beta, py, out_f);
+    // (rows, in) @ (out, in)ᵀ -> (rows, out), onto the bias when there is one
+    const scalar_t *px = X.data<scalar_t>(), *pw = W.data<scalar_t>();
+    if (pb)
+      kernels::gemm_rows_bias(false, true, rows, out_f, in_f, px, in_f, pw, in_f, pb, py, out_f);
+    else
+      kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), px, in_f, pw, in_f, scalar_t(0), py, out_f);
   });
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
