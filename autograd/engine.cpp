@@ -202,11 +202,22 @@ static void accumulate(Tensor& acc, const Tensor& g) {
   else if (g_grad_enabled || !add_in_place(acc, g)) acc = add(acc, g);
 }
 
-// Adds g into a leaf's .grad. The first gradient is stored as its own contiguous copy, so a
-// later in-place accumulation can never write into a tensor that someone else still holds.
+// True when g is a plain dense tensor that only the engine's own handle sees: no other handle
+// to it, no other tensor on its storage, no history. Such a gradient can become a leaf's .grad
+// as it is, as PyTorch steals an unshared gradient instead of copying it.
+static bool engine_owned_dense(const Tensor& g, DType dtype) {
+  const TensorImpl& t = g.impl();
+  return g.impl_ptr().use_count() == 1 && t.storage.use_count() == 1 && t.dtype == dtype && t.offset == 0 &&
+         g.is_contiguous() && t.storage->nbytes == static_cast<size_t>(g.numel()) * dtype_size(dtype) &&
+         !t.requires_grad && !t.grad_fn;
+}
+
+// Adds g into a leaf's .grad. The first gradient is stored as is when the engine alone holds
+// it, else as its own contiguous copy: either way a later in-place accumulation can never write
+// into a tensor that someone else still holds.
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad) {
-    leaf.grad = g.to(leaf.dtype).clone().impl_ptr();
+    leaf.grad = !g_grad_enabled && engine_owned_dense(g, leaf.dtype) ? g.impl_ptr() : g.to(leaf.dtype).clone().impl_ptr();
     return;
   }
   Tensor acc(std::move(leaf.grad));  // moved out: a user's handle is then the only other owner
@@ -261,12 +272,14 @@ struct BackwardPass {
   std::unordered_map<const TensorImpl*, size_t> input_leaf;
   std::unordered_map<const Node*, size_t> input_node;
 
-  void deliver_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
+  // g is taken over (moved in), so that a gradient nobody else holds stays unshared.
+  void deliver_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g) {
     LeafState& st = leaves[leaf.get()];
     if (g.defined()) {
       st.got = true;
       if (st.buffered) accumulate(st.buffer, g);
       else accumulate_leaf(*leaf, g);
+      g = Tensor();
     }
     if (--st.pending == 0) finish_leaf(leaf, st);
   }
@@ -368,7 +381,7 @@ struct BackwardPass {
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
       for (size_t i = 0; i < grads.size(); ++i) {
         const Edge& e = node->next[i];
-        const Tensor& gi = grads[i];
+        Tensor gi = std::move(grads[i]);  // the engine's only handle from here on
         if (!e.active()) continue;
         if (gi.defined()) {
           const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
@@ -377,7 +390,7 @@ struct BackwardPass {
                                    " for input " + std::to_string(i) + " of shape " + shape_str(expect));
           if (g_anomaly) check_finite(*node, i, gi);
         }
-        if (e.leaf) deliver_leaf(e.leaf, gi);
+        if (e.leaf) deliver_leaf(e.leaf, std::move(gi));
         else if (gi.defined()) accumulate(e.node->grad, gi);
       }
       if (!keep_graph) node->backward = nullptr;  // frees the saved tensors

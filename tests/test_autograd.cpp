@@ -41,6 +41,44 @@ TEST(Autograd, LeafGradientsAccumulateAcrossBackwardsUntilZeroed) {
   EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{2, 2}));
 }
 
+TEST(Autograd, FirstLeafGradientNeverAliasesATensorSomeoneHolds) {
+  // x + 0 passes the caller's upstream gradient straight through to the leaf: .grad must be a
+  // copy, or writing into the upstream (or accumulating into .grad) would change the other.
+  Tensor x = leaf({1, 2}, {2});
+  Tensor up = Tensor::from_vector(std::vector<double>{5, 7}, {2}, DType::Float64);
+  (x + 0.0).backward(up);
+  EXPECT_NE(x.grad().raw_data(), up.raw_data());
+  up.fill_(0.0);
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{5, 7}));
+  (x + 0.0).backward(Tensor::ones({2}, DType::Float64));  // accumulates in place: up unchanged
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{6, 8}));
+  EXPECT_EQ(up.to_double_vector(), (std::vector<double>{0, 0}));
+}
+
+TEST(Autograd, AnUnsharedFirstGradientBecomesTheGradWithoutACopy) {
+  // The gradient a backward function computes is held by the engine alone: it is stored as
+  // .grad itself (PyTorch steals it too). A hook that keeps a handle to it forces a copy.
+  Tensor x = leaf({1, 2}, {2});
+  const void* seen = nullptr;
+  x.register_hook([&](const Tensor& g) {
+    seen = g.raw_data();  // looks, keeps no handle
+    return Tensor();
+  });
+  sum(x * 3.0).backward();
+  EXPECT_EQ(x.grad().raw_data(), seen);
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{3, 3}));
+
+  Tensor z = leaf({1, 2}, {2}), kept;
+  z.register_hook([&](const Tensor& g) {
+    kept = g;
+    return Tensor();
+  });
+  sum(z * 3.0).backward();
+  EXPECT_NE(z.grad().raw_data(), kept.raw_data());
+  kept.fill_(0.0);
+  EXPECT_EQ(z.grad().to_double_vector(), (std::vector<double>{3, 3}));
+}
+
 TEST(Autograd, ExplicitUpstreamGradientOnANonScalar) {
   Tensor x = leaf({1, 2, 3}, {3});
   Tensor y = x * 2.0;
