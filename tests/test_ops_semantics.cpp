@@ -7,6 +7,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "tests/test_util.h"
 
 using namespace ag;
@@ -139,4 +140,25 @@ TEST(OpsSemantics, SavedIndexModifiedInPlaceIsAnError) {
   idx.fill_(0);  // the backward would scatter to the wrong places
   const std::string msg = error_of<std::runtime_error>([&] { y.backward(); });
   EXPECT_NE(msg.find("modified by an inplace operation"), std::string::npos) << msg;
+}
+
+// Σ over leading dims (a bias gradient) splits the kept columns across threads: each column is
+// still summed over the rows in order, so 1 and 2 threads give the same bits, and they match
+// a plain double sum.
+TEST(OpsSemantics, SumOverLeadingDimsIsTheSameOnAnyThreadCount) {
+  Generator g(21);
+  const Tensor x = Tensor::randn({3, 300, 70}, DType::Float32, g);
+  const int saved = parallel::num_threads();
+  parallel::set_num_threads(1);
+  const std::vector<double> one = sum(x, {0, 1}).to_double_vector();
+  parallel::set_num_threads(2);
+  const std::vector<double> two = sum(x, {0, 1}).to_double_vector();
+  parallel::set_num_threads(saved);
+  EXPECT_EQ(one, two);
+  const std::vector<double> xv = x.to_double_vector();
+  for (int c = 0; c < 70; ++c) {
+    double ref = 0;
+    for (int r = 0; r < 900; ++r) ref += xv[static_cast<size_t>(r * 70 + c)];
+    EXPECT_FLOAT_EQ(static_cast<float>(ref), static_cast<float>(two[static_cast<size_t>(c)])) << c;
+  }
 }

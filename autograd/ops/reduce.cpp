@@ -8,6 +8,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace ag {
 
@@ -47,10 +48,24 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
   Tensor out = Tensor::empty(ks, a.dtype());
   const int64_t n_out = out.numel(), n = x.numel();
   std::vector<double> acc(static_cast<size_t>(n_out), 0.0);
+  // Leading dims reduced, the rest kept (a bias gradient, Σ over rows of (rows, C)): columns
+  // are split across threads, each column still summed over the rows in order, so the result
+  // has the same bits on any thread count.
+  int64_t lead = 0;
+  while (lead < a.dim() && m[static_cast<size_t>(lead)]) ++lead;
+  bool prefix = lead > 0 && lead < a.dim();
+  for (int64_t d = lead; d < a.dim(); ++d) prefix = prefix && !m[static_cast<size_t>(d)];
   AG_DISPATCH_FLOAT(a.dtype(), "sum", [&] {
     const scalar_t* px = x.data<scalar_t>();
     const int64_t nd = a.dim();
-    if (nd == 0 || n == 0) {
+    if (prefix && n_out > 0) {
+      const int64_t rows = n / n_out;  // (rows, n_out)
+      parallel::parallel_for(n_out, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(rows, 1)),
+                             [&](int64_t c0, int64_t c1) {
+                               for (int64_t r = 0; r < rows; ++r)
+                                 for (int64_t c = c0; c < c1; ++c) acc[c] += px[r * n_out + c];
+                             });
+    } else if (nd == 0 || n == 0) {
       if (n) acc[0] = px[0];
     } else {
       // Output strides with 0 along reduced dims; walk the input one row at a time.
