@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
 #include "train/checkpoint.h"
@@ -79,6 +80,61 @@ TEST(Optim, ClipGradNormScalesToTheLimit) {
   EXPECT_NEAR(a.grad().at({0}), 3 / (5 + 1e-6), 1e-15);
   EXPECT_NEAR(b.grad().at({0}), 4 / (5 + 1e-6), 1e-15);
   EXPECT_DOUBLE_EQ(clip_grad_norm({{"a", a}, {"b", b}}, 10.0), std::sqrt(9 + 16) / (5 + 1e-6));  // below: unchanged
+}
+
+// AdamW and clipping run all float32 parameters as one flat range cut at fixed offsets, so a cut
+// falls inside a parameter and between parameters: every element must still get its own
+// update, with the same bits on 1 and 2 threads and per parameter as one AdamW on it alone.
+TEST(Optim, FlatParallelAdamWAndClipMatchThePerParameterUpdate) {
+  auto clipped = [](int threads) {
+    const int saved = parallel::num_threads();
+    parallel::set_num_threads(threads);
+    Generator g(3);
+    std::vector<Tensor> ps;
+    for (int64_t n : {5, 40000, 17, 70001, 1}) ps.push_back(Tensor::randn({n}, DType::Float32, g).requires_grad_());
+    ps[1] = reshape(ps[1].detach(), {200, 200}).contiguous().requires_grad_();  // decayed (2-d)
+    std::vector<std::vector<double>> out;
+    for (int step = 0; step < 3; ++step) {
+      Generator gg(10 + step);
+      for (Tensor& p : ps) p.set_grad(Tensor::randn(p.shape(), DType::Float32, gg, 0.0, 3.0));
+      NamedParams all;
+      for (size_t i = 0; i < ps.size(); ++i) all.push_back({"p" + std::to_string(i), ps[i]});
+      clip_grad_norm(all, 1.0);  // the norm is far above 1: every gradient is scaled
+    }
+    for (const Tensor& p : ps) out.push_back(p.grad().to_double_vector());
+    parallel::set_num_threads(saved);
+    return out;
+  };
+  EXPECT_EQ(clipped(1), clipped(2));
+
+  auto adam = [](int threads, bool together) {
+    const int saved = parallel::num_threads();
+    parallel::set_num_threads(threads);
+    Generator g(4);
+    std::vector<Tensor> ps;
+    for (int64_t n : {5, 40000, 17, 70001, 1}) ps.push_back(Tensor::randn({n}, DType::Float32, g).requires_grad_());
+    std::vector<std::unique_ptr<AdamW>> opts;
+    if (together) {
+      NamedParams all;
+      for (size_t i = 0; i < ps.size(); ++i) all.push_back({"p" + std::to_string(i), ps[i]});
+      opts.push_back(std::make_unique<AdamW>(all, 0.01, 0.9, 0.95, 1e-8, 0.1));
+    } else {
+      for (size_t i = 0; i < ps.size(); ++i) opts.push_back(std::make_unique<AdamW>(NamedParams{{"p", ps[i]}}, 0.01, 0.9, 0.95, 1e-8, 0.1));
+    }
+    for (int step = 0; step < 3; ++step) {
+      Generator gg(20 + step);
+      for (Tensor& p : ps) p.set_grad(Tensor::randn(p.shape(), DType::Float32, gg));
+      for (auto& o : opts) o->step();
+    }
+    std::vector<std::vector<double>> out;
+    for (const Tensor& p : ps) out.push_back(p.to_double_vector());
+    parallel::set_num_threads(saved);
+    return out;
+  };
+  const auto one = adam(1, true);
+  EXPECT_EQ(one, adam(2, true));
+  EXPECT_EQ(one, adam(2, false));
+  EXPECT_EQ(one, adam(1, false));
 }
 
 TEST(Optim, WarmupThenCosineToMinLr) {
