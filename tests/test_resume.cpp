@@ -256,6 +256,27 @@ TEST(Resume, ExtendingARunWithinItsWarmupEqualsTheLongerRun) {
   EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("iters = 60"), std::string::npos);
 }
 
+TEST(Resume, ShorteningARunWithinItsWarmupSaysSoAndEqualsTheShorterRun) {
+  const fs::path d = temp_dir("resume_shorten_warmup");
+  std::ostringstream log;
+  TrainConfig straight = small_run(d, "straight15");
+  straight.iters = 15;
+  straight.eval_every = 15;
+  train_lm(straight, log);
+  // A 30-step run cut after step 10 (inside the 20-step warmup), then ended at 15.
+  TrainConfig c = small_run(d, "cut_then_15");
+  c.iters = 30;
+  c.eval_every = 15;
+  c.after_step = [](int64_t it) {
+    if (it == 10) std::raise(SIGINT);
+  };
+  ASSERT_TRUE(train_lm(c, log).interrupted);
+  std::ostringstream resumed;
+  EXPECT_EQ(resume_with_iters(c.out_dir, 15, resumed).iters, 15);
+  EXPECT_NE(resumed.str().find("shortening the run from 30 to 15 iters"), std::string::npos) << resumed.str();
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+}
+
 TEST(Resume, ExtendingAFinishedRunWithAConstantLrEqualsTheLongerRun) {
   const fs::path d = temp_dir("resume_extend_const");
   std::ostringstream log;

@@ -730,7 +730,8 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   check_model(cfg);
   if (iters_changed && comm.is_root()) {
     write_config_toml((fs::path(dir) / "config.toml").string(), cfg);  // the run's configuration is now this
-    out << "extending the run from " << st.config.iters << " to " << cfg.iters << " iters (" << st.pos.iter
+    out << (cfg.iters > st.config.iters ? "extending" : "shortening") << " the run from " << st.config.iters << " to "
+        << cfg.iters << " iters (" << st.pos.iter
         << " taken; the learning rates of those are the same under both schedules)\n";
   }
   std::ostream null_out(nullptr);
