@@ -23,10 +23,12 @@ std::vector<float> random_floats(int64_t n, Generator& g, double scale = 1.0) {
   return v;
 }
 
-// A model big enough that every projection spans several of the decoder's kBlock-wide blocks
-// (3E = 192, 4E = 256), with weights sharper than the init so that logits differ clearly.
+// A model whose projections span more than one of the decoder's kBlock-wide (64) blocks and end
+// in a partial one (E = 96, 3E = 288; 4E = 384 is whole blocks, the 23-wide head one partial
+// block), with weights sharper than the init so that logits differ clearly.
 std::unique_ptr<TransformerLM> sharp_model(Generator& g) {
-  auto m = std::make_unique<TransformerLM>(GPTConfig{23, 2, 4, 64, 16, 0.0}, DType::Float32, g);
+  static_assert(decode::kBlock == 64, "pick sizes that cover whole and partial blocks");
+  auto m = std::make_unique<TransformerLM>(GPTConfig{23, 2, 4, 96, 16, 0.0}, DType::Float32, g);
   for (auto& [n, p] : m->named_parameters()) {
     float* d = p.data<float>();
     for (int64_t i = 0; i < p.numel(); ++i) d[i] = static_cast<float>(g.normal() * (p.dim() == 2 ? 0.3 : 0.1));
