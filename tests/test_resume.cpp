@@ -234,47 +234,51 @@ TrainSummary resume_with_iters(const std::string& dir, int64_t iters, std::ostre
 }
 }  // namespace
 
-TEST(Resume, ExtendingARunWithinItsWarmupEqualsTheLongerRun) {
-  const fs::path d = temp_dir("resume_extend_warmup");
+namespace {
+// A straight run of `iters` steps, and a run planned for 30 cut after step 10 (inside the
+// 20-step warmup) and then resumed with --iters `iters`; `resumed` gets the resume's log.
+struct CutThenResumed {
+  TrainConfig straight, cut;
+  TrainSummary summary;
+};
+CutThenResumed cut_then_resume(const fs::path& d, int64_t iters, int64_t eval_every, std::ostream& resumed) {
   std::ostringstream log;
-  TrainConfig straight = small_run(d, "straight60");
-  straight.iters = 60;
-  straight.eval_every = 30;
-  train_lm(straight, log);
-  // A 30-step run cut after step 10 (inside the 20-step warmup), then extended to 60.
-  TrainConfig c = small_run(d, "cut_then_60");
-  c.iters = 30;
-  c.eval_every = 30;
-  c.after_step = [](int64_t it) {
+  CutThenResumed r;
+  r.straight = small_run(d, "straight" + std::to_string(iters));
+  r.straight.iters = iters;
+  r.straight.eval_every = eval_every;
+  train_lm(r.straight, log);
+  r.cut = small_run(d, "cut_then_" + std::to_string(iters));
+  r.cut.iters = 30;
+  r.cut.eval_every = eval_every;
+  r.cut.after_step = [](int64_t it) {
     if (it == 10) std::raise(SIGINT);
   };
-  ASSERT_TRUE(train_lm(c, log).interrupted);
-  const auto s = resume_with_iters(c.out_dir, 60, log);
-  EXPECT_EQ(s.iters, 60);
-  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
-  EXPECT_EQ(losses(c.out_dir), losses(straight.out_dir));
-  EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("iters = 60"), std::string::npos);
+  EXPECT_TRUE(train_lm(r.cut, log).interrupted);
+  r.summary = resume_with_iters(r.cut.out_dir, iters, resumed);
+  return r;
+}
+}  // namespace
+
+TEST(Resume, ExtendingARunWithinItsWarmupEqualsTheLongerRun) {
+  std::ostringstream log;
+  const auto r = cut_then_resume(temp_dir("resume_extend_warmup"), 60, 30, log);
+  EXPECT_EQ(r.summary.iters, 60);
+  EXPECT_NE(log.str().find("extending the run from 30 to 60 iters"), std::string::npos) << log.str();
+  const fs::path cut = r.cut.out_dir, straight = r.straight.out_dir;
+  EXPECT_EQ(read_bytes(cut / "model.safetensors"), read_bytes(straight / "model.safetensors"));
+  EXPECT_EQ(losses(cut), losses(straight));
+  EXPECT_NE(read_bytes(cut / "config.toml").find("iters = 60"), std::string::npos);
 }
 
 TEST(Resume, ShorteningARunWithinItsWarmupSaysSoAndEqualsTheShorterRun) {
-  const fs::path d = temp_dir("resume_shorten_warmup");
   std::ostringstream log;
-  TrainConfig straight = small_run(d, "straight15");
-  straight.iters = 15;
-  straight.eval_every = 15;
-  train_lm(straight, log);
-  // A 30-step run cut after step 10 (inside the 20-step warmup), then ended at 15.
-  TrainConfig c = small_run(d, "cut_then_15");
-  c.iters = 30;
-  c.eval_every = 15;
-  c.after_step = [](int64_t it) {
-    if (it == 10) std::raise(SIGINT);
-  };
-  ASSERT_TRUE(train_lm(c, log).interrupted);
-  std::ostringstream resumed;
-  EXPECT_EQ(resume_with_iters(c.out_dir, 15, resumed).iters, 15);
-  EXPECT_NE(resumed.str().find("shortening the run from 30 to 15 iters"), std::string::npos) << resumed.str();
-  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  const auto r = cut_then_resume(temp_dir("resume_shorten_warmup"), 15, 15, log);
+  EXPECT_EQ(r.summary.iters, 15);
+  EXPECT_NE(log.str().find("shortening the run from 30 to 15 iters"), std::string::npos) << log.str();
+  const fs::path cut = r.cut.out_dir, straight = r.straight.out_dir;
+  EXPECT_EQ(read_bytes(cut / "model.safetensors"), read_bytes(straight / "model.safetensors"));
+  EXPECT_EQ(losses(cut), losses(straight));
 }
 
 TEST(Resume, ExtendingAFinishedRunWithAConstantLrEqualsTheLongerRun) {

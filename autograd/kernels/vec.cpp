@@ -84,25 +84,22 @@ AG_MULTIVERSION void layer_norm_backward(const float* __restrict x, const float*
     const float* xr = x + r * C;
     const float* gr = g + r * C;
     const float m = mean[r], rs = rstd[r];
+    const auto xhat = [&](int64_t j) { return (xr[j] - m) * rs; };            // x̂ = (x − μ)·rstd
+    const auto dxhat = [&](int64_t j) { return gr[j] * (w ? w[j] : 1.0f); };  // dx̂ = g·w
     // One pass over the row: dw += g·x̂, db += g, and the two row sums Σ dx̂ and Σ dx̂·x̂ in
-    // kLanes partial sums (x̂ = (x − μ)·rstd, dx̂ = g·w), combined in a fixed order as lane_sum.
+    // kLanes partial sums (lane k takes j ≡ k, the tail lane 0), combined in order as lane_sum.
     float s1[kLanes] = {}, s2[kLanes] = {};
-    int64_t j = 0;
-    for (; j + kLanes <= C; j += kLanes)
-      for (int k = 0; k < kLanes; ++k) {
-        const float xh = (xr[j + k] - m) * rs, dxh = gr[j + k] * (w ? w[j + k] : 1.0f);
-        s1[k] += dxh;
-        s2[k] += dxh * xh;
-        if (dw) dw[j + k] += gr[j + k] * xh;
-        if (db) db[j + k] += gr[j + k];
-      }
-    for (; j < C; ++j) {
-      const float xh = (xr[j] - m) * rs, dxh = gr[j] * (w ? w[j] : 1.0f);
-      s1[0] += dxh;
-      s2[0] += dxh * xh;
+    const auto visit = [&](int64_t j, int k) {
+      const float xh = xhat(j), dxh = dxhat(j);
+      s1[k] += dxh;
+      s2[k] += dxh * xh;
       if (dw) dw[j] += gr[j] * xh;
       if (db) db[j] += gr[j];
-    }
+    };
+    int64_t j = 0;
+    for (; j + kLanes <= C; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) visit(j + k, k);
+    for (; j < C; ++j) visit(j, 0);
     if (!dx) continue;
     float sum_dxhat = 0, sum_dxhat_xhat = 0;
     for (int k = 0; k < kLanes; ++k) {
@@ -112,10 +109,7 @@ AG_MULTIVERSION void layer_norm_backward(const float* __restrict x, const float*
     const float mean_dxhat = sum_dxhat / static_cast<float>(C), mean_dxhat_xhat = sum_dxhat_xhat / static_cast<float>(C);
     // Second pass, x and g still in L1: dx = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))
     float* dr = dx + r * C;
-    for (j = 0; j < C; ++j) {
-      const float xh = (xr[j] - m) * rs, dxh = gr[j] * (w ? w[j] : 1.0f);
-      dr[j] = rs * (dxh - mean_dxhat - xh * mean_dxhat_xhat);
-    }
+    for (j = 0; j < C; ++j) dr[j] = rs * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat);
   }
 }
 

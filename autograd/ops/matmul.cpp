@@ -147,8 +147,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const scalar_t* pb = bias.defined() ? bb.data<scalar_t>() : nullptr;
     if (rows * out_f == 0) return;
     if (in_f == 0) {  // no products: the bias, or zeros
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < out_f; ++o) py[r * out_f + o] = pb ? pb[o] : scalar_t(0);
+      if (pb) kernels::fill_rows_with_bias(py, out_f, pb, rows, out_f);
+      else std::fill(py, py + rows * out_f, scalar_t(0));
       return;
     }
     // (rows, in) @ (out, in)ᵀ -> (rows, out), onto the bias when there is one
