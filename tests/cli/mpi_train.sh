@@ -71,6 +71,18 @@ check_stopped() {
   [ "$stop" -lt "$(sed -n 's/.*--iters \([0-9]*\).*/\1/p' <<<"${run[*]}")" ] || fail "the run ended before the signal (iter $stop)"
 }
 
+# Sends `kill "$@"` to the job of mpirun $pid and waits for it: mpirun must return 1 (ORTE's exit
+# code for a job it was told to end, whatever the ranks return; each returns 130 here). Sets
+# seconds to the time from the signal to mpirun's exit.
+signal_mpirun() {
+  local t0 status
+  t0=$(date +%s.%N)
+  kill "$@"
+  wait $pid; status=$?
+  seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+  [ $status -eq 1 ] || fail "mpirun exited $status after kill $*; expected 1"
+}
+
 # Resumes $work/run to the end on $1 ranks: 2, or 1 with --grad-accum 2 (N -> M: the data order
 # depends only on the step); more flags may follow.
 resume() {
@@ -127,16 +139,10 @@ sigterm_mpirun)
   "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
   pid=$!
   wait_first_step "$work/np2.log"
-  t0=$(date +%s.%N)
-  kill -TERM $pid
-  wait $pid; status=$?
-  seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
-  # mpirun returns 1 when it was told to end the job (ORTE's exit code for an ordered abort),
-  # whatever the ranks return (each returns 130 here).
-  [ $status -eq 1 ] || fail "mpirun exited $status after SIGTERM; expected 1"
+  signal_mpirun -TERM $pid
   check_stopped "signal 15"
   resume_np2_same_as_straight
-  echo "PASS: SIGTERM to mpirun stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
+  echo "PASS: SIGTERM to mpirun stopped both ranks after iter $stop in $seconds s (mpirun status 1), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
   ;;
 sigint_group)
   # Ctrl-C in a terminal: SIGINT to the foreground process group. mpirun runs in a session of
@@ -147,14 +153,10 @@ sigint_group)
   pid=$!
   wait_first_step "$work/np2.log"
   [ "$(ps -o pgid= -p $pid | tr -d ' ')" = "$pid" ] || fail "mpirun ($pid) does not lead its process group"
-  t0=$(date +%s.%N)
-  kill -INT -- -$pid
-  wait $pid; status=$?
-  seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
-  [ $status -eq 1 ] || fail "mpirun exited $status after SIGINT to its process group; expected 1"
+  signal_mpirun -INT -- -$pid
   check_stopped "signal 15"
   resume_np2_same_as_straight
-  echo "PASS: SIGINT to mpirun's process group (Ctrl-C) stopped both ranks after iter $stop in $seconds s (mpirun status $status), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
+  echo "PASS: SIGINT to mpirun's process group (Ctrl-C) stopped both ranks after iter $stop in $seconds s (mpirun status 1), with a checkpoint; resumed on 2 ranks, bit-identical to the run without the stop"
   ;;
 interrupt)
   # SIGTERM to the ranks themselves, as a batch scheduler may send it to every process.
