@@ -37,6 +37,7 @@ constexpr Command kCommands[] = {
     {"attend", "write a checkpoint's attention weights on a prompt as safetensors and PNG heatmaps",
      ag::cli::cmd_attend},
     {"plot", "plot a run's train/val loss and learning rate against the step (PNG)", ag::cli::cmd_plot},
+    {"explain", "carry the seed's attention example through the backward pass, step by step", ag::cli::cmd_explain},
 };
 
 void print_usage(std::FILE* out) {
