@@ -17,7 +17,7 @@ int cmd_explain(int argc, char** argv) {
   cxxopts::Options options("attograd explain",
                            "Carry an example through the backward pass step by step: each gradient by hand, "
                            "from attograd's engine and by finite differences.");
-  options.custom_help("attention [options]");
+  options.custom_help("attention [--q Q --k K --v V --g G] [--causal] [--mask M] [--html FILE]");
   // clang-format off
   options.add_options()
     ("topic", "what to explain: attention", cxxopts::value<std::string>())
@@ -31,8 +31,9 @@ int cmd_explain(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   options.parse_positional({"topic"});
-  options.positional_help("attention");
-  const auto r = parse_command_line(options, argc, argv);
+  options.positional_help("");
+  MatrixFlagArgs args(argc, argv);  // --q, --k, --v, --g
+  const auto r = parse_command_line(options, args.argc(), args.argv());
   if (print_help_if_asked(options, r)) return 0;
   if (!r.count("topic")) throw UsageError("say what to explain: attograd explain attention");
   if (r["topic"].as<std::string>() != "attention")

@@ -43,5 +43,6 @@ int cmd_attend(int argc, char** argv);     // cli/cmd_attend.cpp
 int cmd_plot(int argc, char** argv);       // cli/cmd_plot.cpp
 int cmd_bench(int argc, char** argv);      // cli/cmd_bench.cpp
 int cmd_explain(int argc, char** argv);    // cli/cmd_explain.cpp
+int cmd_explore(int argc, char** argv);    // cli/cmd_explore.cpp
 
 }  // namespace ag::cli

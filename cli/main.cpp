@@ -38,6 +38,8 @@ constexpr Command kCommands[] = {
      ag::cli::cmd_attend},
     {"plot", "plot a run's train/val loss and learning rate against the step (PNG)", ag::cli::cmd_plot},
     {"explain", "carry the seed's attention example through the backward pass, step by step", ag::cli::cmd_explain},
+    {"explore", "one HTML page to walk a forward and backward pass node by node (graph, values, gradients)",
+     ag::cli::cmd_explore},
 };
 
 void print_usage(std::FILE* out) {

@@ -20,6 +20,22 @@ std::string flag_of_message(const std::string& message) {
 
 }  // namespace
 
+MatrixFlagArgs::MatrixFlagArgs(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool matrix_flag = a.size() >= 3 && a.compare(0, 2, "--") == 0 && std::string("qkvg").find(a[2]) != std::string::npos &&
+                             (a.size() == 3 || a[3] == '=');
+    if (!matrix_flag) {
+      storage_.push_back(a);
+      continue;
+    }
+    storage_.push_back(a.substr(1, 2));                      // "-q"
+    if (a.size() > 3) storage_.push_back(a.substr(4));       // the value after "="
+  }
+  for (std::string& s : storage_) ptrs_.push_back(s.data());
+  ptrs_.push_back(nullptr);
+}
+
 viz::Matrix parse_matrix_flag(const std::string& flag, const std::string& text, bool booleans) {
   const std::string example = booleans ? "[[0,0,1],[0,0,0]]" : "[[1,0],[0,1]]";
   const std::string what = flag + ": expected a matrix of " + (booleans ? "0/1 (1 = hidden)" : "numbers") + " such as " +

@@ -2,11 +2,26 @@
 // and `explore --attention`; every problem is a UsageError naming the flag.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "viz/attention_walk.h"
 
 namespace ag::cli {
+
+// The matrix flags are named as in the formulas, --q, --k, --v, --g; cxxopts reads a one-letter
+// name as a short option (-q) only. This argv has "--q X" and "--q=X" rewritten to "-q X"
+// (for q, k, v, g), for cxxopts to parse.
+class MatrixFlagArgs {
+ public:
+  MatrixFlagArgs(int argc, char** argv);
+  int argc() const { return static_cast<int>(ptrs_.size()) - 1; }
+  char** argv() { return ptrs_.data(); }
+
+ private:
+  std::vector<std::string> storage_;
+  std::vector<char*> ptrs_;  // into storage_, then nullptr
+};
 
 // At most kMaxMatrixSide rows and columns: these commands print or draw every entry.
 constexpr int kMaxMatrixSide = 8;
