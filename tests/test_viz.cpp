@@ -254,13 +254,20 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
   fs::remove_all(dir);
 }
 
-TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
-  const std::string text = "the cat sat\non a mat";
-  const auto tok = data::CharTokenizer::from_text(data::decode_utf8(text, "t"));
-  Generator gen(5);
+namespace {
+// The tiny model of the gradient tests, in eval mode, its tokenizer and prompt.
+struct GradsCase {
+  data::CharTokenizer tok = data::CharTokenizer::from_text(data::decode_utf8("the cat sat\non a mat", "t"));
+  Generator gen{5};
   models::TransformerLM model = tiny_model(tok.vocab_size(), gen);
-  model.eval();
   const std::string prompt = "a cat sat";
+  GradsCase() { model.eval(); }
+};
+}  // namespace
+
+TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
+  GradsCase c;
+  auto& [tok, gen, model, prompt] = c;
   const AttentionGrads g = capture_attention_grads(model, tok, prompt);
   const AttentionMaps plain = capture_attention(model, tok, prompt);
   const int64_t T = 9, H = 3;
@@ -358,12 +365,8 @@ TEST(Heatmap, DivergingScaleIsWhiteAtZeroSymmetricWithValuesOnItsBar) {
 // node sends when the model runs its attention from primitive ops; its rows 0 (one visible key)
 // and T−1 (the last query) are empty, and the image says why.
 TEST(AttentionMaps, ScoreGradsAreWhatTheSoftmaxSendsAndEmptyRowsAreExplained) {
-  const std::string text = "the cat sat\non a mat";
-  const auto tok = data::CharTokenizer::from_text(data::decode_utf8(text, "t"));
-  Generator gen(5);
-  models::TransformerLM model = tiny_model(tok.vocab_size(), gen);
-  model.eval();
-  const std::string prompt = "a cat sat";
+  GradsCase c;
+  auto& [tok, gen, model, prompt] = c;
   const AttentionGrads g = capture_attention_grads(model, tok, prompt);
   const int64_t T = 9, H = 3;
   ASSERT_EQ(g.score_grads.size(), 2u);
