@@ -142,7 +142,9 @@ Matrix from_tensor(const Tensor& t) {
 
 // MathML pieces.
 std::string mi(const std::string& s) { return "<mi>" + s + "</mi>"; }
-std::string mo(const std::string& s) { return "<mo>" + s + "</mo>"; }
+std::string mo(const std::string& s) {  // parentheses keep their size: they wrap one line
+  return (s == "(" || s == ")" ? "<mo stretchy=\"false\">" : "<mo>") + s + "</mo>";
+}
 std::string dl(const std::string& x) {  // ∂L/∂x
   return "<mfrac><mrow><mo>∂</mo><mi>L</mi></mrow><mrow><mo>∂</mo>" + x + "</mrow></mfrac>";
 }
