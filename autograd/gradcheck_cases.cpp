@@ -197,6 +197,15 @@ std::vector<OpCase> op_cases() {
          Generator g(7);  // the same mask on every call: gradcheck needs a deterministic f
          return dropout(x[0], 0.3, /*training=*/true, g);
        }},
+      // ---- parts of modern transformers ---------------------------------------------------------------
+      {"rms_norm", "with weight", Args{{"x", {2, 3, 6}}, {"weight", {6}}}, Domain::Any,
+       [](V x) { return rms_norm(x[0], x[1], 1e-5); }},
+      {"rms_norm", "no weight, default eps", Args{{"x", {4, 5}}}, Domain::Any, [](V x) { return rms_norm(x[0]); }},
+      {"rope", "(2, 3, 4, 6), offset 2", Args{{"x", {2, 3, 4, 6}}}, Domain::Any,
+       [](V x) { return mul(rope(x[0], 2), x[0]); }},  // times x: a second derivative that is not zero
+      {"rope", "inverse, base 100, strided view", Args{{"xT", {4, 3, 2}}}, Domain::Any,
+       [](V x) { return rope(transpose(x[0], 0, 1), 1, 100.0, /*inverse=*/true); }},
+      {"softcap", "cap 2", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return softcap(mul(x[0], 3.0), 2.0); }},
       // ---- attention --------------------------------------------------------------------------------
       {"attention_probs", "no mask", Args{{"q", {2, 4, 3}}, {"k", {2, 5, 3}}}, Domain::Any,
        [](V x) { return attention_probs(x[0], x[1], Tensor(), 1 / std::sqrt(3.0), false); }},

@@ -141,6 +141,19 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // !training or p == 0.
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = default_generator());
 
+// ---- parts of modern transformers (autograd/ops/rms_norm.cpp, rope.cpp, softcap.cpp) ----------
+// RMSNorm over the last dim, as torch.nn.functional.rms_norm: x / √(mean(x²) + eps) ⊙ weight;
+// weight (C) or undefined; eps by default the machine epsilon of x's dtype, as torch's.
+Tensor rms_norm(const Tensor& x, const Tensor& weight = Tensor(), std::optional<double> eps = std::nullopt);
+// Rotary position embeddings for x (..., T, D), D even, row t at position offset + t (offset:
+// the positions already in a KV cache). The half-split layout of GPT-NeoX and LLaMA: the pair
+// (x[i], x[i + D/2]) turns by the angle θ = position · base^(−2i/D),
+//   y[i] = x[i]·cos θ − x[i + D/2]·sin θ,  y[i + D/2] = x[i + D/2]·cos θ + x[i]·sin θ.
+// inverse turns by −θ instead (rope's own backward).
+Tensor rope(const Tensor& x, int64_t offset = 0, double base = 10000.0, bool inverse = false);
+// Logit soft-capping (Gemma 2, modded-nanogpt): cap · tanh(x / cap), smooth and within (−cap, cap).
+Tensor softcap(const Tensor& x, double cap);
+
 // ---- attention kernels (autograd/ops/attention.cpp) ---------------------------------------------
 // Attention probabilities P = softmax(scale · Q·Kᵀ + mask) for q (B, L, D), k (B, S, D);
 // returns (B, L, S). `mask` is undefined, or float additive (B, L, S) / (L, S) where -inf means

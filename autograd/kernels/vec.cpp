@@ -113,6 +113,52 @@ AG_MULTIVERSION void layer_norm_backward(const float* __restrict x, const float*
   }
 }
 
+AG_MULTIVERSION void rms_norm_forward(const float* __restrict x, const float* __restrict w, float* __restrict y,
+                                      float* __restrict rstd, int64_t rows, int64_t C, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    float* yr = y + r * C;
+    for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] * xr[j];  // scratch: squares
+    const float rs = 1.0f / std::sqrt(lane_sum(yr, C) / static_cast<float>(C) + eps);
+    rstd[r] = rs;
+    if (w)
+      for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] * rs * w[j];
+    else
+      for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] * rs;
+  }
+}
+
+AG_MULTIVERSION void rms_norm_backward(const float* __restrict x, const float* __restrict w, const float* __restrict rstd,
+                                       const float* __restrict g, float* __restrict dx, float* __restrict dw, int64_t rows,
+                                       int64_t C) {
+  using lanes::kLanes;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    const float* gr = g + r * C;
+    const float rs = rstd[r];
+    const auto xhat = [&](int64_t j) { return xr[j] * rs; };                  // x̂ = x·rstd
+    const auto dxhat = [&](int64_t j) { return gr[j] * (w ? w[j] : 1.0f); };  // dx̂ = g·w
+    // One pass: dw += g·x̂ and Σ dx̂·x̂ in kLanes partial sums, combined in order as lane_sum.
+    float s[kLanes] = {};
+    const auto visit = [&](int64_t j, int k) {
+      const float xh = xhat(j);
+      s[k] += dxhat(j) * xh;
+      if (dw) dw[j] += gr[j] * xh;
+    };
+    int64_t j = 0;
+    for (; j + kLanes <= C; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) visit(j + k, k);
+    for (; j < C; ++j) visit(j, 0);
+    if (!dx) continue;
+    float dot = 0;
+    for (int k = 0; k < kLanes; ++k) dot += s[k];
+    const float mean_dxhat_xhat = dot / static_cast<float>(C);
+    // dx = rstd·(dx̂ − x̂·mean(dx̂·x̂))
+    float* dr = dx + r * C;
+    for (j = 0; j < C; ++j) dr[j] = rs * (dxhat(j) - xhat(j) * mean_dxhat_xhat);
+  }
+}
+
 AG_MULTIVERSION void adamw_step(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict g,
                                 int64_t n, float beta1, float beta2, float decay, float step_size, float bc2_sqrt,
                                 float eps) {

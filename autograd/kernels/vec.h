@@ -26,6 +26,13 @@ void layer_norm_forward(const float* x, const float* w, const float* b, float* y
 void layer_norm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* g,
                          float* dx, float* dw, float* db, int64_t rows, int64_t C);
 
+// RMSNorm over rows of C: y = x·rstd·w with rstd = 1/√(mean(x²) + eps); writes rstd per row.
+// w may be null (1).
+void rms_norm_forward(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t C, float eps);
+// dx (may be null), and dw accumulated (+=) when not null.
+void rms_norm_backward(const float* x, const float* w, const float* rstd, const float* g, float* dx, float* dw,
+                       int64_t rows, int64_t C);
+
 // One AdamW step on n elements (PyTorch's formula; decay = 1 − lr·wd, or 1 without decay).
 void adamw_step(float* w, float* m, float* v, const float* g, int64_t n, float beta1, float beta2, float decay,
                 float step_size, float bc2_sqrt, float eps);

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""The speedrun recipe (configs/speedrun.toml, docs/speedrun.md) in PyTorch: attograd's
+`--model modern` (models/modern_lm.h) trained as `attograd train --config configs/speedrun.toml`
+trains it, so that `make bench` can run both on the same cores for the same wall time.
+
+    x = tok_emb(idx)                                        (B, T, E), no position table
+    for each block:  x = x + attn(norm(x))                  q, k = rope(norm(q)), rope(norm(k)) per head
+                     x = x + proj(relu(fc(norm(x)))²)
+    logits = cap · tanh(lm_head(norm(x)) / cap)             untied head; cap 0: no soft-cap
+
+norm is RMSNorm without a gain (F.rms_norm, eps = the dtype's machine epsilon) or with one
+(--norm-gain); attention out_proj, mlp.proj and lm_head start at zero. Matrices of the blocks
+train with Muon (torch.optim.Muon's rule; its Newton-Schulz in the parameters' dtype, see
+--muon), the embedding, the head and any gains with AdamW (no weight decay). The learning rate
+follows warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last
+--cooldown fraction of the steps.
+
+Evaluation: the whole validation split (the last 10% of the corpus) in windows of block_size,
+in order, every target once (attograd's data::eval_windows); training batches are random
+windows (nanoGPT's get_batch).
+
+--time-budget SECONDS: times --probe-steps steps after warm-up, then fixes the step count so
+that training, the evaluations and the final one end at the budget (attograd's rule,
+train/time_budget.h); the result line carries the fixed iters. One JSON object per line:
+{"step", "train_loss", "lr_scale", "elapsed_s", "cpu_s"} every --log-every steps, and
+{"result": ..., "val_loss", "iters", "elapsed_s", "cpu_s", ...} at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ---- the model ----------------------------------------------------------------------------------
+
+
+def rope_tables(T: int, hd: int, base: float, offset: int = 0, dtype=torch.float32):
+    """cos, sin (T, hd/2): angle (offset + t) · base^(-2i/hd) for pair i = (x[i], x[i + hd/2])."""
+    inv_freq = base ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2.0 / hd)
+    ang = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (..., T, hd): (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), halves of the last dim."""
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, gain: bool):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim)) if gain else None
+        self.dim = dim
+
+    def forward(self, x):
+        return F.rms_norm(x, (self.dim,), self.weight)
+
+
+class Attention(nn.Module):
+    def __init__(self, E: int, H: int, qk_norm: bool, rope_base: float):
+        super().__init__()
+        self.H, self.hd, self.qk_norm, self.rope_base = H, E // H, qk_norm, rope_base
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * E, E))
+        self.out_proj = nn.Linear(E, E, bias=False)
+
+    def forward(self, x):
+        B, T, E = x.shape
+        qkv = F.linear(x, self.in_proj_weight).view(B, T, 3, self.H, self.hd).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, hd)
+        if self.qk_norm:
+            q, k = F.rms_norm(q, (self.hd,)), F.rms_norm(k, (self.hd,))
+        cos, sin = rope_tables(T, self.hd, self.rope_base, dtype=x.dtype)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, E))
+
+
+class MLP(nn.Module):
+    def __init__(self, E: int, hidden: int):
+        super().__init__()
+        self.fc = nn.Linear(E, hidden, bias=False)
+        self.proj = nn.Linear(hidden, E, bias=False)
+
+    def forward(self, x):
+        return self.proj(F.relu(self.fc(x)).square())
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.norm1 = RMSNorm(c.embd, c.norm_gain)
+        self.attn = Attention(c.embd, c.heads, c.qk_norm, c.rope_base)
+        self.norm2 = RMSNorm(c.embd, c.norm_gain)
+        self.mlp = MLP(c.embd, c.mlp_ratio * c.embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class ModernLM(nn.Module):
+    def __init__(self, c, vocab: int):
+        super().__init__()
+        self.c = c
+        self.tok_emb = nn.Embedding(vocab, c.embd)
+        self.blocks = nn.ModuleList([Block(c) for _ in range(c.layers)])
+        self.norm_f = RMSNorm(c.embd, c.norm_gain)
+        self.lm_head = nn.Linear(c.embd, vocab, bias=False)
+        with torch.no_grad():
+            nn.init.normal_(self.tok_emb.weight, 0.0, 1.0)  # as nn.Embedding; normalised before use
+            for b in self.blocks:
+                bound = math.sqrt(3.0 / c.embd)  # uniform with variance 1/fan_in
+                b.attn.in_proj_weight.uniform_(-bound, bound)
+                b.mlp.fc.weight.uniform_(-bound, bound)
+                b.attn.out_proj.weight.zero_()
+                b.mlp.proj.weight.zero_()
+            self.lm_head.weight.zero_()
+
+    def forward(self, idx, targets=None):
+        x = self.tok_emb(idx)
+        for b in self.blocks:
+            x = b(x)
+        logits = self.lm_head(self.norm_f(x))
+        if self.c.softcap > 0:
+            logits = self.c.softcap * torch.tanh(logits / self.c.softcap)
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+# ---- Muon ---------------------------------------------------------------------------------------
+
+
+def zeropower_ns(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
+    """torch.optim.Muon's Newton-Schulz, in G's dtype (torch's casts to bfloat16 first)."""
+    a, b, c = 3.4445, -4.7750, 2.0315
+    X = G.clone()
+    if G.size(0) > G.size(1):
+        X = X.T
+    X = X / X.norm().clamp(min=eps)
+    for _ in range(steps):
+        A = X @ X.T
+        Bm = torch.addmm(A, A, A, beta=b, alpha=c)
+        X = torch.addmm(X, Bm, X, beta=a)
+    return X.T if G.size(0) > G.size(1) else X
+
+
+class Muon32(torch.optim.Optimizer):
+    """torch.optim.Muon (torch 2.9+) with its Newton-Schulz in the parameters' dtype."""
+
+    def __init__(self, params, lr=0.02, weight_decay=0.0, momentum=0.95, nesterov=True):
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay, momentum=momentum, nesterov=nesterov))
+
+    @torch.no_grad()
+    def step(self):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if "momentum_buffer" not in st:
+                    st["momentum_buffer"] = torch.zeros_like(p.grad)
+                buf = st["momentum_buffer"]
+                buf.lerp_(p.grad, 1 - g["momentum"])
+                u = p.grad.lerp(buf, g["momentum"]) if g["nesterov"] else buf
+                u = zeropower_ns(u)
+                A, Bc = p.shape
+                p.mul_(1 - g["lr"] * g["weight_decay"])
+                p.add_(u, alpha=-g["lr"] * math.sqrt(max(1.0, A / Bc)))
+
+
+# ---- data, schedule, evaluation -----------------------------------------------------------------
+
+
+def load_corpus(path: str):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    vocab = sorted(set(text))
+    index = {ch: i for i, ch in enumerate(vocab)}
+    ids = torch.tensor([index[ch] for ch in text], dtype=torch.int64)
+    n = int(0.9 * len(ids))
+    return ids[:n], ids[n:], len(vocab)
+
+
+def get_batch(ids, batch, block, gen):
+    starts = torch.randint(0, len(ids) - block, (batch,), generator=gen)
+    offs = torch.arange(block + 1)
+    w = ids[starts[:, None] + offs[None, :]]
+    return w[:, :-1], w[:, 1:]
+
+
+def wsd(it: int, iters: int, warmup: int, cooldown: float, final: float = 0.0) -> float:
+    """lr scale at step it: (it+1)/(warmup+1) during warmup, 1, then linear to `final` over the
+    last round(cooldown·iters) steps (attograd's WarmupStableDecay)."""
+    decay = int(round(cooldown * iters))
+    if it < warmup:
+        return (it + 1) / (warmup + 1)
+    if it < iters - decay:
+        return 1.0
+    frac = (iters - it) / max(decay, 1)  # 1 -> 1/decay
+    return final + (1.0 - final) * frac
+
+
+@torch.no_grad()
+def eval_all(model, val, block, batch):
+    """Mean loss over every target of the split, windows 0, block, 2 block, ... in order."""
+    model.eval()
+    n = len(val)
+    full = (n - 1) // block
+    total, count = 0.0, 0
+    for b0 in range(0, full, batch):
+        rows = range(b0, min(full, b0 + batch))
+        x = torch.stack([val[r * block:(r + 1) * block] for r in rows])
+        y = torch.stack([val[r * block + 1:(r + 1) * block + 1] for r in rows])
+        total += float(model(x, y)) * x.numel()
+        count += x.numel()
+    rest = n - 1 - full * block
+    if rest > 0:
+        s = full * block
+        total += float(model(val[s:s + rest][None], val[s + 1:s + rest + 1][None])) * rest
+        count += rest
+    model.train()
+    return total / count
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+# ---- training -----------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--embd", type=int, default=128)
+    p.add_argument("--block", type=int, default=64)
+    p.add_argument("--mlp-ratio", type=int, default=4)
+    p.add_argument("--no-qk-norm", dest="qk_norm", action="store_false")
+    p.add_argument("--norm-gain", action="store_true")
+    p.add_argument("--rope-base", type=float, default=10000.0)
+    p.add_argument("--softcap", type=float, default=30.0)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--iters", type=int, default=1000)
+    p.add_argument("--time-budget", type=float, default=0.0)
+    p.add_argument("--probe-steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=0)
+    p.add_argument("--cooldown", type=float, default=0.4)
+    p.add_argument("--muon-lr", type=float, default=0.02)
+    p.add_argument("--muon-wd", type=float, default=0.0)
+    p.add_argument("--adam-lr", type=float, default=0.008, help="the head's")
+    p.add_argument("--emb-lr", type=float, default=0.05)
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--muon", choices=["float32", "torch"], default="float32",
+                   help="float32: torch.optim.Muon's rule with Newton-Schulz in float32; torch: torch.optim.Muon (bfloat16)")
+    p.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps (0: at the end only)")
+    p.add_argument("--eval-batch", type=int, default=64)
+    p.add_argument("--log-every", type=int, default=50)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--compile", action="store_true")
+    a = p.parse_args(argv)
+    t0, c0 = time.perf_counter(), cpu_s()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    train_ids, val_ids, vocab = load_corpus(a.data)
+    model = ModernLM(a, vocab)
+    mats = [p_ for n, p_ in model.named_parameters() if n.startswith("blocks.") and p_.dim() == 2]
+    opt_m = (Muon32 if a.muon == "float32" else torch.optim.Muon)(mats, lr=a.muon_lr, weight_decay=a.muon_wd,
+                                                                  momentum=0.95, nesterov=True)
+    groups = [dict(params=[model.tok_emb.weight], lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)]
+    gains = [p_ for n, p_ in model.named_parameters() if p_.dim() == 1]
+    if gains:
+        groups.append(dict(params=gains, lr=a.adam_lr))
+    opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-10, weight_decay=0.0)
+    opts = [opt_m, opt_a]
+    for o in opts:
+        for g in o.param_groups:
+            g["base_lr"] = g["lr"]
+    run = torch.compile(model) if a.compile else model
+    gen = torch.Generator().manual_seed(a.seed)
+    iters = a.iters
+    n_evals = 0
+
+    def step(it, total):
+        s = wsd(it, total, a.warmup, a.cooldown)
+        for o in opts:
+            for g in o.param_groups:
+                g["lr"] = g["base_lr"] * s
+        x, y = get_batch(train_ids, a.batch, a.block, gen)
+        loss = run(x, y)
+        loss.backward()
+        for o in opts:
+            o.step()
+        model.zero_grad(set_to_none=True)
+        return float(loss), s
+
+    it = 0
+    if a.time_budget > 0:
+        # warm-up (first steps are slow: allocation, compile), then probe; both count as steps
+        t_eval0 = time.perf_counter()
+        eval_all(model, val_ids[: len(val_ids) // 8], a.block, a.eval_batch)
+        eval_s = 8 * (time.perf_counter() - t_eval0)
+        for _ in range(3):
+            step(it, max(a.iters, 1))
+            it += 1
+        tp = time.perf_counter()
+        for _ in range(a.probe_steps):
+            step(it, max(a.iters, 1))
+            it += 1
+        step_s = (time.perf_counter() - tp) / a.probe_steps
+        left = a.time_budget - (time.perf_counter() - t0) - eval_s * 1.05
+        iters = it + max(0, int(left / step_s))
+        print(json.dumps({"probe_step_ms": round(1e3 * step_s, 2), "eval_s": round(eval_s, 2), "iters": iters}),
+              flush=True)
+    while it < iters:
+        loss, s = step(it, iters)
+        it += 1
+        if a.log_every and (it % a.log_every == 0 or it == iters):
+            print(json.dumps({"step": it, "train_loss": round(loss, 4), "lr_scale": round(s, 4),
+                              "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),
+                  flush=True)
+        if a.eval_every and it % a.eval_every == 0 and it < iters:
+            v = eval_all(model, val_ids, a.block, a.eval_batch)
+            n_evals += 1
+            print(json.dumps({"step": it, "val_loss": round(v, 4), "elapsed_s": round(time.perf_counter() - t0, 2)}),
+                  flush=True)
+    v = eval_all(model, val_ids, a.block, a.eval_batch)
+    print(json.dumps({"result": "torch_speedrun", "torch": torch.__version__, "val_loss": round(v, 4), "iters": iters,
+                      "params": sum(p_.numel() for p_ in model.parameters()),
+                      "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2),
+                      "config": {k: v_ for k, v_ in vars(a).items() if k != "data"}}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
