@@ -258,6 +258,19 @@ TEST(HardenCheckedWrites, ATornLastMetricsLineIsWhereTheFileWasCut) {
   EXPECT_EQ(rows.back().iter, 10);
 }
 
+TEST(HardenCheckedWrites, ResumeDropsATornLastMetricsLine) {
+  const fs::path d = temp_dir("harden2_torn_resume");
+  train::TrainConfig cfg = tiny_run(d, "run");
+  std::ostringstream out;
+  train::train_lm(cfg, out);
+  const fs::path metrics = fs::path(cfg.out_dir) / "metrics.jsonl";
+  std::ofstream(metrics, std::ios::app) << R"({"iter":3,"train_lo)";  // killed mid-line
+  train::resume_lm(cfg.out_dir, "", 0, false, out);
+  for (const std::string& line : read_lines(metrics)) EXPECT_EQ(line.find("train_lo\""), std::string::npos) << line;
+  EXPECT_EQ(read_bytes(metrics).back(), '\n');
+  EXPECT_NO_THROW(viz::read_metrics(metrics.string()));
+}
+
 // ---- 5. SIGHUP, a closed output, SIGXFSZ ----------------------------------------------------------
 
 TEST(HardenSignals, SighupStopsLikeSigtermUnlessIgnoredByNohup) {
