@@ -165,7 +165,7 @@ writes)
   ls big | grep -q '\.tmp\.' && fail "a temporary was left: $(ls big)"
   [ ! -e core ] || fail "a core file"
   # TensorBoard events past the limit: a clear error naming the event file.
-  (ulimit -f 100; exec "$ag" train --data "$corpus" --out tb --iters 40 --eval-every 2 "${tiny[@]}" --tensorboard) >log 2>&1; st=$?
+  (ulimit -f 100; exec "$ag" train --data "$corpus" --out tb --iters 200 --eval-every 2 "${tiny[@]}" --tensorboard) >log 2>&1; st=$?
   [ $st -eq 1 ] && grep -q "tb/events.out.tfevents.*: write failed: File too large" log || fail "tensorboard under ulimit -f exited $st: $(cat log)"
   ;;
 signals)
