@@ -16,7 +16,9 @@
 
 #include "autograd/atomic_file.h"
 #include "autograd/engine.h"
+#include "autograd/input_file.h"
 #include "autograd/kernels/dispatch.h"
+#include "autograd/memory_limit.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "data/batch.h"
@@ -34,6 +36,7 @@
 #include "train/memory_check.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "train/rank_agreement.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -46,7 +49,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void check_config(const TrainConfig& c, const Comm& comm) {
+void check_config(const TrainConfig& c, Comm& comm) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
@@ -84,6 +87,7 @@ void check_config(const TrainConfig& c, const Comm& comm) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
+  check_ranks_agree(comm, c);
 }
 
 // The model's own checks, then its memory estimate against this machine, before anything is
@@ -94,7 +98,7 @@ void check_model(const TrainConfig& c) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  require_training_fits(c.model, c.batch_size);
+  require_training_fits(c);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -368,9 +372,7 @@ void Run::write_grad_report(int64_t it, bool tty) {
   if (!comm_.is_root()) return;
   if (pending_report_iter_ != it) return;  // no step ran before this evaluation (iter 0, or just resumed)
   const std::string name = "grad_report_iter" + std::to_string(it) + ".txt";
-  std::ofstream f(dir_ / name, std::ios::trunc);
-  f << pending_report_;
-  if (!f.flush()) throw std::runtime_error(path(name.c_str()) + ": cannot write the gradient report");
+  write_file_atomically(path(name.c_str()), pending_report_);
   out_ << (tty ? "\r\033[K" : "") << "grads iter " << it << "  " << pending_summary_ << "  (" << name << ")\n";
   out_.flush();
   pending_report_iter_ = -1;
@@ -675,8 +677,8 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
 
 void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir) {
   if (new_iters < steps_taken)
-    throw std::invalid_argument("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
-                                std::to_string(steps_taken) + " steps");
+    throw ConfigError("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
+                      std::to_string(steps_taken) + " steps");
   // The steps taken used the old schedule; a run given new_iters from the start would have
   // used the new one. Exact only if they agree on every step taken (bit for bit).
   const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
@@ -691,7 +693,7 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
                   "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
                   static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
                   static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
-    throw std::invalid_argument(msg);
+    throw ConfigError(msg);
   }
 }
 
@@ -704,13 +706,10 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   std::optional<RunDir> run_dir;
   std::string bytes;
   if (comm.is_root()) {
-    if (!fs::exists(state_path))
-      throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+    RunDir::require_checkpoint(dir);
     run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
     report_removed(*run_dir, out);
-    std::ifstream f(state_path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    if (!f) throw std::runtime_error(state_path + ": cannot read");
+    bytes = read_input_file({state_path, state_path, memory_limit().bytes, "what this process may use", ""});
   }
   comm.broadcast(bytes);
   const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);
