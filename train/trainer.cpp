@@ -23,6 +23,7 @@
 #include "data/corpus.h"
 #include "data/text_file.h"
 #include "models/registry.h"
+#include "nn/utils/clip_grad.h"
 #include "train/checkpoint.h"
 #include "train/config_file.h"
 #include "train/config_error.h"
@@ -32,7 +33,6 @@
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
-#include "nn/utils/clip_grad.h"
 #include "train/optim/adam.h"
 #include "train/param_groups.h"
 #include "train/progress.h"
@@ -192,9 +192,7 @@ class Run {
     if (comm_.distributed()) {
       // Every rank built the same model from the same seed; rank 0's copy is the one.
       for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-      std::vector<Tensor> params;
-      for (const auto& [name, p] : model_->named_parameters()) params.push_back(p);
-      reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+      reducer_ = std::make_unique<Reducer>(comm_, model_->parameters());
       reducer_->attach_hooks();  // buckets start reducing during backward
       decorrelate_dropout();
     }
