@@ -108,7 +108,11 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
       state["in_proj_bias"] = get("in_proj_bias");
       state["out_proj.bias"] = get("out_proj.bias");
     }
-    mha.load_state_dict(state);
+    try {
+      mha.load_state_dict(state);
+    } catch (const std::runtime_error& e) {  // a bias or out_proj.weight of the wrong shape
+      throw std::invalid_argument(e.what());
+    }
     mha.eval();
     Tensor q = get("query").requires_grad_(), k = get("key").requires_grad_(), v = get("value").requires_grad_();
     auto out = mha.forward(q, k, v, get("key_padding_mask"), true, get("attn_mask"), average, is_causal);

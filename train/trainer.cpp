@@ -25,6 +25,7 @@
 #include "data/corpus.h"
 #include "data/text_file.h"
 #include "models/registry.h"
+#include "nn/utils/clip_grad.h"
 #include "train/checkpoint.h"
 #include "train/config_file.h"
 #include "train/config_error.h"
@@ -34,7 +35,8 @@
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
+#include "train/param_groups.h"
 #include "train/progress.h"
 #include "train/rank_agreement.h"
 #include "train/schedule.h"
@@ -46,6 +48,8 @@ namespace fs = std::filesystem;
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+using NamedParams = std::vector<std::pair<std::string, Tensor>>;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -185,16 +189,14 @@ class Run {
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
         model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
-        opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        opt_(decay_groups(*model_, {.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay})),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
     model_->train();
     if (comm_.distributed()) {
       // Every rank built the same model from the same seed; rank 0's copy is the one.
       for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-      std::vector<Tensor> params;
-      for (const auto& [name, p] : opt_.params()) params.push_back(p);
-      reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+      reducer_ = std::make_unique<Reducer>(comm_, model_->parameters());
       reducer_->attach_hooks();  // buckets start reducing during backward
       decorrelate_dropout();
     }
@@ -249,7 +251,7 @@ class Run {
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
-  AdamW opt_;
+  optim::AdamW opt_;
   CosineSchedule sched_;
   RunPosition pos_;
   fs::path dir_;
@@ -442,7 +444,7 @@ TrainSummary Run::run(bool fresh_metrics) {
 }
 
 bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
-  check_same_weights(comm_, opt_.params(), it);
+  check_same_weights(comm_, model_->named_parameters(), it);
   const Generator::State eval_start = eval_gen_.state();
   double tl = 0, vl = 0;
   if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
@@ -484,7 +486,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
 
 double Run::step(int64_t it, double lr) {
   const Clock::time_point t0 = Clock::now();
-  opt_.set_lr(lr);
+  for (auto& group : opt_.param_groups()) group.options.lr = lr;
   double loss_v = forward_backward();
   // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
   // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
@@ -496,7 +498,7 @@ double Run::step(int64_t it, double lr) {
   }
   if (cfg_.after_backward) cfg_.after_backward(*model_);
   if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
-    const GradReport rep = grad_report(opt_.params());
+    const GradReport rep = grad_report(model_->named_parameters());
     char head[200];
     std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
                   static_cast<long>(it), static_cast<long>(it + 1), loss_v);
@@ -505,7 +507,7 @@ double Run::step(int64_t it, double lr) {
     pending_report_iter_ = it + 1;
   }
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
-  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
+  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(model_->named_parameters()) : "(the loss itself)";
   if (!bad.empty()) {
     char msg[512];
     std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s",
@@ -518,7 +520,7 @@ double Run::step(int64_t it, double lr) {
     opt_.zero_grad();
   } else {
     // The norm before clipping; with clipping off, infinity as the bound only measures it.
-    grad_norm_ = clip_grad_norm(opt_.params(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
+    grad_norm_ = nn::utils::clip_grad_norm_(model_->parameters(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
     opt_.step();
   }
   pos_.eval_done = false;
