@@ -11,11 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
 #include "viz/attention_maps.h"
 
@@ -50,11 +49,7 @@ int cmd_attend(int argc, char** argv) {
     text = r["text"].as<std::string>();
   } else {
     const std::string path = r["text-file"].as<std::string>();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = data::read_text_file(path, path);  // a regular file of bounded size only
   }
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
   const bool with_grads = r.count("grads") > 0;
