@@ -100,14 +100,14 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.norm1 = RMSNorm(c.embd, c.norm_gain)
+        self.ln1 = RMSNorm(c.embd, c.norm_gain)
         self.attn = Attention(c.embd, c.heads, c.qk_norm, c.rope_base)
-        self.norm2 = RMSNorm(c.embd, c.norm_gain)
+        self.ln2 = RMSNorm(c.embd, c.norm_gain)
         self.mlp = MLP(c.embd, c.mlp_ratio * c.embd)
 
     def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
 
 
 class ModernLM(nn.Module):
@@ -116,7 +116,7 @@ class ModernLM(nn.Module):
         self.c = c
         self.tok_emb = nn.Embedding(vocab, c.embd)
         self.blocks = nn.ModuleList([Block(c) for _ in range(c.layers)])
-        self.norm_f = RMSNorm(c.embd, c.norm_gain)
+        self.ln_f = RMSNorm(c.embd, c.norm_gain)
         self.lm_head = nn.Linear(c.embd, vocab, bias=False)
         with torch.no_grad():
             nn.init.normal_(self.tok_emb.weight, 0.0, 1.0)  # as nn.Embedding; normalised before use
@@ -132,12 +132,12 @@ class ModernLM(nn.Module):
         x = self.tok_emb(idx)
         for b in self.blocks:
             x = b(x)
-        logits = self.lm_head(self.norm_f(x))
+        logits = self.lm_head(self.ln_f(x))
         if self.c.softcap > 0:
             logits = self.c.softcap * torch.tanh(logits / self.c.softcap)
         if targets is None:
             return logits
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 # ---- Muon ---------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "autograd/kernels/rope.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/parallel.h"
 #include "models/transformer_lm.h"
@@ -66,8 +68,9 @@ void attend_row_reference(const float* q, const float* K, const float* V, int64_
   }
 }
 
-void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, bool accumulate) {
-  if (gelu && accumulate) throw std::invalid_argument("decode::linear: GELU and accumulate do not combine");
+void linear(const float* x, int64_t R, const Weight& w, float* y, Activation act, bool accumulate) {
+  if (act != Activation::None && accumulate)
+    throw std::invalid_argument("decode::linear: an activation and accumulate do not combine");
   const int64_t N = w.N, K = w.K;
   const int ik = static_cast<int>(K), in = static_cast<int>(N);
   const int64_t blocks = (N + kBlock - 1) / kBlock;
@@ -89,17 +92,19 @@ void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, boo
                   w.W + n0 * K, ik, beta, y + n0, in);
     }
     // The epilogue on the slice just written, while it is in cache.
-    float act[kBlock];
+    float tmp[kBlock];
     for (int64_t r = 0; r < R; ++r) {
       float* yr = y + r * N + n0;
       if (w.b)
         for (int64_t j = 0; j < n; ++j) yr[j] += w.b[n0 + j];
-      if (gelu)  // a chunk spans one or more blocks: kBlock values at a time through `act`
+      if (act == Activation::Gelu)  // a chunk spans one or more blocks: kBlock values at a time through `tmp`
         for (int64_t j = 0; j < n; j += kBlock) {
           const int64_t width = std::min(kBlock, n - j);
-          kernels::vec::gelu_forward(yr + j, act, width);
-          std::memcpy(yr + j, act, static_cast<size_t>(width) * sizeof(float));
+          kernels::vec::gelu_forward(yr + j, tmp, width);
+          std::memcpy(yr + j, tmp, static_cast<size_t>(width) * sizeof(float));
         }
+      if (act == Activation::ReluSquared)
+        for (int64_t j = 0; j < n; ++j) yr[j] = yr[j] > 0 ? yr[j] * yr[j] : 0.0f;
     }
   });
 }
@@ -124,17 +129,27 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
   const GPTConfig& c = model.config();
   B_ = batch, E_ = c.n_embd, H_ = c.n_head, hd_ = c.n_embd / c.n_head, V_ = c.vocab_size, block_ = c.block_size;
   for (const auto& [name, p] : model.named_parameters()) n_params_ += p.numel();
-  tok_emb_ = ptr(model.tok_emb->weight), pos_emb_ = ptr(model.pos_emb->weight);
-  lnf_w_ = ptr(model.ln_f->weight), lnf_b_ = ptr(model.ln_f->bias), lnf_eps_ = static_cast<float>(model.ln_f->eps);
-  head_ = std::make_unique<decode::Weight>(tok_emb_, nullptr, V_, E_);  // tied: logits = h · tok_embᵀ
+  tok_emb_ = ptr(model.tok_emb->weight), pos_emb_ = model.pos_emb ? ptr(model.pos_emb->weight) : nullptr;
+  const auto norm_of = [](const nn::Module& m) -> Norm {
+    if (const auto* ln = dynamic_cast<const nn::LayerNorm*>(&m)) return {false, ptr(ln->weight), ptr(ln->bias), static_cast<float>(ln->eps)};
+    const auto& rms = dynamic_cast<const nn::RMSNorm&>(m);
+    return {true, ptr(rms.weight), nullptr,
+            static_cast<float>(rms.eps.value_or(std::numeric_limits<float>::epsilon()))};  // rms_norm's default
+  };
+  lnf_ = norm_of(*model.ln_f);
+  qk_norm_ = c.arch.qk_norm, rope_ = c.arch.rope, softcap_ = static_cast<float>(c.arch.softcap);
+  qk_eps_ = std::numeric_limits<float>::epsilon();  // MultiheadAttention's qk_norm_eps, unset
+  act_ = c.arch.relu_squared ? decode::Activation::ReluSquared : decode::Activation::Gelu;
+  if (rope_) kernels::rope_tables(hd_, model.blocks->operator[](0).attn->options.rope_base, block_, rope_cos_, rope_sin_);
+  const float* head = model.lm_head ? ptr(model.lm_head->weight) : tok_emb_;  // logits = h · headᵀ
+  head_ = std::make_unique<decode::Weight>(head, nullptr, V_, E_);
   const size_t cache = static_cast<size_t>(B_ * H_ * block_ * hd_);
   for (const auto& block : *model.blocks) {
     const Block& blk = *block;
     const nn::MultiheadAttention& a = *blk.attn;
     const MLP& m = *blk.mlp;
     const int64_t E = E_;
-    layers_.push_back({ptr(blk.ln1->weight), ptr(blk.ln1->bias), ptr(blk.ln2->weight), ptr(blk.ln2->bias),
-                       static_cast<float>(blk.ln1->eps), static_cast<float>(blk.ln2->eps),
+    layers_.push_back({norm_of(*blk.ln1), norm_of(*blk.ln2),
                        decode::Weight(ptr(a.in_proj_weight), ptr(a.in_proj_bias), 3 * E, E),
                        decode::Weight(ptr(a.out_proj->weight), ptr(a.out_proj->bias), E, E),
                        decode::Weight(ptr(m.fc->weight), ptr(m.fc->bias), 4 * E, E),
@@ -148,7 +163,9 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
 }
 
 double Decoder::weight_bytes_per_step() const {
-  return static_cast<double>(n_params_ - (block_ - 1) * E_) * sizeof(float);
+  int64_t unread = pos_emb_ ? (block_ - 1) * E_ : 0;  // the position rows not used
+  if (head_->W != tok_emb_) unread += (V_ - 1) * E_;   // untied: one row of tok_emb per token
+  return static_cast<double>(n_params_ - unread) * sizeof(float);
 }
 
 void Decoder::ensure_rows(int64_t R) {
@@ -158,11 +175,37 @@ void Decoder::ensure_rows(int64_t R) {
   mean_.resize(n(1)), rstd_.resize(n(1));
 }
 
-void Decoder::layer_norm(const float* x, const float* w, const float* b, float eps, float* y, int64_t R) {
+void Decoder::norm(const Norm& n, const float* x, float* y, int64_t R) {
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / E_);  // rows worth a thread
   parallel::parallel_for(R, grain, [&](int64_t r0, int64_t r1) {
-    kernels::vec::layer_norm_forward(x + r0 * E_, w, b, y + r0 * E_, mean_.data() + r0, rstd_.data() + r0, r1 - r0,
-                                     E_, eps);
+    if (n.rms)
+      kernels::vec::rms_norm_forward(x + r0 * E_, n.w, y + r0 * E_, rstd_.data() + r0, r1 - r0, E_, n.eps);
+    else
+      kernels::vec::layer_norm_forward(x + r0 * E_, n.w, n.b, y + r0 * E_, mean_.data() + r0, rstd_.data() + r0, r1 - r0,
+                                       E_, n.eps);
+  });
+}
+
+// qkv_ (B, T, 3E): each new row's query and key heads normalised (qk_norm) and turned to their
+// positions len_ + t (rope), in place, as MultiheadAttention's position_heads does.
+void Decoder::position_heads(int64_t T) {
+  if (!qk_norm_ && !rope_) return;
+  const int64_t E = E_, hd = hd_, half = hd / 2;
+  parallel::parallel_for(B_ * T, std::max<int64_t>(1, (int64_t(1) << 12) / E), [&](int64_t r0, int64_t r1) {
+    std::vector<float> tmp(static_cast<size_t>(hd));
+    float rstd;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t pos = len_ + r % T;
+      for (int64_t part = 0; part < 2; ++part)  // q, then k
+        for (int64_t h = 0; h < H_; ++h) {
+          float* x = qkv_.data() + r * 3 * E + part * E + h * hd;
+          if (qk_norm_) {
+            kernels::vec::rms_norm_forward(x, nullptr, tmp.data(), &rstd, 1, hd, qk_eps_);
+            std::memcpy(x, tmp.data(), static_cast<size_t>(hd) * sizeof(float));
+          }
+          if (rope_) kernels::rope_row(x, x, hd, rope_cos_.data() + pos * half, rope_sin_.data() + pos * half, false);
+        }
+    }
   });
 }
 
@@ -207,24 +250,32 @@ const float* Decoder::forward(const int64_t* tokens, int64_t T) {
       throw std::invalid_argument("Decoder::forward: token id " + std::to_string(id) + " outside the vocabulary of " +
                                   std::to_string(V_));
     const float* te = tok_emb_ + id * E;
-    const float* pe = pos_emb_ + (len_ + r % T) * E;
     float* xr = x_.data() + r * E;
+    if (!pos_emb_) {  // rope: positions enter in the attention
+      std::memcpy(xr, te, static_cast<size_t>(E) * sizeof(float));
+      continue;
+    }
+    const float* pe = pos_emb_ + (len_ + r % T) * E;
     for (int64_t j = 0; j < E; ++j) xr[j] = te[j] + pe[j];
   }
+  using decode::Activation;
   for (Layer& L : layers_) {
-    layer_norm(x_.data(), L.ln1_w, L.ln1_b, L.eps1, h_.data(), R);
-    decode::linear(h_.data(), R, L.in_proj, qkv_.data(), false, false);  // (R, 3E)
-    attention(L, T);                                                    // (R, E)
-    decode::linear(ctx_.data(), R, L.out_proj, x_.data(), false, true);  // x += attn
-    layer_norm(x_.data(), L.ln2_w, L.ln2_b, L.eps2, h_.data(), R);
-    decode::linear(h_.data(), R, L.fc, ff_.data(), true, false);        // gelu(fc)  (R, 4E)
-    decode::linear(ff_.data(), R, L.proj, x_.data(), false, true);      // x += mlp
+    norm(L.ln1, x_.data(), h_.data(), R);
+    decode::linear(h_.data(), R, L.in_proj, qkv_.data(), Activation::None, false);  // (R, 3E)
+    position_heads(T);
+    attention(L, T);                                                               // (R, E)
+    decode::linear(ctx_.data(), R, L.out_proj, x_.data(), Activation::None, true);  // x += attn
+    norm(L.ln2, x_.data(), h_.data(), R);
+    decode::linear(h_.data(), R, L.fc, ff_.data(), act_, false);                    // act(fc)  (R, 4E)
+    decode::linear(ff_.data(), R, L.proj, x_.data(), Activation::None, true);       // x += mlp
   }
   len_ += T;
   for (int64_t b = 0; b < B_; ++b)  // only each row's last position is sampled from
     std::memcpy(h_.data() + b * E, x_.data() + (b * T + T - 1) * E, static_cast<size_t>(E) * sizeof(float));
-  layer_norm(h_.data(), lnf_w_, lnf_b_, lnf_eps_, last_.data(), B_);
-  decode::linear(last_.data(), B_, *head_, logits_.data(), false, false);  // (B, V), tied head
+  norm(lnf_, h_.data(), last_.data(), B_);
+  decode::linear(last_.data(), B_, *head_, logits_.data(), Activation::None, false);  // (B, V)
+  if (softcap_ > 0)  // softcap · tanh(logits / softcap), as the softcap op
+    for (int64_t i = 0; i < B_ * V_; ++i) logits_[i] = softcap_ * std::tanh(logits_[i] * (1.0f / softcap_));
   return logits_.data();
 }
 

@@ -11,11 +11,14 @@
 // All rows of a batch advance together, at the same position: the weights are read once per
 // step for the whole batch.
 //
-// The same math as TransformerLM::forward (tests/test_decode.cpp holds them equal):
-//   x = tok_emb[id] + pos_emb[pos]                                       (R, E), R = B·T rows
-//   per block: x += out_proj(attend(split(in_proj(ln1(x))), cache))      causal over the cache
-//              x += proj(gelu(fc(ln2(x))))
-//   logits = ln_f(x_last) · tok_embᵀ                                     (B, V), last new position
+// The same math as TransformerLM::forward, in either architecture (tests/test_decode.cpp holds
+// them equal):
+//   x = tok_emb[id] + pos_emb[pos]  (modern: tok_emb[id])                (R, E), R = B·T rows
+//   per block: x += out_proj(attend(split(in_proj(ln1(x))), cache))      causal over the cache;
+//                   modern: q, k = rope(rms_norm(q)), rope(rms_norm(k)) per head at their positions
+//              x += proj(act(fc(ln2(x))))                                act: gelu, or relu²
+//   logits = ln_f(x_last) · headᵀ                                        (B, V), last new position;
+//            head: tok_emb (tied) or lm_head; modern: soft-capped
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -51,10 +54,14 @@ struct Weight {
   std::vector<float> blocked;  // N·K floats
 };
 
-// y(R, N) = x(R, K)·Wᵀ + b, then GELU if `gelu`, then added to y's old contents if `accumulate`
-// (the residual; not with GELU). The output features are split across attograd's threads in
-// kBlock blocks; each thread makes ordinary single-threaded BLAS calls. y must not alias x.
-void linear(const float* x, int64_t R, const Weight& w, float* y, bool gelu, bool accumulate);
+// The activation applied after a projection.
+enum class Activation { None, Gelu, ReluSquared };
+
+// y(R, N) = x(R, K)·Wᵀ + b, then the activation, then added to y's old contents if `accumulate`
+// (the residual; not with an activation). The output features are split across attograd's
+// threads in kBlock blocks; each thread makes ordinary single-threaded BLAS calls. y must not
+// alias x.
+void linear(const float* x, int64_t R, const Weight& w, float* y, Activation act, bool accumulate);
 
 }  // namespace decode
 
@@ -75,24 +82,35 @@ class Decoder {
   int64_t len() const { return len_; }
   int64_t batch() const { return B_; }
 
-  // Bytes of weights a one-token step reads: every parameter but the pos_emb rows not used.
+  // Bytes of weights a one-token step reads: every parameter but the pos_emb rows not used (and
+  // tok_emb's, when the head is untied: a step reads one row of it).
   double weight_bytes_per_step() const;
 
  private:
+  // A LayerNorm (w, b or null) or an RMSNorm (w or null, b null).
+  struct Norm {
+    bool rms;
+    const float *w, *b;
+    float eps;
+  };
   struct Layer {
-    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b;
-    float eps1, eps2;
+    Norm ln1, ln2;
     decode::Weight in_proj, out_proj, fc, proj;
     std::vector<float> k, v;  // (B, H, block, hd): the cache, one contiguous run of keys per head
   };
   void ensure_rows(int64_t R);                         // grows the per-row buffers to R rows
   void attention(Layer& L, int64_t T);                 // qkv_ -> cache, ctx_
-  void layer_norm(const float* x, const float* w, const float* b, float eps, float* y, int64_t R);
+  void position_heads(int64_t T);                      // qkv_'s q and k: qk_norm, rope at len_ + t
+  void norm(const Norm& n, const float* x, float* y, int64_t R);
 
   int64_t B_, E_, H_, hd_, V_, block_, len_ = 0, n_params_ = 0;
-  const float *tok_emb_, *pos_emb_, *lnf_w_, *lnf_b_;
-  float lnf_eps_;
-  std::unique_ptr<decode::Weight> head_;  // tok_emb as the tied head
+  const float *tok_emb_, *pos_emb_;  // pos_emb_: null with rope
+  Norm lnf_;
+  bool qk_norm_, rope_;
+  float qk_eps_, softcap_;
+  decode::Activation act_;
+  std::vector<float> rope_cos_, rope_sin_;  // (block, hd/2), as the rope op's
+  std::unique_ptr<decode::Weight> head_;  // tok_emb (tied) or lm_head
   std::vector<Layer> layers_;
   // Per-row buffers, sized for the most rows fed so far (R = B·T).
   std::vector<float> x_, h_, qkv_, ctx_, ff_, mean_, rstd_;

@@ -8,18 +8,20 @@
 // the ones it needs and says so in the help text.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "models/gpt_config.h"
 
 // clang-format off
 #define AG_MODEL_FIELDS(X)                                                                                   \
-  X(std::string, name,       "model",   "gpt", "the model: gpt (a transformer) or mlp (the character MLP of Bengio et al. 2003)") \
-  X(int64_t,     n_layer,    "layers",  4,     "transformer blocks (gpt)")                                  \
-  X(int64_t,     n_head,     "heads",   4,     "attention heads (gpt)")                                     \
-  X(int64_t,     n_embd,     "embd",    128,   "embedding width (gpt; mlp: per character)")                 \
-  X(int64_t,     block_size, "block",   64,    "context length in characters (gpt; mlp: the characters it concatenates)") \
-  X(double,      dropout,    "dropout", 0.0,   "dropout probability (gpt)")                                 \
+  X(std::string, name,       "model",   "gpt", "the model: gpt (nanoGPT's transformer), modern (the modded-nanogpt speedrun's: RoPE, RMSNorm, QK-norm, relu², untied head) or mlp (the character MLP of Bengio et al. 2003)") \
+  X(int64_t,     n_layer,    "layers",  4,     "transformer blocks (gpt, modern)")                                  \
+  X(int64_t,     n_head,     "heads",   4,     "attention heads (gpt, modern)")                                     \
+  X(int64_t,     n_embd,     "embd",    128,   "embedding width (gpt, modern; mlp: per character)")                 \
+  X(int64_t,     block_size, "block",   64,    "context length in characters (gpt, modern; mlp: the characters it concatenates)") \
+  X(double,      dropout,    "dropout", 0.0,   "dropout probability (gpt, modern)")                         \
+  X(double,      softcap,    "softcap", 30.0,  "logits capped as softcap·tanh(logits/softcap) (modern; 0: off)") \
   X(int64_t,     hidden,     "hidden",  512,   "width of the hidden tanh layer (mlp)")
 // clang-format on
 
@@ -32,12 +34,27 @@ struct ModelConfig {
   int64_t vocab_size = 65;  // not a flag: it comes from the corpus
 
   ModelConfig() = default;
-  // A GPT's configuration is a model configuration named "gpt" (the other fields keep their
-  // defaults).
+  // A GPT's configuration is a model configuration named "gpt", or "modern" for the modern
+  // architecture (its soft-cap kept); the other fields keep their defaults. Any other
+  // architecture has no name: std::invalid_argument.
   ModelConfig(const GPTConfig& g)  // NOLINT(google-explicit-constructor): c.model = GPTConfig{...}
-      : n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd), block_size(g.block_size), dropout(g.dropout),
-        vocab_size(g.vocab_size) {}
-  GPTConfig gpt() const { return {vocab_size, n_layer, n_head, n_embd, block_size, dropout}; }
+      : name(transformer_name(g.arch)), n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd),
+        block_size(g.block_size), dropout(g.dropout), vocab_size(g.vocab_size) {
+    if (name == "modern") softcap = g.arch.softcap;
+  }
+  static std::string transformer_name(const Architecture& a) {
+    if (a == Architecture()) return "gpt";
+    if (a == Architecture::modern(a.softcap)) return "modern";
+    throw std::invalid_argument("ModelConfig: a transformer architecture other than gpt's or modern's has no model name");
+  }
+  // The transformer's configuration: the modern architecture when named "modern", else the GPT's.
+  GPTConfig gpt() const {
+    GPTConfig g;
+    g.vocab_size = vocab_size, g.n_layer = n_layer, g.n_head = n_head, g.n_embd = n_embd, g.block_size = block_size;
+    g.dropout = dropout;
+    if (name == "modern") g.arch = Architecture::modern(softcap);
+    return g;
+  }
 };
 
 // f(member, key, flag) for every row of AG_MODEL_FIELDS (key: the member's name).

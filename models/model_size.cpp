@@ -27,41 +27,53 @@ int64_t total_bytes(int64_t params, int64_t activation_floats, bool training, co
 
 // ---- GPT (models/transformer_lm.h) ----------------------------------------------------------
 
-int64_t gpt_num_tensors(const ModelConfig& c) { return add(4, mul(12, c.n_layer, "tensors for n_layer"), "tensors"); }
+// The modern architecture: no position table, no biases, no norm gains, an untied head.
+int64_t gpt_num_tensors(const ModelConfig& c) {
+  if (c.name == "modern") return add(2, mul(4, c.n_layer, "tensors for n_layer"), "tensors");
+  return add(4, mul(12, c.n_layer, "tensors for n_layer"), "tensors");
+}
 
 ParameterShapes gpt_parameter_shapes(const ModelConfig& c) {
   const char* what = "parameter shapes";
+  const bool modern = c.name == "modern";
   const int64_t E = c.n_embd, E3 = mul(3, E, what), E4 = mul(4, E, what);
   ParameterShapes out;
   out.reserve(static_cast<size_t>(gpt_num_tensors(c)));
   out.emplace_back("tok_emb.weight", Shape{c.vocab_size, E});
-  out.emplace_back("pos_emb.weight", Shape{c.block_size, E});
+  if (!modern) out.emplace_back("pos_emb.weight", Shape{c.block_size, E});
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
-    out.emplace_back(b + "ln1.weight", Shape{E});
-    out.emplace_back(b + "ln1.bias", Shape{E});
+    if (!modern) out.emplace_back(b + "ln1.weight", Shape{E});
+    if (!modern) out.emplace_back(b + "ln1.bias", Shape{E});
     out.emplace_back(b + "attn.in_proj_weight", Shape{E3, E});
-    out.emplace_back(b + "attn.in_proj_bias", Shape{E3});
+    if (!modern) out.emplace_back(b + "attn.in_proj_bias", Shape{E3});
     out.emplace_back(b + "attn.out_proj.weight", Shape{E, E});
-    out.emplace_back(b + "attn.out_proj.bias", Shape{E});
-    out.emplace_back(b + "ln2.weight", Shape{E});
-    out.emplace_back(b + "ln2.bias", Shape{E});
+    if (!modern) out.emplace_back(b + "attn.out_proj.bias", Shape{E});
+    if (!modern) out.emplace_back(b + "ln2.weight", Shape{E});
+    if (!modern) out.emplace_back(b + "ln2.bias", Shape{E});
     out.emplace_back(b + "mlp.fc.weight", Shape{E4, E});
-    out.emplace_back(b + "mlp.fc.bias", Shape{E4});
+    if (!modern) out.emplace_back(b + "mlp.fc.bias", Shape{E4});
     out.emplace_back(b + "mlp.proj.weight", Shape{E, E4});
-    out.emplace_back(b + "mlp.proj.bias", Shape{E});
+    if (!modern) out.emplace_back(b + "mlp.proj.bias", Shape{E});
   }
-  out.emplace_back("ln_f.weight", Shape{E});
-  out.emplace_back("ln_f.bias", Shape{E});
+  if (modern) {
+    out.emplace_back("lm_head.weight", Shape{c.vocab_size, E});
+  } else {
+    out.emplace_back("ln_f.weight", Shape{E});
+    out.emplace_back("ln_f.bias", Shape{E});
+  }
   return out;
 }
 
 int64_t gpt_memory_bytes(const ModelConfig& c, int64_t batch, bool training) {
   const char* what = "memory estimate";
   const int64_t E = c.n_embd;
-  // Parameters from the formula, not the list: n_layer may be huge. Per block 12E² + 13E.
-  const int64_t per_block = add(mul(12, mul(E, E, what), what), mul(13, E, what), what);
-  int64_t params = add(mul(add(c.vocab_size, c.block_size, what), E, what), mul(2, E, what), what);
+  // Parameters from the formula, not the list: n_layer may be huge. Per block 12E² + 13E (modern:
+  // 12E²); embeddings (V + T)·E + 2E (modern: 2V·E, the head untied).
+  const bool modern = c.name == "modern";
+  const int64_t per_block = add(mul(12, mul(E, E, what), what), modern ? 0 : mul(13, E, what), what);
+  int64_t params = modern ? mul(mul(2, c.vocab_size, what), E, what)
+                          : add(mul(add(c.vocab_size, c.block_size, what), E, what), mul(2, E, what), what);
   params = add(params, mul(c.n_layer, per_block, what), what);
   // Floats kept per position: per block about 21E (LayerNorms, q/k/v and their per-head
   // copies, the attention output, the 4E MLP layer before and after GELU, residuals) plus

@@ -15,6 +15,13 @@ const std::vector<ModelEntry>& model_registry() {
          return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
        },
        gpt_num_tensors, gpt_parameter_shapes, gpt_memory_bytes},
+      {"modern", "attograd.ModernTransformerLM",
+       "the modded-nanogpt speedrun's transformer: RoPE, RMSNorm, QK-norm, relu², untied head (models/transformer_lm.h)",
+       {"n_layer", "n_head", "n_embd", "block_size", "softcap"}, [](const ModelConfig& c) { c.gpt().validate(); },
+       [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
+         return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
+       },
+       gpt_num_tensors, gpt_parameter_shapes, gpt_memory_bytes},
       {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
        {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {

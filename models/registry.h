@@ -15,7 +15,7 @@ struct ModelEntry {
   std::string name;     // --model NAME, and ModelConfig::name
   std::string format;   // the "format" of its model.safetensors' __metadata__
   std::string summary;  // one line for help texts
-  // The integer fields of ModelConfig (their keys, e.g. "n_layer") it reads besides vocab_size;
+  // The integer and number fields of ModelConfig (their keys, e.g. "n_layer") it reads besides vocab_size;
   // checkpoints record them.
   std::vector<std::string> fields;
   std::function<void(const ModelConfig&)> validate;  // throws std::invalid_argument naming the field

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -26,31 +27,54 @@ void GPTConfig::validate() const {
     throw std::invalid_argument("GPTConfig: n_embd (" + std::to_string(n_embd) + ") must be divisible by n_head (" +
                                 std::to_string(n_head) + ")");
   if (!(dropout >= 0 && dropout < 1)) throw std::invalid_argument("GPTConfig: dropout must be in [0, 1)");
+  if (!(arch.softcap >= 0)) throw std::invalid_argument("GPTConfig: softcap must be >= 0 (0: off)");
+  if (arch.rope && (n_embd / n_head) % 2 != 0)
+    throw std::invalid_argument("GPTConfig: rotary embeddings need an even head size, got n_embd/n_head = " +
+                                std::to_string(n_embd / n_head));
+}
+
+Architecture Architecture::modern(double softcap) {
+  Architecture a;
+  a.rms_norm = true, a.norm_gain = false, a.rope = true, a.qk_norm = true, a.relu_squared = true, a.bias = false;
+  a.tied_head = false, a.zero_init_projections = true, a.softcap = softcap;
+  return a;
+}
+
+std::shared_ptr<nn::Module> make_norm(const GPTConfig& cfg, DType dtype) {
+  if (cfg.arch.rms_norm) return std::make_shared<nn::RMSNorm>(cfg.n_embd, std::nullopt, cfg.arch.norm_gain, dtype);
+  return std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, cfg.arch.norm_gain, dtype);
 }
 
 // ---- MLP ------------------------------------------------------------------------------------------
 
-MLP::MLP(int64_t E, double p, DType dtype, Generator& gen) {
-  fc = register_module("fc", std::make_shared<nn::Linear>(E, 4 * E, true, dtype, gen));
-  proj = register_module("proj", std::make_shared<nn::Linear>(4 * E, E, true, dtype, gen));
-  drop = register_module("drop", std::make_shared<nn::Dropout>(p, gen));
+MLP::MLP(const GPTConfig& cfg, DType dtype, Generator& gen) : relu_squared(cfg.arch.relu_squared) {
+  const int64_t E = cfg.n_embd;
+  fc = register_module("fc", std::make_shared<nn::Linear>(E, 4 * E, cfg.arch.bias, dtype, gen));
+  proj = register_module("proj", std::make_shared<nn::Linear>(4 * E, E, cfg.arch.bias, dtype, gen));
+  drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
 }
 
 // proj(gelu(fc(x))) as one fused node (autograd/ops/fused_mlp.cpp): both GEMMs with the bias
 // and GELU between them per block of rows, and the hidden activation recomputed in the backward
-// instead of being kept.
+// instead of being kept. relu²: proj(relu(fc(x))²).
 Tensor MLP::forward(const Tensor& x) const {
+  if (relu_squared) {
+    const Tensor h = relu(fc->forward(x));
+    return drop->forward(proj->forward(mul(h, h)));
+  }
   return drop->forward(gelu_mlp(x, fc->weight, fc->bias, proj->weight, proj->bias));
 }
 
 // ---- Block ----------------------------------------------------------------------------------------
 
 Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg.block_size) {
-  ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
-  attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(cfg.n_embd, cfg.n_head, cfg.dropout, true,
-                                                                          /*batch_first=*/true, dtype, gen));
-  ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
-  mlp = register_module("mlp", std::make_shared<MLP>(cfg.n_embd, cfg.dropout, dtype, gen));
+  ln1 = register_module("ln1", make_norm(cfg, dtype));
+  nn::AttentionOptions opts;
+  opts.qk_norm = cfg.arch.qk_norm, opts.rope = cfg.arch.rope;
+  attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(cfg.n_embd, cfg.n_head, cfg.dropout, cfg.arch.bias,
+                                                                          /*batch_first=*/true, dtype, gen, opts));
+  ln2 = register_module("ln2", make_norm(cfg, dtype));
+  mlp = register_module("mlp", std::make_shared<MLP>(cfg, dtype, gen));
   resid_drop = register_module("resid_drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
 }
 
@@ -73,21 +97,33 @@ Tensor Block::forward_cached(const Tensor& x, nn::KVCache& cache) const {
 TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen) : cfg_(cfg) {
   cfg.validate();
   tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.n_embd, dtype, gen));
-  pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(cfg.block_size, cfg.n_embd, dtype, gen));
+  if (!cfg.arch.rope)
+    pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(cfg.block_size, cfg.n_embd, dtype, gen));
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
-  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
+  ln_f = register_module("ln_f", make_norm(cfg, dtype));
+  if (!cfg.arch.tied_head)
+    lm_head = register_module("lm_head", std::make_shared<nn::Linear>(cfg.n_embd, cfg.vocab_size, false, dtype, gen));
 
-  // nanoGPT's init, in registration order so that a seed fixes every value.
+  // In registration order, so that a seed fixes every value.
+  const bool modern = cfg.arch.zero_init_projections;
   const double resid_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
+  const double bound = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(cfg.n_embd));  // modern: std 0.5/√E
   for (auto& [name, p] : named_parameters()) {
     const bool is_ln = name.find("ln1.") != std::string::npos || name.find("ln2.") != std::string::npos ||
                        name.rfind("ln_f.", 0) == 0;
     const bool is_resid = name.ends_with("attn.out_proj.weight") || name.ends_with("mlp.proj.weight");
     if (is_ln) continue;  // weight 1, bias 0 already
-    if (p.dim() >= 2) nn::init::normal_(p, 0.0, is_resid ? resid_std : 0.02, gen);
-    else nn::init::zeros_(p);
+    if (modern) {
+      if (is_resid || name == "lm_head.weight") nn::init::zeros_(p);
+      else if (name == "tok_emb.weight") nn::init::normal_(p, 0.0, 1.0, gen);
+      else if (p.dim() >= 2) nn::init::uniform_(p, -bound, bound, gen);
+      else nn::init::zeros_(p);
+    } else {  // nanoGPT's
+      if (p.dim() >= 2) nn::init::normal_(p, 0.0, is_resid ? resid_std : 0.02, gen);
+      else nn::init::zeros_(p);
+    }
   }
 }
 
@@ -98,13 +134,16 @@ Tensor TransformerLM::embed(const Tensor& idx, int64_t pos0) const {
   if (pos0 + T > cfg_.block_size)
     throw std::invalid_argument("TransformerLM: sequence of " + std::to_string(pos0 + T) + " positions exceeds block_size " +
                                 std::to_string(cfg_.block_size));
+  if (!pos_emb) return drop->forward(tok_emb->forward(idx));  // rope: positions enter in the attention
   Tensor pos = Tensor::empty({T}, DType::Int64);
   for (int64_t t = 0; t < T; ++t) pos.data<int64_t>()[t] = pos0 + t;
   return drop->forward(tok_emb->forward(idx) + pos_emb->forward(pos));  // (B, T, E) + (T, E)
 }
 
 Tensor TransformerLM::head(const Tensor& x) const {
-  return linear(ln_f->forward(x), tok_emb->weight);  // (B, T, E) · (V, E)ᵀ -> (B, T, V)
+  const Tensor h = ln_f->forward(x);
+  const Tensor logits = linear(h, lm_head ? lm_head->weight : tok_emb->weight);  // (B, T, E) · (V, E)ᵀ -> (B, T, V)
+  return cfg_.arch.softcap > 0 ? softcap(logits, cfg_.arch.softcap) : logits;
 }
 
 Tensor TransformerLM::forward(const Tensor& idx) const {
@@ -135,8 +174,12 @@ Tensor TransformerLM::forward_cached(const Tensor& idx, int64_t pos0, std::vecto
 }
 
 std::string TransformerLM::summary() const {
-  return std::to_string(cfg_.n_layer) + " layers, " + std::to_string(cfg_.n_head) + " heads, " +
-         std::to_string(cfg_.n_embd) + " wide, block " + std::to_string(cfg_.block_size);
+  std::string s = std::to_string(cfg_.n_layer) + " layers, " + std::to_string(cfg_.n_head) + " heads, " +
+                  std::to_string(cfg_.n_embd) + " wide, block " + std::to_string(cfg_.block_size);
+  if (cfg_.arch == Architecture()) return s;
+  char cap[32];
+  std::snprintf(cap, sizeof cap, "%g", cfg_.arch.softcap);
+  return s + "; RoPE, RMSNorm, QK-norm, relu², untied head" + (cfg_.arch.softcap > 0 ? std::string(", soft-cap ") + cap : "");
 }
 
 // Matmul FLOPs of one forward pass over (batch, block_size) (the backward costs twice that).

@@ -1,14 +1,24 @@
-// TransformerLM: a GPT-style character language model built from attograd's nn modules.
+// TransformerLM: a GPT-style character language model built from attograd's nn modules, in
+// one of two architectures (models/gpt_config.h).
 //
+// nanoGPT's GPT (`--model gpt`, the default):
 //   x = tok_emb(idx) + pos_emb(0..T-1)                      (B, T, E)
 //   for each block:  x = x + attn(ln1(x), causal)            MultiheadAttention, batch_first
 //                    x = x + mlp(ln2(x))                     Linear(E,4E) -> GELU(erf) -> Linear(4E,E)
 //   logits = ln_f(x) · tok_embᵀ                              (B, T, V), head tied, no bias
 //
-// Parameter names match a PyTorch twin (tests/parity/twin.py) so that
-// load_state_dict(strict=True) works there: tok_emb.weight, pos_emb.weight,
+// The modded-nanogpt speedrun's (`--model modern`):
+//   x = tok_emb(idx)                                        (B, T, E), no position table
+//   for each block:  x = x + attn(ln1(x), causal)            q, k = rope(rms_norm(q)), rope(rms_norm(k)) per head
+//                    x = x + mlp(ln2(x))                     Linear(E,4E) -> relu² -> Linear(4E,E)
+//   logits = softcap·tanh(lm_head(ln_f(x)) / softcap)       (B, T, V), untied head
+// with RMSNorm without a gain for ln1, ln2 and ln_f, no biases, and attn.out_proj, mlp.proj and
+// lm_head initialised to zero (each block starts as the identity, the model as uniform).
+//
+// Parameter names match the PyTorch twins (tests/parity/twin.py, bench/torch_speedrun.py) so
+// that load_state_dict(strict=True) works there: tok_emb.weight, pos_emb.weight (GPT),
 // blocks.{i}.ln1.*, blocks.{i}.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
-// blocks.{i}.ln2.*, blocks.{i}.mlp.fc.*, blocks.{i}.mlp.proj.*, ln_f.*.
+// blocks.{i}.ln2.*, blocks.{i}.mlp.fc.*, blocks.{i}.mlp.proj.*, ln_f.*, lm_head.weight (modern).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,15 +32,20 @@
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/module_list.h"
+#include "nn/rms_norm.h"
 
 namespace ag::models {
 
+// A block's or the head's norm: LayerNorm for the GPT, RMSNorm for the modern architecture.
+std::shared_ptr<nn::Module> make_norm(const GPTConfig& cfg, DType dtype);
+
 class MLP : public nn::Module {
  public:
-  MLP(int64_t n_embd, double dropout, DType dtype, Generator& gen);
-  Tensor forward(const Tensor& x) const;  // (B, T, E) -> (B, T, E)
+  MLP(const GPTConfig& cfg, DType dtype, Generator& gen);
+  Tensor forward(const Tensor& x) const override;  // (B, T, E) -> (B, T, E)
   std::shared_ptr<nn::Linear> fc, proj;
   std::shared_ptr<nn::Dropout> drop;
+  bool relu_squared;
 };
 
 class Block : public nn::Module {
@@ -40,7 +55,7 @@ class Block : public nn::Module {
   // (B, H, T, T) there.
   Tensor forward(const Tensor& x, Tensor* attn_weights = nullptr) const;
   Tensor forward_cached(const Tensor& x, nn::KVCache& cache) const;    // (B, T_new, E), inference
-  std::shared_ptr<nn::LayerNorm> ln1, ln2;
+  std::shared_ptr<nn::Module> ln1, ln2;  // make_norm's
   std::shared_ptr<nn::MultiheadAttention> attn;
   std::shared_ptr<MLP> mlp;
   std::shared_ptr<nn::Dropout> resid_drop;
@@ -49,8 +64,10 @@ class Block : public nn::Module {
 
 class TransformerLM : public LanguageModel, public AttentionIntrospection {
  public:
-  // Initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual projections at
-  // 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0; all draws from gen.
+  // The GPT initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual
+  // projections at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0. The modern one as the
+  // speedrun: tok_emb N(0, 1), in_proj and mlp.fc U(−b, b) with b = √3·0.5/√E (std 0.5/√E),
+  // out_proj, mlp.proj and lm_head zero, gains 1. All draws from gen.
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
   Tensor forward(const Tensor& idx) const override;               // int64 (B, T) -> logits (B, T, V)
@@ -78,17 +95,18 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   double forward_flops(int64_t batch) const override;
   const AttentionIntrospection* attention() const override { return this; }
 
-  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
+  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;  // pos_emb: null with rope
   std::shared_ptr<nn::Dropout> drop;
   std::shared_ptr<nn::ModuleList<Block>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Module> ln_f;     // make_norm's
+  std::shared_ptr<nn::Linear> lm_head;  // null when the head is tied to tok_emb
 
  private:
   // Logits (B, T, V) for ids whose first position is `pos0`, through the caches (the autograd
   // ops under no-grad: the path for float64 models; float32 ones decode with models/decode.h).
   Tensor forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const;
   Tensor embed(const Tensor& idx, int64_t pos0) const;  // (B, T, E)
-  Tensor head(const Tensor& x) const;                   // ln_f then the tied projection
+  Tensor head(const Tensor& x) const;                   // ln_f, the head's projection, the soft-cap
 
   GPTConfig cfg_;
 };

@@ -102,13 +102,16 @@ UnfusedAttentionGuard::UnfusedAttentionGuard() : prev_(g_unfused) { g_unfused = 
 UnfusedAttentionGuard::~UnfusedAttentionGuard() { g_unfused = prev_; }
 bool UnfusedAttentionGuard::active() { return g_unfused; }
 
-MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias, bool bf, DType dtype, Generator& gen)
-    : embed_dim(E), num_heads(H), head_dim(H > 0 ? E / H : 0), dropout(p), batch_first(bf), gen_(&gen) {
+MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias, bool bf, DType dtype, Generator& gen,
+                                       AttentionOptions opts)
+    : embed_dim(E), num_heads(H), head_dim(H > 0 ? E / H : 0), dropout(p), batch_first(bf), options(opts), gen_(&gen) {
   if (E <= 0 || H <= 0) throw std::invalid_argument("MultiheadAttention: embed_dim and num_heads must be positive");
   if (E % H != 0)
     throw std::invalid_argument("MultiheadAttention: embed_dim (" + std::to_string(E) + ") must be divisible by num_heads (" +
                                 std::to_string(H) + ")");
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument("MultiheadAttention: dropout must be in [0, 1]");
+  if (opts.rope && head_dim % 2 != 0)
+    throw std::invalid_argument("MultiheadAttention: rope needs an even head_dim, got " + std::to_string(head_dim));
   in_proj_weight = register_parameter("in_proj_weight", Tensor::empty({3 * E, E}, dtype));
   init::xavier_uniform_(in_proj_weight, 1.0, gen);
   if (bias) in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * E}, dtype));
@@ -179,14 +182,22 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   Tensor ctx, weights;  // ctx (N, L, E)
   // Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection
   auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
-  if (blockwise && self_attention) {  // heads read from the packed projection and written in place
+  if (blockwise && self_attention && !transforms_qk()) {  // heads read from the packed projection and written in place
     ctx = self_attention_qkv(linear(q_in, in_proj_weight, in_proj_bias), H, is_causal, scale);  // (N, L, 3E) -> (N, L, E)
   } else if (blockwise) {  // heads as strided views (N, H, L|S, hd) of the projections
-    auto heads = [&](const Tensor& x, int64_t i) {
-      const Tensor y = linear(x, rows(in_proj_weight, i), rows(in_proj_bias, i));  // (N, L, E)
+    auto as_heads = [&](const Tensor& y) {  // (N, L, E) -> (N, H, L, hd)
       return permute(reshape(y, {N, y.size(1), H, head_dim}), {0, 2, 1, 3});
     };
-    const Tensor o = scaled_dot_product_attention(heads(q_in, 0), heads(k_in, 1), heads(v_in, 2), is_causal, scale);
+    Tensor q, k, v;
+    if (self_attention) {  // one GEMM for q, k and v: (N, L, 3E), then views
+      const Tensor qkv = linear(q_in, in_proj_weight, in_proj_bias);
+      q = as_heads(narrow(qkv, 2, 0, E)), k = as_heads(narrow(qkv, 2, E, E)), v = as_heads(narrow(qkv, 2, 2 * E, E));
+    } else {
+      q = as_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)));
+      k = as_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)));
+      v = as_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)));
+    }
+    const Tensor o = scaled_dot_product_attention(position_heads(q, 0), position_heads(k, 0), v, is_causal, scale);
     ctx = reshape(permute(o, {0, 2, 1, 3}), {N, L, E});  // (N, H, L, hd) -> (N, L, E)
   } else {
     // ---- projections: self-attention packs q, k, v into one GEMM ------------------------------
@@ -199,6 +210,7 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
       k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
       v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
     }
+    q = position_heads(q, 0), k = position_heads(k, 0);
     // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
     Tensor P = g_unfused ? unfused_probs(q, k, mask, scale, is_causal) : attention_probs(q, k, mask, scale, is_causal);
     P = ag::dropout(P, dropout, is_training(), *gen_);
@@ -234,7 +246,8 @@ Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64
   if (cache.len + T > capacity)
     throw std::invalid_argument("MultiheadAttention::forward_cached: " + std::to_string(cache.len + T) +
                                 " positions exceed the cache capacity " + std::to_string(capacity));
-  const auto qkv = split_qkv(linear(x, in_proj_weight, in_proj_bias), H);  // each (N·H, T, hd)
+  auto qkv = split_qkv(linear(x, in_proj_weight, in_proj_bias), H);  // each (N·H, T, hd)
+  qkv[0] = position_heads(qkv[0], cache.len), qkv[1] = position_heads(qkv[1], cache.len);  // new positions len..
   // Append this step's keys and values: cache[:, len : len+T, :] = k, v
   const size_t row_bytes = static_cast<size_t>(T * hd) * dtype_size(x.dtype());
   for (int i = 1; i <= 2; ++i) {
@@ -250,6 +263,13 @@ Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64
   const Tensor P = attention_probs(qkv[0], K, Tensor(), 1.0 / std::sqrt(static_cast<double>(hd)), true, cache.len);
   cache.len = S;
   return out_proj->forward(merge_heads(matmul(P, V), N, H));  // (N, T, E)
+}
+
+Tensor MultiheadAttention::position_heads(const Tensor& t, int64_t offset) const {
+  Tensor r = t;
+  if (options.qk_norm) r = rms_norm(r, Tensor(), options.qk_norm_eps);  // per head: over hd
+  if (options.rope) r = rope(r, offset, options.rope_base);
+  return r;
 }
 
 }  // namespace ag::nn

@@ -12,8 +12,13 @@
 //   * A query whose keys are all masked gets zero weights and a zero context, so its output is
 //     out_proj.bias, and its gradients are finite. PyTorch returns NaN there.
 // Everything runs on the CPU; there are no devices to mismatch, but dtypes must agree.
+// Options of recent transformers that torch's module lacks (AttentionOptions, off by default):
+//   * qk_norm: q and k normalised per head by RMSNorm without a gain (OLMo 2, modded-nanogpt);
+//   * rope: rotary position embeddings on q and k per head (after qk_norm), query and key at
+//     positions 0..L−1 and 0..S−1 (forward_cached: after the cached ones).
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -44,10 +49,18 @@ struct KVCache {
   void reset() { len = 0; }
 };
 
+struct AttentionOptions {
+  bool qk_norm = false;
+  std::optional<double> qk_norm_eps;  // unset: the dtype's machine epsilon (rms_norm's default)
+  bool rope = false;
+  double rope_base = 10000.0;
+};
+
 class MultiheadAttention : public Module {
  public:
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
-                     bool batch_first = false, DType dtype = DType::Float32, Generator& gen = default_generator());
+                     bool batch_first = false, DType dtype = DType::Float32, Generator& gen = default_generator(),
+                     AttentionOptions options = {});
 
   struct Output {
     Tensor output;   // like query
@@ -65,11 +78,15 @@ class MultiheadAttention : public Module {
   int64_t embed_dim, num_heads, head_dim;
   double dropout;
   bool batch_first;
+  AttentionOptions options;
   Tensor in_proj_weight;  // (3E, E)
   Tensor in_proj_bias;    // (3E), or undefined
   std::shared_ptr<Linear> out_proj;
 
  private:
+  // q or k heads (..., L, hd) at positions offset.. with the options applied: rms_norm, then rope.
+  Tensor position_heads(const Tensor& t, int64_t offset) const;
+  bool transforms_qk() const { return options.qk_norm || options.rope; }
   Generator* gen_;
 };
 

@@ -1,5 +1,7 @@
-// The GPT's inference decoder (models/decode.h): its kernels against plain double loops, and
-// its logits, at batch 1 and 8, against TransformerLM::forward over the whole window.
+// The transformers' inference decoder (models/decode.h): its kernels against plain double loops,
+// and its logits, at batch 1 and 8, against TransformerLM::forward over the whole window, for
+// the GPT and the modern architecture (RoPE and QK-norm on the cached keys, RMSNorm, relu²,
+// the untied head and the soft-cap).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,9 +28,9 @@ std::vector<float> random_floats(int64_t n, Generator& g, double scale = 1.0) {
 // A model whose projections span more than one of the decoder's kBlock-wide (64) blocks and end
 // in a partial one (E = 96, 3E = 288; 4E = 384 is whole blocks, the 23-wide head one partial
 // block), with weights sharper than the init so that logits differ clearly.
-std::unique_ptr<TransformerLM> sharp_model(Generator& g) {
+std::unique_ptr<TransformerLM> sharp_model(Generator& g, const Architecture& arch = {}) {
   static_assert(decode::kBlock == 64, "pick sizes that cover whole and partial blocks");
-  auto m = std::make_unique<TransformerLM>(GPTConfig{23, 2, 4, 96, 16, 0.0}, DType::Float32, g);
+  auto m = std::make_unique<TransformerLM>(GPTConfig(23, 2, 4, 96, 16, 0.0, arch), DType::Float32, g);
   for (auto& [n, p] : m->named_parameters()) {
     float* d = p.data<float>();
     for (int64_t i = 0; i < p.numel(); ++i) d[i] = static_cast<float>(g.normal() * (p.dim() == 2 ? 0.3 : 0.1));
@@ -41,6 +43,14 @@ void expect_close(const float* got, const std::vector<double>& want, double tol,
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << what << " at " << i;
 }
+
+// Both architectures; the modern one with a soft-cap that bends the logits (they reach ±5).
+class DecodeArch : public ::testing::TestWithParam<bool> {
+ protected:
+  Architecture arch() const { return GetParam() ? Architecture::modern(3.0) : Architecture(); }
+};
+INSTANTIATE_TEST_SUITE_P(Transformers, DecodeArch, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "modern" : "gpt"; });
 
 }  // namespace
 
@@ -60,8 +70,10 @@ TEST(Decode, LinearMatchesPlainLoops) {
   Generator g(4);
   const int64_t K = 48, N = 150;  // N: full blocks and a partial one
   for (int64_t R : {1, 3, 20}) {  // one row, a few (the blocked copy), many (W as stored)
-    for (int mode = 0; mode < 3; ++mode) {  // plain, GELU, accumulate into y
-      const bool gelu = mode == 1, acc = mode == 2;
+    for (int mode = 0; mode < 4; ++mode) {  // plain, GELU, relu², accumulate into y
+      const bool gelu = mode == 1, relu2 = mode == 2, acc = mode == 3;
+      const decode::Activation act = gelu ? decode::Activation::Gelu : relu2 ? decode::Activation::ReluSquared
+                                                                           : decode::Activation::None;
       const auto x = random_floats(R * K, g), W = random_floats(N * K, g, 0.2), b = random_floats(N, g);
       std::vector<float> y = random_floats(R * N, g);
       std::vector<double> want(static_cast<size_t>(R * N));
@@ -70,22 +82,23 @@ TEST(Decode, LinearMatchesPlainLoops) {
           double s = b[n];
           for (int64_t k = 0; k < K; ++k) s += static_cast<double>(x[r * K + k]) * W[n * K + k];
           if (gelu) s = s * 0.5 * std::erfc(-s / std::sqrt(2.0));
+          if (relu2) s = s > 0 ? s * s : 0.0;
           want[r * N + n] = (acc ? y[r * N + n] : 0.0) + s;
         }
-      decode::linear(x.data(), R, decode::Weight(W.data(), b.data(), N, K), y.data(), gelu, acc);
+      decode::linear(x.data(), R, decode::Weight(W.data(), b.data(), N, K), y.data(), act, acc);
       expect_close(y.data(), want, 1e-5, "R " + std::to_string(R) + " mode " + std::to_string(mode));
     }
   }
   std::vector<float> x(4), y(4);
-  EXPECT_THROW(decode::linear(x.data(), 1, decode::Weight(x.data(), nullptr, 2, 2), y.data(), true, true),
+  EXPECT_THROW(decode::linear(x.data(), 1, decode::Weight(x.data(), nullptr, 2, 2), y.data(), decode::Activation::Gelu, true),
                std::invalid_argument);
 }
 
 // Prefill a prompt, then one token at a time: each step's logits equal forward() over the whole
 // sequence so far, at its last position, for every row of the batch.
-TEST(Decode, LogitsEqualTheUncachedForwardAtBatch1And8) {
+TEST_P(DecodeArch, LogitsEqualTheUncachedForwardAtBatch1And8) {
   Generator g(5);
-  const auto model = sharp_model(g);
+  const auto model = sharp_model(g, arch());
   const TransformerLM& m = *model;
   NoGradGuard no_grad;
   const int64_t V = 23, prompt = 5, steps = 11;  // 5 + 11 = the whole block of 16
@@ -120,9 +133,9 @@ TEST(Decode, LogitsEqualTheUncachedForwardAtBatch1And8) {
 
 // A batch of 8 different prompts decodes to what each prompt gives alone, with and without the
 // cache, through window restarts (block 16, 40 new tokens).
-TEST(Decode, GreedyBatch8EqualsEachRowAlone) {
+TEST_P(DecodeArch, GreedyBatch8EqualsEachRowAlone) {
   Generator g(6);
-  const auto model = sharp_model(g);
+  const auto model = sharp_model(g, arch());
   const TransformerLM& m = *model;
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < 8; ++b) prompts.push_back({b, (3 * b + 1) % 23, (5 * b + 2) % 23});
@@ -140,9 +153,13 @@ TEST(Decode, GreedyBatch8EqualsEachRowAlone) {
 }
 
 // The float64 model keeps the autograd cached path; it too equals full recomputation.
-TEST(Decode, Float64ModelsDecodeThroughTheOps) {
+TEST_P(DecodeArch, Float64ModelsDecodeThroughTheOps) {
   Generator g(7);
-  TransformerLM m(GPTConfig{13, 2, 2, 16, 8, 0.0}, DType::Float64, g);
+  TransformerLM m(GPTConfig(13, 2, 2, 16, 8, 0.0, arch()), DType::Float64, g);
+  for (auto& [n, p] : m.named_parameters()) {  // the modern init's zero projections would hide the cache
+    double* d = p.data<double>();
+    for (int64_t i = 0; i < p.numel(); ++i) d[i] = g.normal() * 0.3;
+  }
   EXPECT_FALSE(Decoder::supports(m));
   EXPECT_THROW(Decoder(m, 1), std::invalid_argument);
   m.eval();

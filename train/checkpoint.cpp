@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,6 +13,7 @@
 #include "train/finite.h"
 #include "train/memory_check.h"
 #include "train/metadata_seal.h"
+#include "train/run_config.h"
 
 namespace ag::train {
 
@@ -20,9 +22,10 @@ std::map<std::string, std::string> model_metadata(const models::LanguageModel& m
   const models::ModelEntry& entry = models::find_model(cfg.name);
   std::map<std::string, std::string> md = {{"format", entry.format}, {"vocab", nlohmann::json(tok.chars()).dump()}};
   models::visit_model_fields(cfg, [&](const auto& v, const char* key, const char*) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
       for (const auto& f : entry.fields)
-        if (f == key) md[key] = std::to_string(v);
+        if (f == key) md[key] = format_value(v);  // a double as the shortest text that reads back exactly
   });
   return md;
 }
@@ -50,6 +53,19 @@ int64_t meta_int(const SafeTensorsFile& f, const char* key) {
   } catch (const std::exception&) {
   }
   throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be a positive integer below 2^31, got \"" +
+                           short_quote(it->second) + "\"");
+}
+
+double meta_double(const SafeTensorsFile& f, const char* key) {
+  auto it = f.metadata().find(key);
+  if (it == f.metadata().end()) throw std::runtime_error(f.source() + ": __metadata__ lacks '" + key + "' (not an attograd model?)");
+  try {
+    size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used == it->second.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be a finite number, got \"" +
                            short_quote(it->second) + "\"");
 }
 }  // namespace
@@ -116,9 +132,12 @@ LoadedModel load_model(const std::string& path) {
   models::ModelConfig cfg;
   cfg.name = entry->name;
   models::visit_model_fields(cfg, [&](auto& v, const char* key, const char*) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
-      for (const auto& k : entry->fields)
-        if (k == key) v = meta_int(f, key);
+    using T = std::decay_t<decltype(v)>;
+    for (const auto& k : entry->fields) {
+      if (k != key) continue;
+      if constexpr (std::is_same_v<T, int64_t>) v = meta_int(f, key);
+      if constexpr (std::is_same_v<T, double>) v = meta_double(f, key);
+    }
   });
   auto it = f.metadata().find("vocab");
   if (it == f.metadata().end()) throw std::runtime_error(file + ": __metadata__ lacks 'vocab'");

@@ -43,6 +43,8 @@ enum class OnResume {
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse)                                        \
+  X(std::string, schedule,       "schedule",       "cosine", "learning-rate schedule: cosine (nanoGPT's: cosine decay to --min-lr over the run) or wsd (warmup, then --lr held, then a linear decay to --min-lr over the last --cooldown of the steps)", Refuse) \
+  X(double,      cooldown,       "cooldown",       0.4,   "wsd: the fraction of the steps in the final linear decay", Refuse) \
   X(double,      weight_decay,   "weight-decay",   0.1,   "AdamW decoupled weight decay (matrices only)", Refuse)              \
   X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse)                                                \
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse)                                                \

@@ -14,6 +14,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rope.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
@@ -21,10 +22,9 @@ namespace ag {
 
 namespace {
 
-// cos and sin of every angle up to some position, computed in double and rounded once to the
-// dtype (the PyTorch twin computes its tables the same way): row p holds the D/2 angles of
-// position p. Kept per (D, base, dtype) and grown when a later position is asked for, because
-// the same tables serve every layer and step.
+// The cos and sin tables (kernels/rope.h; the PyTorch twin computes its own the same way), kept
+// per (D, base, dtype) and grown when a later position is asked for, because the same tables
+// serve every layer and step.
 template <class T>
 struct RopeTable {
   int64_t positions = 0;
@@ -38,20 +38,9 @@ std::shared_ptr<const RopeTable<T>> rope_table(int64_t D, double base, int64_t p
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = tables[{D, base}];
   if (slot && slot->positions >= positions) return slot;
-  const int64_t half = D / 2;
-  const int64_t n = std::max<int64_t>(positions, slot ? 2 * slot->positions : 0);  // grow geometrically
   auto t = std::make_shared<RopeTable<T>>();
-  t->positions = n;
-  t->cos.resize(static_cast<size_t>(n * half));
-  t->sin.resize(static_cast<size_t>(n * half));
-  for (int64_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-    for (int64_t p = 0; p < n; ++p) {
-      const double angle = static_cast<double>(p) * inv_freq;
-      t->cos[static_cast<size_t>(p * half + i)] = static_cast<T>(std::cos(angle));
-      t->sin[static_cast<size_t>(p * half + i)] = static_cast<T>(std::sin(angle));
-    }
-  }
+  t->positions = std::max<int64_t>(positions, slot ? 2 * slot->positions : 0);  // grow geometrically
+  kernels::rope_tables(D, base, t->positions, t->cos, t->sin);
   slot = t;
   return t;
 }
@@ -70,23 +59,15 @@ Tensor rope(const Tensor& x, int64_t offset, double base, bool inverse) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   AG_DISPATCH_FLOAT(x.dtype(), "rope", [&] {
     const auto table = rope_table<scalar_t>(D, base, offset + T);
-    const scalar_t sign = inverse ? scalar_t(-1) : scalar_t(1);
     const scalar_t* px = X.data<scalar_t>();
     scalar_t* py = y.data<scalar_t>();
     parallel::parallel_for(rows, std::max<int64_t>(1, kernels::kParallelGrain / std::max<int64_t>(D, 1)),
                            [&](int64_t r0, int64_t r1) {
                              for (int64_t r = r0; r < r1; ++r) {
                                const int64_t p = offset + r % T;  // this row's position
-                               const scalar_t* c = table->cos.data() + p * half;
-                               const scalar_t* s = table->sin.data() + p * half;
-                               const scalar_t *x1 = px + r * D, *x2 = x1 + half;
-                               scalar_t *y1 = py + r * D, *y2 = y1 + half;
                                // y1 = x1·cos − x2·sin, y2 = x2·cos + x1·sin (sin negated to invert)
-                               for (int64_t i = 0; i < half; ++i) {
-                                 const scalar_t si = sign * s[i];
-                                 y1[i] = x1[i] * c[i] - x2[i] * si;
-                                 y2[i] = x2[i] * c[i] + x1[i] * si;
-                               }
+                               kernels::rope_row(px + r * D, py + r * D, D, table->cos.data() + p * half,
+                                                 table->sin.data() + p * half, inverse);
                              }
                            });
   });

@@ -5,6 +5,7 @@
 #include "autograd/kernels/dispatch.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/parallel.h"
+#include "train/optim/torch_math.h"
 
 namespace ag::optim {
 
@@ -12,13 +13,6 @@ namespace {
 
 // Elements per chunk of the flat parallel pass over all float32 parameters.
 constexpr int64_t kFlatGrain = 32768;
-
-// torch's lerp kernel: start + weight·(end − start) for weight < 0.5, else
-// end − (1 − weight)·(end − start), as one fused multiply-add (vec::fmadd).
-template <class T>
-T lerp(T start, T end, T weight) {
-  return weight < T(0.5) ? std::fma(weight, end - start, start) : std::fma(weight - T(1), end - start, end);
-}
 
 }  // namespace
 
@@ -123,7 +117,7 @@ void AdamFamily<O>::step() {
           scalar_t gk = gr[k];
           if (decoupled_) w[k] *= dec;               // param.mul_(1 - lr * weight_decay)
           else if (l2 != 0) gk = std::fma(w[k], wd, gk);  // grad = grad.add(param, alpha=weight_decay)
-          m[k] = lerp(m[k], gk, one_minus_b1);        // exp_avg.lerp_(grad, 1 - beta1)
+          m[k] = torch_lerp(m[k], gk, one_minus_b1);        // exp_avg.lerp_(grad, 1 - beta1)
           v[k] = std::fma(one_minus_b2 * gk, gk, v[k] * b2);  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
           scalar_t s = v[k];
           if (vmax) s = vmax[k] = v[k] > vmax[k] || std::isnan(v[k]) ? v[k] : vmax[k];  // torch.maximum(max_exp_avg_sq, exp_avg_sq)

@@ -1,0 +1,64 @@
+// The modern transformer's parts against PyTorch in float64, from the fixtures
+// tests/parity/make_modern_fixtures.py wrote (tests/parity/fixtures/modern/; no torch needed):
+// rms_norm against F.rms_norm, rope against the twin's rotary embeddings, softcap, and the whole
+// `--model modern` against its twin (bench/torch_speedrun.py): logits, loss and every gradient.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "autograd/safetensors.h"
+#include "models/transformer_lm.h"
+
+using namespace ag;
+
+namespace {
+namespace fs = std::filesystem;
+const fs::path kFixtures = fs::path(ATTOGRAD_SOURCE_DIR) / "tests/parity/fixtures/modern";
+
+void expect_near(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const auto a = got.to_double_vector(), b = want.to_double_vector();
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol * (1 + std::fabs(b[i]))) << what << " at " << i;
+}
+}  // namespace
+
+TEST(ModernParity, OpsMatchTorchInFloat64) {
+  const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / "ops.safetensors").string());
+  const Tensor g = f.get("g"), x0 = f.get("x");
+  auto check = [&](const std::string& name, const std::function<Tensor(const Tensor&, const Tensor&)>& op, bool with_w) {
+    Tensor x = x0.detach().clone().requires_grad_(), w = f.get("w").requires_grad_();
+    const Tensor y = op(x, w);
+    expect_near(y, f.get(name), 1e-13, name);
+    std::vector<Tensor> wrt = {x};
+    if (with_w) wrt.push_back(w);
+    const auto d = grad({y}, wrt, {g});
+    expect_near(d[0], f.get(name + ".dx"), 1e-12, name + ".dx");
+    if (with_w) expect_near(d[1], f.get(name + ".dw"), 1e-12, name + ".dw");
+  };
+  check("rms_w", [](const Tensor& x, const Tensor& w) { return rms_norm(x, w, 1e-5); }, true);
+  check("rms", [](const Tensor& x, const Tensor&) { return rms_norm(x); }, false);
+  check("rope3", [](const Tensor& x, const Tensor&) { return rope(x, 3); }, false);
+  check("softcap2", [](const Tensor& x, const Tensor&) { return softcap(x, 2.0); }, false);
+}
+
+TEST(ModernParity, ModelMatchesItsTwin) {
+  const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / "model.safetensors").string());
+  Generator gen(0);
+  models::TransformerLM m(models::GPTConfig(23, 2, 2, 16, 8, 0.0, models::Architecture::modern(3.0)), DType::Float64, gen);
+  std::map<std::string, Tensor> state;
+  for (const auto& [name, p] : m.named_parameters()) state[name] = f.get("param." + name);
+  size_t in_file = 0;
+  for (const auto& n : f.names()) in_file += n.rfind("param.", 0) == 0;
+  ASSERT_EQ(state.size(), in_file) << "the twin and the model name different parameters";
+  m.load_state_dict(state);
+  const Tensor idx = f.get("idx"), targets = f.get("targets");
+  expect_near(m.forward(idx), f.get("logits"), 1e-12, "logits");
+  const Tensor loss = m.loss(idx, targets);
+  EXPECT_NEAR(loss.item(), f.get("loss").item(), 1e-13);
+  loss.backward();
+  for (const auto& [name, p] : m.named_parameters()) expect_near(p.grad(), f.get("grad." + name), 1e-11, "grad " + name);
+}
