@@ -72,11 +72,17 @@ double meta_double(const SafeTensorsFile& f, const char* key) {
 
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
                                   const std::vector<std::string>& prefixes) {
+  check_tensors_against_config(f, cfg, [&](const std::string&) { return prefixes; }, prefixes.size());
+}
+
+void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
+                                  const std::function<std::vector<std::string>(const std::string& name)>& prefixes_of,
+                                  size_t max_prefixes) {
   const models::ModelEntry& entry = models::find_model(cfg.name);
   const std::string what = "the metadata (its hyperparameters and vocab)";
   int64_t count = 0;
   try {
-    count = checked::mul(entry.num_tensors(cfg), static_cast<int64_t>(prefixes.size()), "tensor count");
+    count = checked::mul(entry.num_tensors(cfg), static_cast<int64_t>(max_prefixes), "tensor count");
   } catch (const std::overflow_error& e) {
     throw std::runtime_error(f.source() + ": " + what + " describes an impossible model: " + e.what());
   }
@@ -93,7 +99,7 @@ void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelC
   }
   std::set<std::string> expected;
   for (const auto& [name, shape] : shapes) {
-    for (const std::string& prefix : prefixes) {
+    for (const std::string& prefix : prefixes_of(name)) {
       const std::string key = prefix + name;
       expected.insert(key);
       if (!f.has(key)) throw std::runtime_error(f.source() + ": tensor '" + key + "' is missing");

@@ -6,6 +6,7 @@
 // GPTs. format_version and a checksum of the metadata (train/metadata_seal.h) catch an edited
 // n_head, which no tensor shape shows; only finite weights are written or read (train/finite.h).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,11 @@ LoadedModel load_model(const std::string& path);
 // is compared first, so a hostile n_layer costs nothing. Throws std::runtime_error naming the file.
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
                                   const std::vector<std::string>& prefixes);
+// The same with the prefixes of each parameter by its name (a train state of --optimizer muon
+// keeps Muon's momentum for the matrices and AdamW's moments for the rest); at most max_prefixes each.
+void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
+                                  const std::function<std::vector<std::string>(const std::string& name)>& prefixes,
+                                  size_t max_prefixes);
 
 // The metadata block of a model file.
 std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tokenizer);

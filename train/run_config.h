@@ -45,7 +45,9 @@ enum class OnResume {
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse)                                        \
   X(std::string, schedule,       "schedule",       "cosine", "learning-rate schedule: cosine (nanoGPT's: cosine decay to --min-lr over the run) or wsd (warmup, then --lr held, then a linear decay to --min-lr over the last --cooldown of the steps)", Refuse) \
   X(double,      cooldown,       "cooldown",       0.4,   "wsd: the fraction of the steps in the final linear decay", Refuse) \
-  X(double,      weight_decay,   "weight-decay",   0.1,   "AdamW decoupled weight decay (matrices only)", Refuse)              \
+  X(std::string, optimizer,      "optimizer",      "adamw", "adamw (nanoGPT's) or muon (Muon for the hidden matrices, AdamW for the rest)", Refuse) \
+  X(double,      muon_lr,        "muon-lr",        0.02,  "peak learning rate of Muon's matrices (--optimizer muon)", Refuse) \
+  X(double,      weight_decay,   "weight-decay",   0.1,   "decoupled weight decay of AdamW's (and Muon's) parameters of two or more dims", Refuse) \
   X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse)                                                \
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse)                                                \
   X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse)            \

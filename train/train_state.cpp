@@ -51,13 +51,31 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 }
 }  // namespace
 
+namespace {
+// The tensors a train state keeps for a parameter, by prefix: Muon's momentum for the matrices
+// of --optimizer muon, AdamW's two moments for everything else.
+bool in_muon(const TrainConfig& cfg, const std::string& name) {
+  return cfg.optimizer == "muon" && RunOptimizer::is_hidden_matrix(name);
+}
+std::vector<std::string> state_prefixes(const TrainConfig& cfg, const std::string& name) {
+  if (in_muon(cfg, name)) return {"model.", "muon.momentum_buffer."};
+  return {"model.", "adam.exp_avg.", "adam.exp_avg_sq."};
+}
+}  // namespace
+
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
-                      const optim::AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
+                      const RunOptimizer& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   // A parameter has no state before its first update: its moments are zeros and its step 0.
   std::optional<int64_t> adam_step;
   for (const auto& [name, p] : model.named_parameters()) {
-    const optim::AdamParamState* st = opt.state(p);
+    if (in_muon(cfg, name)) {
+      const optim::MuonParamState* st = opt.muon()->state(p);
+      tensors.emplace_back("model." + name, p.detach());
+      tensors.emplace_back("muon.momentum_buffer." + name, st ? st->momentum_buffer : Tensor::zeros(p.shape(), p.dtype()));
+      continue;
+    }
+    const optim::AdamParamState* st = opt.adamw().state(p);
     const int64_t step = st ? st->step : 0;
     if (adam_step && *adam_step != step)
       throw std::logic_error(path + ": the parameters' AdamW step counts differ (" + std::to_string(*adam_step) + " and " +
@@ -134,23 +152,27 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
     throw std::runtime_error(path + ": iter " + std::to_string(s.pos.iter) + " is outside the run's 0.." +
                              std::to_string(s.config.iters));
   // Every tensor against the configuration before the run builds a model from it.
-  check_tensors_against_config(f, s.config.model, {"model.", "adam.exp_avg.", "adam.exp_avg_sq."});
+  const TrainConfig& cfg = s.config;
+  check_tensors_against_config(f, cfg.model, [&](const std::string& name) { return state_prefixes(cfg, name); }, 3);
   return s;
 }
 
-void restore_train_state(const std::string& path, models::LanguageModel& model, optim::AdamW& opt) {
+void restore_train_state(const std::string& path, models::LanguageModel& model, RunOptimizer& opt) {
   restore_train_state(SafeTensorsFile::load(path), model, opt);
 }
 
-void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, optim::AdamW& opt) {
+void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, RunOptimizer& opt) {
   const std::string& path = f.source();
+  const TrainConfig cfg = config_from_json(meta(f, "config"), path);
   std::set<std::string> expected;
   const auto params = model.named_parameters();
   std::map<std::string, Tensor> weights;
-  std::vector<optim::AdamParamState> states;
+  std::vector<optim::AdamParamState> states;  // AdamW's parameters, in order
+  std::vector<std::pair<Tensor, Tensor>> muon_states;  // (parameter, momentum buffer)
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
-    for (const std::string& key : {"model." + name, "adam.exp_avg." + name, "adam.exp_avg_sq." + name}) {
+    for (const std::string& prefix : state_prefixes(cfg, name)) {
+      const std::string key = prefix + name;
       expected.insert(key);
       if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
       const auto& info = f.info(key);
@@ -165,16 +187,22 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
       return t;
     };
     weights[name] = get_finite("model." + name);
-    states.push_back({0, get_finite("adam.exp_avg." + name), get_finite("adam.exp_avg_sq." + name), Tensor()});
+    if (in_muon(cfg, name))
+      muon_states.emplace_back(p, get_finite("muon.momentum_buffer." + name));
+    else
+      states.push_back({0, get_finite("adam.exp_avg." + name), get_finite("adam.exp_avg_sq." + name), Tensor()});
   }
   for (const auto& n : f.names())
     if (!expected.count(n)) throw std::runtime_error(path + ": unexpected tensor '" + n + "'");
   model.load_state_dict(weights);
   const int64_t step = std::stoll(f.metadata().at("adam_step"));
-  for (size_t i = 0; i < params.size(); ++i) {
-    states[i].step = step;
-    opt.set_state(params[i].second, std::move(states[i]));
+  size_t k = 0;
+  for (const auto& [name, p] : params) {
+    if (in_muon(cfg, name)) continue;
+    states[k].step = step;
+    opt.adamw().set_state(p, std::move(states[k++]));
   }
+  for (auto& [p, buf] : muon_states) opt.muon()->set_state(p, {buf});
 }
 
 }  // namespace ag::train

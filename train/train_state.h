@@ -2,7 +2,9 @@
 // exactly as if it had never stopped. It is self-contained (it holds the weights as well), so
 // a crash between writing it and writing model.safetensors can never pair mismatched files.
 //
-//   tensors     model.<name>, adam.exp_avg.<name>, adam.exp_avg_sq.<name>     (F32)
+//   tensors     model.<name>, adam.exp_avg.<name>, adam.exp_avg_sq.<name>     (F32); with
+//               --optimizer muon, muon.momentum_buffer.<name> instead of the two adam ones for
+//               the matrices Muon updates
 //   __metadata__ format, iter (next iteration to run), eval_done (the evaluation of `iter`
 //               already happened), adam_step, best_val_loss, skipped_updates,
 //               rng.model / rng.batch / rng.eval (generator states), config (JSON), vocab (JSON),
@@ -14,7 +16,7 @@
 #include "autograd/safetensors.h"
 #include "data/tokenizer.h"
 #include "models/language_model.h"
-#include "train/optim/adam.h"
+#include "train/run_optimizer.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -35,7 +37,7 @@ struct RunPosition {
 };
 
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
-                      const optim::AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
+                      const RunOptimizer& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
 
 struct LoadedTrainState {
   TrainConfig config;  // as saved (data_path and out_dir included)
@@ -47,10 +49,10 @@ struct LoadedTrainState {
 // std::runtime_error naming the file and the problem.
 LoadedTrainState read_train_state(const std::string& path);
 LoadedTrainState read_train_state(const SafeTensorsFile& file);  // already in memory (MPI: broadcast by rank 0)
-// Copies weights and AdamW state from the file into a model and optimizer built from
+// Copies weights and optimizer state from the file into a model and optimizer built from
 // read_train_state(path).config. The optimizer holds every parameter of the model; the file
-// keeps one step count (adam_step) for all of them, so every parameter's state gets it.
-void restore_train_state(const std::string& path, models::LanguageModel& model, optim::AdamW& opt);
-void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, optim::AdamW& opt);
+// keeps one AdamW step count (adam_step) for all of AdamW's, so every such parameter's state gets it.
+void restore_train_state(const std::string& path, models::LanguageModel& model, RunOptimizer& opt);
+void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, RunOptimizer& opt);
 
 }  // namespace ag::train

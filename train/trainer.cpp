@@ -39,6 +39,7 @@
 #include "train/param_groups.h"
 #include "train/progress.h"
 #include "train/rank_agreement.h"
+#include "train/run_optimizer.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -83,6 +84,14 @@ void check_config(const TrainConfig& c, Comm& comm) {
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
     throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
+  if (!(c.muon_lr >= 0)) throw ConfigError("train: --muon-lr must be ≥ 0");
+  if (!(c.cooldown >= 0 && c.cooldown <= 1)) throw ConfigError("train: --cooldown must be in [0, 1]");
+  try {
+    LrSchedule::check_name(c.schedule);
+    RunOptimizer::check_name(c.optimizer);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("train: ") + e.what());
+  }
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
   if (c.tensorboard && c.loggers.empty() && comm.is_root())  // never silently without the logs asked for
     throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
@@ -189,8 +198,8 @@ class Run {
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
         model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
-        opt_(decay_groups(*model_, {.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay})),
-        sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
+        opt_(*model_, cfg),
+        sched_(cfg),
         dir_(cfg.out_dir) {
     model_->train();
     if (comm_.distributed()) {
@@ -251,8 +260,8 @@ class Run {
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
-  optim::AdamW opt_;
-  CosineSchedule sched_;
+  RunOptimizer opt_;
+  LrSchedule sched_;
   RunPosition pos_;
   fs::path dir_;
   std::ofstream metrics_;
@@ -486,7 +495,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
 
 double Run::step(int64_t it, double lr) {
   const Clock::time_point t0 = Clock::now();
-  for (auto& group : opt_.param_groups()) group.options.lr = lr;
+  opt_.set_schedule_lr(lr);
   double loss_v = forward_backward();
   // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
   // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
@@ -683,18 +692,26 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
                       std::to_string(steps_taken) + " steps");
   // The steps taken used the old schedule; a run given new_iters from the start would have
   // used the new one. Exact only if they agree on every step taken (bit for bit).
-  const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
-  const CosineSchedule new_s{saved.lr, saved.min_lr, saved.warmup, new_iters};
+  TrainConfig extended = saved;
+  extended.iters = new_iters;
+  const LrSchedule old_s(saved), new_s(extended);
   for (int64_t it = 0; it < steps_taken; ++it) {
     if (old_s.lr(it) == new_s.lr(it)) continue;
-    char msg[700];
+    char why[300];
+    if (saved.schedule == "wsd")
+      std::snprintf(why, sizeof why, "the final decay over the last %g of the steps moves with --iters, so only runs "
+                    "that have not reached either run's decay can change --iters", saved.cooldown);
+    else
+      std::snprintf(why, sizeof why, "the cosine decay after the %ld warmup steps spans the whole run, so only runs "
+                    "still within their warmup, or with --min-lr equal to --lr, can change --iters",
+                    static_cast<long>(saved.warmup));
+    char msg[900];
     std::snprintf(msg, sizeof msg,
                   "--iters %ld cannot continue the run in %s exactly: its step %ld used lr %.6g, but a run of %ld iters "
-                  "would have used %.6g there (the cosine decay after the %ld warmup steps spans the whole run, so "
-                  "only runs still within their warmup, or with --min-lr equal to --lr, can change --iters). To train "
-                  "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
+                  "would have used %.6g there (%s). To train further with a new schedule, start a new run from its "
+                  "weights: attograd train --init-from %s",
                   static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
-                  static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
+                  static_cast<long>(new_iters), new_s.lr(it), why, dir.c_str());
     throw ConfigError(msg);
   }
 }

@@ -1,0 +1,72 @@
+#include "train/run_optimizer.h"
+
+#include <stdexcept>
+
+#include "train/param_groups.h"
+#include "train/run_config.h"
+
+namespace ag::train {
+
+void RunOptimizer::check_name(const std::string& name) {
+  if (name != "adamw" && name != "muon") throw std::invalid_argument("--optimizer must be adamw or muon, got '" + name + "'");
+}
+
+bool RunOptimizer::is_hidden_matrix(const std::string& name) {
+  for (const char* end : {"attn.in_proj_weight", "attn.out_proj.weight", "mlp.fc.weight", "mlp.proj.weight"})
+    if (name.ends_with(end)) return true;
+  return false;
+}
+
+RunOptimizer::RunOptimizer(const nn::Module& model, const TrainConfig& cfg) : lr_(cfg.lr), muon_lr_(cfg.muon_lr) {
+  check_name(cfg.optimizer);
+  const optim::AdamWOptions adam{.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay};
+  if (cfg.optimizer == "adamw") {
+    adamw_ = std::make_unique<optim::AdamW>(decay_groups(model, adam));
+    return;
+  }
+  std::vector<Tensor> matrices;
+  optim::AdamW::ParamGroup decay{{}, adam}, no_decay{{}, adam};
+  no_decay.options.weight_decay = 0.0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (is_hidden_matrix(name)) matrices.push_back(p);
+    else (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  }
+  if (matrices.empty()) throw std::invalid_argument("--optimizer muon: the model has no hidden weight matrices for Muon");
+  muon_ = std::make_unique<optim::Muon>(matrices, optim::MuonOptions{.lr = cfg.muon_lr, .weight_decay = cfg.weight_decay});
+  std::vector<optim::AdamW::ParamGroup> groups;
+  for (auto* g : {&decay, &no_decay})
+    if (!g->params.empty()) groups.push_back(*g);
+  adamw_ = std::make_unique<optim::AdamW>(groups);
+}
+
+void RunOptimizer::step() {
+  if (muon_) muon_->step();
+  adamw_->step();
+}
+
+void RunOptimizer::set_schedule_lr(double lr) {
+  for (auto& g : adamw_->param_groups()) g.options.lr = lr;
+  if (muon_)  // the same shape: muon_lr at the schedule's peak
+    for (auto& g : muon_->param_groups()) g.options.lr = lr_ > 0 ? lr * (muon_lr_ / lr_) : 0.0;
+}
+
+size_t RunOptimizer::num_param_groups() const { return muon_groups() + adamw_->num_param_groups(); }
+
+const std::vector<Tensor>& RunOptimizer::group_params(size_t g) const {
+  return g < muon_groups() ? muon_->group_params(g) : adamw_->group_params(g - muon_groups());
+}
+
+double RunOptimizer::get_lr(size_t g) const {
+  return g < muon_groups() ? muon_->get_lr(g) : adamw_->get_lr(g - muon_groups());
+}
+
+void RunOptimizer::set_lr(size_t g, double lr) {
+  if (g < muon_groups()) muon_->set_lr(g, lr);
+  else adamw_->set_lr(g - muon_groups(), lr);
+}
+
+std::optional<double>& RunOptimizer::initial_lr(size_t g) {
+  return g < muon_groups() ? muon_->initial_lr(g) : adamw_->initial_lr(g - muon_groups());
+}
+
+}  // namespace ag::train

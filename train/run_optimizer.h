@@ -1,0 +1,54 @@
+// The optimizer of `attograd train`, as --optimizer names it:
+//   adamw  nanoGPT's: AdamW over two groups, parameters of two or more dims decayed by
+//          --weight-decay, the others not (train/param_groups.h);
+//   muon   the modded-nanogpt speedrun's: Muon (momentum 0.95, Nesterov) for the hidden layers'
+//          weight matrices at --muon-lr, AdamW for everything else (embeddings, the head, gains,
+//          biases) at --lr, decayed as above. Both optimizers' decoupled weight decay is
+//          --weight-decay (each multiplies it by its own learning rate).
+// The schedule sets the learning rate of a step: AdamW's groups run at it, Muon's at
+// muon_lr/lr times it, so that both follow the same shape.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+#include "train/optim/adam.h"
+#include "train/optim/muon.h"
+
+namespace ag::train {
+
+struct TrainConfig;
+
+class RunOptimizer : public optim::Optimizer {
+ public:
+  RunOptimizer(const nn::Module& model, const TrainConfig& cfg);
+  // "adamw" or "muon"; throws std::invalid_argument naming --optimizer otherwise.
+  static void check_name(const std::string& name);
+  // A hidden layer's weight matrix, which --optimizer muon gives to Muon (by its name).
+  static bool is_hidden_matrix(const std::string& name);
+
+  void step() override;
+  // Every group's learning rate for a step whose scheduled rate is lr.
+  void set_schedule_lr(double lr);
+
+  size_t num_param_groups() const override;
+  const std::vector<Tensor>& group_params(size_t g) const override;
+  double get_lr(size_t g) const override;
+  void set_lr(size_t g, double lr) override;
+  std::optional<double>& initial_lr(size_t g) override;
+
+  optim::AdamW& adamw() { return *adamw_; }
+  const optim::AdamW& adamw() const { return *adamw_; }
+  optim::Muon* muon() { return muon_.get(); }  // null with --optimizer adamw
+  const optim::Muon* muon() const { return muon_.get(); }
+
+ private:
+  size_t muon_groups() const { return muon_ ? muon_->num_param_groups() : 0; }
+  double lr_ = 0, muon_lr_ = 0;
+  std::unique_ptr<optim::Muon> muon_;
+  std::unique_ptr<optim::AdamW> adamw_;
+};
+
+}  // namespace ag::train
