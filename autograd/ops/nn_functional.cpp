@@ -7,6 +7,7 @@
 // backward pass is recorded (create_graph).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "autograd/dims.h"
 #include "autograd/engine.h"
@@ -33,6 +34,19 @@ bool check_backward_args(const Tensor& g, const Tensor& y, int64_t dim, const ch
     throw std::invalid_argument(std::string(op) + ": grad " + describe(g) + " and output " + describe(y) +
                                 " differ in shape");
   return is_last_dim(y, dim, op);
+}
+
+// dx = row(y, g) over the last dim of a softmax-like backward op: row(y, g, dx, C) on each row.
+template <class Row>
+Tensor last_dim_rows(const Tensor& grad, const Tensor& output, const char* op, Row row) {
+  const int64_t C = output.size(-1), rows = C ? output.numel() / C : 0;
+  const Tensor G = kernels::dense(grad), Y = kernels::dense(output);
+  Tensor dx = Tensor::empty(grad.shape(), grad.dtype());
+  AG_DISPATCH_FLOAT(grad.dtype(), op, [&] {
+    for (int64_t r = 0; r < rows; ++r)
+      row(Y.data<scalar_t>() + r * C, G.data<scalar_t>() + r * C, dx.data<scalar_t>() + r * C, C);
+  });
+  return dx;
 }
 }  // namespace
 
@@ -63,13 +77,8 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
   if (!check_backward_args(grad, output, dim, "softmax_backward"))
     return transpose(softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
-  const int64_t C = output.size(-1), rows = C ? output.numel() / C : 0;
-  const Tensor G = kernels::dense(grad), Y = kernels::dense(output);
-  Tensor dx = Tensor::empty(grad.shape(), grad.dtype());
-  AG_DISPATCH_FLOAT(grad.dtype(), "softmax_backward", [&] {
-    for (int64_t r = 0; r < rows; ++r)
-      kernels::softmax_row_backward(Y.data<scalar_t>() + r * C, G.data<scalar_t>() + r * C, dx.data<scalar_t>() + r * C,
-                                    C);
+  Tensor dx = last_dim_rows(grad, output, "softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
+    kernels::softmax_row_backward(y, g, d, C);
   });
   if (should_record({&grad, &output})) {
     record(dx, "softmax_backward", {grad, output},
@@ -117,18 +126,11 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
   if (!check_backward_args(grad, output, dim, "log_softmax_backward"))
     return transpose(log_softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
-  const int64_t C = output.size(-1), rows = C ? output.numel() / C : 0;
-  const Tensor G = kernels::dense(grad), Y = kernels::dense(output);
-  Tensor dx = Tensor::empty(grad.shape(), grad.dtype());
-  AG_DISPATCH_FLOAT(grad.dtype(), "log_softmax_backward", [&] {
-    const scalar_t* py = Y.data<scalar_t>();
-    const scalar_t* pg = G.data<scalar_t>();
-    scalar_t* pd = dx.data<scalar_t>();
-    for (int64_t r = 0; r < rows; ++r) {
-      double gs = 0;
-      for (int64_t j = 0; j < C; ++j) gs += pg[r * C + j];
-      for (int64_t j = 0; j < C; ++j) pd[r * C + j] = pg[r * C + j] - std::exp(py[r * C + j]) * static_cast<scalar_t>(gs);
-    }
+  Tensor dx = last_dim_rows(grad, output, "log_softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(y)>>;
+    double gs = 0;
+    for (int64_t j = 0; j < C; ++j) gs += g[j];
+    for (int64_t j = 0; j < C; ++j) d[j] = g[j] - std::exp(y[j]) * static_cast<T>(gs);
   });
   if (should_record({&grad, &output})) {
     record(dx, "log_softmax_backward", {grad, output},
