@@ -112,7 +112,8 @@ bed_up() {
   trap 'bed_down; exit 130' INT
   trap 'bed_down; exit 143' TERM HUP
   _bed_remove
-  setsid bash -c "source '$BED_TOOLS/testbed.sh'; BED=$BED; _bed_guard $$" </dev/null >/dev/null 2>&1 &
+  # (in a subshell, so that it is no job of this shell's: a `wait` here does not wait for it)
+  (setsid bash -c "source '$BED_TOOLS/testbed.sh'; BED=$BED; _bed_guard $$" </dev/null >/dev/null 2>&1 &)
   ip link add "${BED}br" type bridge || return 1
   ip link set "${BED}br" up
   rm -f "/tmp/$BED.hosts"; echo "127.0.0.1 localhost" >"/tmp/$BED.hosts"
