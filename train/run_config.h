@@ -59,7 +59,8 @@ enum class OnResume {
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse) \
   X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse) \
   X(bool,        tensorboard,    "tensorboard",    false, "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of every weight and gradient, attention maps and a sample", Fresh) \
-  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh)
+  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh) \
+  X(int64_t,     profile_steps,  "profile-steps",  0,     "profile N steps after the run's first (warm-up) step: DIR/trace.json (Chrome trace: each op, backward node, GEMM and pool task; open it in ui.perfetto.dev) and DIR/profile_table.txt (time per op, forward and backward), also printed", Fresh)
 // clang-format on
 
 struct TrainConfig {
