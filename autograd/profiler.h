@@ -1,7 +1,8 @@
 // The profiler's core (PyTorch's RecordFunction, small): scopes that record when something
 // began and ended, on which thread. Instrumented places:
-//   * each public op (AG_PROFILE_OP at its top: the op's true begin and end, its inner ops and
-//     GEMMs nested inside; see the note at the macro),
+//   * each op that records a node (AG_PROFILE_OP at its top: the op's true begin and end, its
+//     inner ops and GEMMs nested inside; see the note at the macro). Ops composed of other ops
+//     (mse_loss, var, ...) show as those ops;
 //   * each backward node (autograd/engine.cpp, the loop that runs a node's backward),
 //   * each GEMM (autograd/kernels/gemm.h, the one BLAS entry point; M, N, K as arguments),
 //   * each pool task (autograd/parallel.cpp, a chunk of a parallel_for on whichever thread),
