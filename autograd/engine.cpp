@@ -7,6 +7,7 @@
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -399,6 +400,8 @@ struct BackwardPass {
       if (!node->backward)
         throw std::runtime_error("backward: the graph through '" + node->op +
                                  "' was already freed; call backward(grad, /*retain_graph=*/true) the first time");
+      // The profiler's event for this node: its backward and the delivery of what it returned.
+      const profiler::RecordScope profile(node->op, profiler::Category::Backward);
       Node* const outer = g_running_node;
       g_running_node = node;
       Grads grads;

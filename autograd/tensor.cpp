@@ -1,3 +1,4 @@
+#include "autograd/profiler.h"
 #include "autograd/tensor.h"
 
 #include <atomic>
@@ -287,12 +288,14 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  AG_PROFILE_OP("clone");
   Tensor out = copy_to_contiguous(*this, dtype());
   if (should_record({this})) record(out, "clone", {*this}, [](const Tensor& g) { return Grads{g}; });
   return out;
 }
 
 Tensor Tensor::to(DType to_dtype) const {
+  AG_PROFILE_OP("to");
   if (to_dtype == dtype()) return *this;
   Tensor out = copy_to_contiguous(*this, to_dtype);
   if (is_floating(to_dtype) && should_record({this})) {
