@@ -169,7 +169,9 @@ elastic)
   # scripts/elastic-train on 3 hosts; one host's link is cut at a random step after the first
   # checkpoint past iter 0; the supervisor drops it and finishes the run on the other 2.
   bed_up 3 1gbit || fail "cannot make the test bed"
-  run=("${endless[@]}" --batch 12 --eval-every 50 --comm-timeout 5 --iters 300)
+  # A log line at every checkpoint (--log-every = --eval-every): the run by hand ends at the
+  # checkpoint, and a run logs its last iter whatever --log-every says.
+  run=("${endless[@]}" --batch 12 --eval-every 50 --log-every 50 --comm-timeout 5 --iters 300)
   python3 "$here/../../scripts/elastic-train" --hostfile "$BED_HOSTFILE" --min-hosts 2 --max-restarts 2 \
     --probe-timeout 5 --mpirun "ip netns exec $BED-login mpirun $BED_MPIRUN_FLAGS" -- \
     "$ag" train "${run[@]}" --out "$work/run" >"$work/elastic.log" 2>&1 &
