@@ -1,17 +1,19 @@
 // Refusing, before anything is allocated, a model or batch whose memory estimate
-// (models/model_size.h, through the registry) exceeds what this process may use
+// (models/model_size.h, through the registry's ModelEntry::memory_bytes) exceeds what this process may use
 // (autograd/memory_limit.h). The message names the estimate, the limit and the flags to change.
 #pragma once
 #include <cstdint>
 #include <string>
 
-#include "models/model_config.h"
+#include "models/registry.h"
 
 namespace ag::train {
 
 // Throws ConfigError (train/config_error.h) when training cfg on batches of `batch` would not
 // fit, or when its sizes do not even fit 64 bits.
 void require_training_fits(const models::ModelConfig& cfg, int64_t batch);
+// The same with the model's registry entry already resolved.
+void require_training_fits(const models::ModelEntry& entry, const models::ModelConfig& cfg, int64_t batch);
 
 // Throws std::runtime_error("<file>: ...") when evaluating or sampling one sequence with the
 // model a checkpoint's metadata describes would not fit.
