@@ -82,10 +82,11 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   for (int64_t k : {0, 57, 99, 100, 299}) {
     SCOPED_TRACE("interrupted after iter " + std::to_string(k));
     TrainConfig c = small_run(d, "cut" + std::to_string(k));
-    c.after_step = [k](int64_t it) {
+    RunHooks hooks;
+    hooks.after_step = [k](int64_t it) {
       if (it == k) std::raise(SIGINT);
     };
-    const auto first = train_lm(c, log);
+    const auto first = train_lm(c, log, hooks);
     EXPECT_TRUE(first.interrupted);
     EXPECT_EQ(first.iters, k + 1);
     const auto second = resume_lm(c.out_dir, "", 0, false, log);
@@ -104,7 +105,8 @@ TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   TrainConfig c = small_run(d, "run");
   c.iters = 40;
   c.eval_every = 10;
-  c.after_backward = [](models::LanguageModel& m) {
+  RunHooks hooks;
+  hooks.after_backward = [](models::LanguageModel& m) {
     static int calls = 0;
     if (++calls == 25) {  // iter 24
       Tensor g = grad_of(m, "blocks.0.mlp.fc.weight");
@@ -113,7 +115,7 @@ TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   };
   std::ostringstream log;
   try {
-    train_lm(c, log);
+    train_lm(c, log, hooks);
     FAIL() << "a NaN gradient went through";
   } catch (const NonFiniteError& e) {
     const std::string m = e.what();
@@ -131,13 +133,14 @@ TEST(Resume, SkipNonFiniteSkipsAndCounts) {
   TrainConfig c = small_run(d, "run");
   c.iters = 30;
   c.skip_nonfinite = true;
-  c.after_backward = [](models::LanguageModel& m) {
+  RunHooks hooks;
+  hooks.after_backward = [](models::LanguageModel& m) {
     static int calls = 0;
     ++calls;
     if (calls == 5 || calls == 9) grad_of(m, "tok_emb.weight").data<float>()[0] = INFINITY;
   };
   std::ostringstream log;
-  const auto s = train_lm(c, log);
+  const auto s = train_lm(c, log, hooks);
   EXPECT_EQ(s.skipped_updates, 2);
   EXPECT_TRUE(std::isfinite(s.val_loss));
   EXPECT_NE(log.str().find("update skipped"), std::string::npos);
@@ -251,10 +254,11 @@ CutThenResumed cut_then_resume(const fs::path& d, int64_t iters, int64_t eval_ev
   r.cut = small_run(d, "cut_then_" + std::to_string(iters));
   r.cut.iters = 30;
   r.cut.eval_every = eval_every;
-  r.cut.after_step = [](int64_t it) {
+  RunHooks hooks;
+  hooks.after_step = [](int64_t it) {
     if (it == 10) std::raise(SIGINT);
   };
-  EXPECT_TRUE(train_lm(r.cut, log).interrupted);
+  EXPECT_TRUE(train_lm(r.cut, log, hooks).interrupted);
   r.summary = resume_with_iters(r.cut.out_dir, iters, resumed);
   return r;
 }
