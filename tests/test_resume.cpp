@@ -68,6 +68,9 @@ std::vector<std::string> losses(const fs::path& run) {
 }
 }  // namespace
 
+// Every run compared bit for bit in this file runs in this one process, on one thread count and
+// one BLAS kernel, with the same shapes in the same order as the run it is compared with: what
+// the code guarantees (docs/checkpoints.md, "Determinism").
 TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   const fs::path d = temp_dir("resume_exact");
   std::ostringstream log;

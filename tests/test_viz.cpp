@@ -260,6 +260,7 @@ TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
   EXPECT_NEAR(g.loss, model.loss(x, y).item(), 1e-5);
   ASSERT_EQ(g.grads.size(), 2u);
   for (size_t l = 0; l < 2; ++l) {
+    // Bit for bit: the same model on the same prompt, through GEMMs of the same shapes.
     EXPECT_EQ(g.maps.layers[l].to_double_vector(), plain.layers[l].to_double_vector());
     ASSERT_EQ(g.grads[l].shape(), (Shape{H, T, T}));
     const auto v = g.grads[l].to_double_vector();
