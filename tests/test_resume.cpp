@@ -1,6 +1,7 @@
 // Exact resume, interruption, non-finite values, crash-safe checkpoints and bad train states.
 #include <gtest/gtest.h>
 
+#include "tests/small_run.h"
 #include "tests/test_util.h"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,35 +26,11 @@ using namespace ag::testing_util;
 
 namespace {
 
-std::string corpus(const fs::path& dir, const std::string& extra = "") {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
-  const fs::path p = dir / "corpus.txt";
-  std::ofstream(p) << text << extra;
-  return p.string();
-}
-
 // The gradient of the parameter `name` (through the model interface, as the trainer sees it).
 Tensor grad_of(const models::LanguageModel& m, const std::string& name) {
   for (const auto& [n, p] : m.named_parameters())
     if (n == name) return p.grad();
   throw std::invalid_argument("no parameter " + name);
-}
-
-TrainConfig small_run(const fs::path& dir, const std::string& name) {
-  TrainConfig c;
-  c.data_path = corpus(dir);
-  c.out_dir = (dir / name).string();
-  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.1};  // with dropout: its generator must resume too
-  c.batch_size = 4;
-  c.iters = 300;
-  c.warmup = 20;
-  c.eval_every = 100;
-  c.eval_iters = 2;
-  c.log_every = 1;
-  c.sample_tokens = 0;
-  c.no_progress = true;
-  return c;
 }
 
 // (iter, train_loss, val_loss) of every metrics line, as exact JSON text.

@@ -17,6 +17,7 @@
 
 #include "autograd/ops.h"
 #include "models/registry.h"
+#include "tests/small_run.h"
 #include "tests/test_util.h"
 #include "train/console_logger.h"
 #include "train/metrics_logger.h"
@@ -126,25 +127,11 @@ TEST(MetricsLogger, AFailedWriteThrowsNamingTheFile) {
   EXPECT_NE(err.find("attograd train --resume /dev"), std::string::npos) << err;
 }
 
-std::string corpus_in(const fs::path& dir) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
-  std::ofstream(dir / "corpus.txt") << text;
-  return (dir / "corpus.txt").string();
-}
-
-train::TrainConfig small_run(const fs::path& dir, const std::string& name) {
-  train::TrainConfig c;
-  c.data_path = corpus_in(dir);
-  c.out_dir = (dir / name).string();
-  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.0};
-  c.batch_size = 4;
+// small_run (tests/small_run.h), 20 steps with an evaluation every 10.
+train::TrainConfig short_run(const fs::path& dir, const std::string& name) {
+  train::TrainConfig c = small_run(dir, name);
   c.iters = 20;
   c.eval_every = 10;
-  c.eval_iters = 2;
-  c.log_every = 1;
-  c.sample_tokens = 0;
-  c.no_progress = true;
   return c;
 }
 
@@ -162,9 +149,9 @@ std::vector<std::string> losses(const fs::path& run) {
 TEST(MetricsLogger, ARunStopsOnAFailedMetricsWriteAndResumesWithoutAGap) {
   const fs::path d = temp_dir("metrics_full");
   std::ostringstream log;
-  const train::TrainConfig straight = small_run(d, "straight");
+  const train::TrainConfig straight = short_run(d, "straight");
   train::train_lm(straight, log);
-  const train::TrainConfig c = small_run(d, "cut");
+  const train::TrainConfig c = short_run(d, "cut");
   const fs::path metrics = fs::path(c.out_dir) / "metrics.jsonl";
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -185,23 +172,10 @@ TEST(MetricsLogger, ARunStopsOnAFailedMetricsWriteAndResumesWithoutAGap) {
   EXPECT_EQ(losses(c.out_dir).size(), 20u + 3u);
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // Measured once per machine, then read back: two runs use the same peak.
 TEST(PeakFlops, MeasuredOnceThenKeptPerMachineAndKernel) {
   const fs::path d = temp_dir("peak_cache");
-  ScopedEnv xdg("XDG_CACHE_HOME", d.string());
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
   const std::string path = (d / "attograd" / "peak_flops.json").string();
   EXPECT_EQ(train::peak_cache_path(), path);
   const std::string key = train::this_machine().text();
@@ -228,10 +202,10 @@ TEST(PeakFlops, MeasuredOnceThenKeptPerMachineAndKernel) {
 // Two runs on one machine print the same peak, so their MFU differ only by their speed.
 TEST(PeakFlops, TwoRunsShowTheSamePeak) {
   const fs::path d = temp_dir("peak_runs");
-  ScopedEnv xdg("XDG_CACHE_HOME", (d / "cache").string());
+  ScopedEnv xdg("XDG_CACHE_HOME", (d / "cache").c_str());
   std::ostringstream log1, log2;
-  train::train_lm(small_run(d, "a"), log1);
-  train::train_lm(small_run(d, "b"), log2);
+  train::train_lm(short_run(d, "a"), log1);
+  train::train_lm(short_run(d, "b"), log2);
   const std::regex peak("mfu: against an sgemm peak of ([0-9]+) GFLOP/s \\(([^)]*)\\)");
   std::smatch m1, m2;
   const std::string s1 = log1.str(), s2 = log2.str();
