@@ -126,7 +126,7 @@ attograd_cli_test(cli.train.weight_decay_inf EXIT 2 STDERR "--weight-decay must 
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out inf_run --config weight_decay_inf.toml)
 # A flag the chosen model does not read is refused, not silently recorded.
 attograd_cli_test(cli.train.mlp_refuses_gpt_flags EXIT 2
-                  STDERR "--layers: the model mlp has no such setting \(it takes --embd, --block, --hidden\)"
+                  STDERR "--layers: the model mlp has no such setting \\(it takes --embd, --block, --hidden\\)"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out mlp_flags_run --model mlp --layers 7 --heads 3)
 # --resume takes the run's validation too: a configuration error is a usage error there as well.
 attograd_cli_test(cli.train.resume_negative_iters EXIT 2 STDERR "--iters must be ≥ 0"
