@@ -118,7 +118,9 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   const double sec = time_steps(one_step, 0, seconds, max_steps, steps, comm);
   const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
   const double flops = 3 * model.forward_flops(bc.batch);
-  const train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads());  // what MFU is measured against
+  // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
+  train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads());
+  if (comm.distributed()) comm.allreduce_sum(&peak.gflops, 1);
   out.update({{"config", bc.name}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
               {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
               {"sgemm_peak_gflops", peak.gflops}, {"mfu", flops / sec / 1e9 / peak.gflops},
