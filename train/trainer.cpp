@@ -3,7 +3,6 @@
 // loggers' (train/run_logger.h).
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <map>
 
 #include "autograd/parallel.h"
