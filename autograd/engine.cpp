@@ -17,6 +17,8 @@ thread_local bool g_anomaly = false;
 thread_local std::vector<std::string> g_anomaly_scopes;
 thread_local Node* g_running_node = nullptr;  // the node whose backward function is running
 thread_local NodeGradObserver g_observer;
+thread_local NodeBackwardObserver g_backward_observer;
+thread_local NodeRecordObserver g_record_observer;
 }  // namespace
 
 Node::Node(std::string op_name, Shape shape, DType dtype)
@@ -66,6 +68,14 @@ ObserveNodeGradsGuard::ObserveNodeGradsGuard(NodeGradObserver fn) : prev_(std::m
   g_observer = std::move(fn);
 }
 ObserveNodeGradsGuard::~ObserveNodeGradsGuard() { g_observer = std::move(prev_); }
+ObserveNodeBackwardGuard::ObserveNodeBackwardGuard(NodeBackwardObserver fn) : prev_(std::move(g_backward_observer)) {
+  g_backward_observer = std::move(fn);
+}
+ObserveNodeBackwardGuard::~ObserveNodeBackwardGuard() { g_backward_observer = std::move(prev_); }
+ObserveRecordGuard::ObserveRecordGuard(NodeRecordObserver fn) : prev_(std::move(g_record_observer)) {
+  g_record_observer = std::move(fn);
+}
+ObserveRecordGuard::~ObserveRecordGuard() { g_record_observer = std::move(prev_); }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!g_grad_enabled) return false;
@@ -101,6 +111,7 @@ Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, Bac
   node->backward = std::move(backward);
   out.impl().grad_fn = std::move(node);
   out.impl().requires_grad = true;
+  if (g_record_observer) g_record_observer(*out.impl().grad_fn, out, inputs, where);
   return out;
 }
 
@@ -379,6 +390,7 @@ struct BackwardPass {
       if (grads.size() != node->next.size())
         throw std::logic_error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
+      if (g_backward_observer) g_backward_observer(*node, g, grads);
       for (size_t i = 0; i < grads.size(); ++i) {
         const Edge& e = node->next[i];
         Tensor gi = std::move(grads[i]);  // the engine's only handle from here on

@@ -23,7 +23,8 @@
 #include "models/registry.h"
 #include "nn/attention.h"
 #include "train/distributed.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
+#include "train/param_groups.h"
 #include "train/peak_flops.h"
 #include "train/step.h"
 
@@ -31,6 +32,9 @@ namespace ag::cli {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The optimizer of a benchmarked training step: the trainer's AdamW grouping, fixed settings.
+const optim::AdamWOptions kBenchAdamW{.lr = 1e-4, .betas = {0.9, 0.99}, .eps = 1e-8, .weight_decay = 0.1};
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double peak_rss_mb() {
@@ -97,7 +101,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   model.train();
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
-  train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
+  optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
   train::Step step(model, opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false});
   int64_t iter = 0;
   double waited = 0, early = 0;
@@ -137,7 +141,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
     for (size_t i = 0; i < n; ++i)
       late += *std::max_element(ends.begin() + i * R, ends.begin() + (i + 1) * R) - backward_ends[i];
     std::vector<int64_t> numels;
-    for (const auto& [name, p] : opt.params()) numels.push_back(p.numel());
+    for (const Tensor& p : model.parameters()) numels.push_back(p.numel());  // the reducer's parameters
     double blocking = 0;
     const int reps = 5;
     for (int i = 0; i < reps; ++i) blocking += time_blocking_allreduce(comm, *reducer, numels);

@@ -11,6 +11,7 @@
 #include "tensorboard/train_logger.h"
 #include "train/config_error.h"
 #include "train/distributed.h"
+#include "train/interrupt.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -37,6 +38,22 @@ train::TrainSummary as_usage_errors(F run) {
   }
 }
 
+// The exit status of a run that returned. When standard output failed meanwhile, the run's
+// last words (how to resume) went nowhere: they are said on stderr. A closed pipe (its reader
+// exited, as `| head` does, or `| tee` on Ctrl-C) is a stop like a signal (130); any other
+// failure to write it (a full disk) is an error (1).
+int stop_status(const train::TrainSummary& summary, const std::string& dir) {
+  if (!train::InterruptGuard::output_failed() || !train::Comm::world().is_root())
+    return summary.interrupted ? kInterruptedStatus : 0;
+  const std::string where = (summary.interrupted ? "stopped after iter " : "finished at iter ") +
+                            std::to_string(summary.iters) + "; its checkpoint is in " + dir +
+                            (summary.interrupted ? "; resume with: attograd train --resume " + dir : std::string());
+  if (!train::InterruptGuard::output_closed_pipe())
+    throw std::runtime_error("standard output: cannot write (a full disk, or the terminal is gone); the run " + where);
+  std::cerr << "attograd train: the run " << where << "\n";
+  return kInterruptedStatus;
+}
+
 int train_command(int argc, char** argv) {
   cxxopts::Options options("attograd train", "Train a character-level language model on a text file (nanoGPT's CPU defaults).");
   add_train_flags(options);
@@ -49,11 +66,11 @@ int train_command(int argc, char** argv) {
     if (flags.given.count("overwrite")) throw UsageError("--overwrite cannot be combined with --resume, which continues the run");
     const std::string dir = r["resume"].as<std::string>();
     summary = as_usage_errors([&] { return train::resume_lm(dir, flags.config, flags.given, std::cout, hooks_for(flags.config, dir)); });
-  } else {
-    refuse_model_flags_that_mean_nothing(flags);
-    summary = as_usage_errors([&] { return train::train_lm(flags.config, std::cout, hooks_for(flags.config, flags.config.out_dir)); });
+    return stop_status(summary, dir);
   }
-  return summary.interrupted ? kInterruptedStatus : 0;
+  refuse_model_flags_that_mean_nothing(flags);
+  summary = as_usage_errors([&] { return train::train_lm(flags.config, std::cout, hooks_for(flags.config, flags.config.out_dir)); });
+  return stop_status(summary, flags.config.out_dir);
 }
 }  // namespace
 

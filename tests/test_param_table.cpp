@@ -10,7 +10,7 @@
 #include "models/transformer_lm.h"
 #include "nn/linear.h"
 #include "tests/test_util.h"
-#include "train/optimizer.h"
+#include "train/param_groups.h"
 
 namespace ag {
 namespace {
@@ -50,8 +50,9 @@ TEST(ParamTable, EveryModelsParametersAreItsTable) {
   }
 }
 
-// nanoGPT's AdamW grouping: weight decay on every parameter of ≥ 2 dims (train::AdamW::decays)
-// and on no other; the three groups partition the parameters.
+// nanoGPT's AdamW grouping: weight decay on every parameter of ≥ 2 dims and on no other; the
+// three groups partition the parameters, and the trainer's AdamW groups (train::decay_groups)
+// come from them.
 TEST(ParamTable, OptimizerGroupsPartitionTheParametersAsAdamWDecays) {
   for (const auto& entry : models::model_registry()) {
     const ModelConfig c = small(entry.name);
@@ -65,9 +66,14 @@ TEST(ParamTable, OptimizerGroupsPartitionTheParametersAsAdamWDecays) {
       s.insert(matrix.begin(), matrix.end());
       return s;
     }();
-    train::AdamW opt(model->named_parameters(), 1e-3);
-    for (size_t i = 0; i < opt.params().size(); ++i)
-      EXPECT_EQ(opt.decays(i), decayed_by_table.count(opt.params()[i].first) > 0) << opt.params()[i].first;
+    for (const auto& [name, p] : model->named_parameters())
+      EXPECT_EQ(p.dim() >= 2, decayed_by_table.count(name) > 0) << name;
+    const auto groups = train::decay_groups(*model, {.lr = 1e-3, .weight_decay = 0.1});
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].params.size(), decayed_by_table.size()) << entry.name;
+    EXPECT_EQ(groups[1].params.size(), no_decay.size()) << entry.name;
+    EXPECT_EQ(groups[1].options.weight_decay, 0.0);
+    EXPECT_TRUE(groups[1].params[0].same(model->named_parameters()[2].second)) << entry.name;  // GPT: ln1.weight; MLP: fc.bias
     EXPECT_FALSE(matrix.empty()) << entry.name;
   }
   const ParamTable gpt = models::TransformerLM::param_table(small("gpt").gpt());
@@ -75,6 +81,41 @@ TEST(ParamTable, OptimizerGroupsPartitionTheParametersAsAdamWDecays) {
   EXPECT_EQ(gpt.names(OptimGroup::Matrix)[0], "blocks.0.attn.in_proj_weight");
   EXPECT_EQ(gpt.names(OptimGroup::NoDecay).back(), "ln_f.bias");
   EXPECT_STREQ(models::group_name(OptimGroup::NoDecay), "no_decay");
+}
+
+// A linear model whose table keeps its 2-d weight out of weight decay and decays its 1-d bias:
+// the opposite of nanoGPT's shape rule, so only groups read from the table can get it right.
+class TableNotShape : public models::LanguageModel {
+ public:
+  TableNotShape() {
+    lin = register_module("lin", std::make_shared<nn::Linear>(3, 2));
+    Generator g(1);
+    models::init_parameters(*this, parameter_table(), g);
+  }
+  models::ParamTable parameter_table() const override {
+    ParamTable t;
+    t.first = {{"lin.weight", {2, 3}, models::Init::zeros(), OptimGroup::NoDecay, 1},
+               {"lin.bias", {2}, models::Init::zeros(), OptimGroup::Decay, 0}};
+    return t;
+  }
+  Tensor forward(const Tensor& x) const override { return lin->forward(x); }
+  Tensor loss(const Tensor& x, const Tensor&) const override { return forward(x); }
+  std::vector<int64_t> generate(const std::vector<int64_t>& p, const models::SampleOptions&, Generator&) const override { return p; }
+  ModelConfig model_config() const override { return {}; }
+  std::string summary() const override { return "table not shape"; }
+  std::shared_ptr<nn::Linear> lin;
+};
+
+TEST(ParamTable, TheTrainersDecayGroupsAreTheTablesNotTheShapes) {
+  const TableNotShape model;
+  const auto groups = train::decay_groups(model, {.lr = 1e-3, .weight_decay = 0.1});
+  ASSERT_EQ(groups.size(), 2u);
+  ASSERT_EQ(groups[0].params.size(), 1u);
+  EXPECT_TRUE(groups[0].params[0].same(model.lin->bias));
+  EXPECT_EQ(groups[0].options.weight_decay, 0.1);
+  ASSERT_EQ(groups[1].params.size(), 1u);
+  EXPECT_TRUE(groups[1].params[0].same(model.lin->weight));
+  EXPECT_EQ(groups[1].options.weight_decay, 0.0);
 }
 
 // The FLOPs derived from the table are the hand-counted ones (nanoGPT's, for the GPT).

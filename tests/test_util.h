@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -52,6 +53,11 @@ std::string error_of(F&& f) {
   }
   ADD_FAILURE() << "expected an exception";
   return "";
+}
+
+// Expects every one of parts in msg (an error message), naming the missing one.
+inline void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 inline std::string read_bytes(const std::filesystem::path& p) {

@@ -75,7 +75,7 @@ void check_model(const models::ModelEntry& entry, const TrainConfig& c) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  require_training_fits(entry, c.model, c.batch_size);
+  require_training_fits(entry, c);
 }
 
 }  // namespace ag::train

@@ -15,8 +15,8 @@ namespace ag::train {
 // entry, resolved here once for the whole run.
 const models::ModelEntry& validate_config(const TrainConfig& c, int64_t ranks);
 
-// The model's own checks (entry.validate), then its memory estimate against this machine,
-// before anything is built. Throws ConfigError.
+// The model's own checks (entry.validate), then the run's memory estimate against this machine
+// (train/memory_check.h), before anything is built. Throws ConfigError.
 void check_model(const models::ModelEntry& entry, const TrainConfig& c);
 
 }  // namespace ag::train

@@ -1,10 +1,5 @@
 #include "train/metrics_logger.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,32 +13,24 @@ using nlohmann::json;
 
 MetricsLogger::MetricsLogger(std::string path) : path_(std::move(path)) {}
 
-MetricsLogger::~MetricsLogger() {
-  if (fd_ >= 0) ::close(fd_);
-}
+MetricsLogger::~MetricsLogger() = default;
 
 void MetricsLogger::on_start(const RunStart& e) {
+  // A new run replaces the file (atomically: a link planted under its name is replaced, never
+  // written through); a resumed one keeps the lines of the steps it has made.
   if (e.resumed) truncate_metrics(path_, e.start_iter);
-  // O_NOFOLLOW: a symlink planted in the run folder is refused, not written through.
-  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (e.resumed ? 0 : O_TRUNC);
-  fd_ = ::open(path_.c_str(), flags, 0644);
-  if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+  else write_file_atomically(path_, "");
+  out_ = AppendFile::open_append(path_);  // never through a symbolic link; every write checked
 }
 
 void MetricsLogger::write_line(const std::string& text) {
-  const std::string line = text + "\n";
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
-      const std::string dir = std::filesystem::path(path_).parent_path().string();
-      throw std::runtime_error(path_ + ": cannot write (" + why + "); stopped so that it has no gap. " +
-                               "Continue from the last checkpoint with: attograd train --resume " +
-                               (dir.empty() ? std::string(".") : dir));
-    }
-    done += static_cast<size_t>(n);
+  try {
+    out_->write(text + "\n");  // the line and its newline in one write
+  } catch (const std::runtime_error& e) {
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    throw std::runtime_error(std::string(e.what()) + "; stopped so that it has no gap. " +
+                             "Continue from the last checkpoint with: attograd train --resume " +
+                             (dir.empty() ? std::string(".") : dir));
   }
 }
 

@@ -9,8 +9,10 @@
 // (truncate_metrics), a torn last line too.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "autograd/atomic_file.h"
 #include "train/run_logger.h"
 
 namespace ag::train {
@@ -31,7 +33,7 @@ class MetricsLogger : public RunLogger {
   void write_line(const std::string& json);  // the line and its "\n" in one write; throws std::runtime_error
 
   std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<AppendFile> out_;
   StepEnd last_;  // the last logged step: the throughput an evaluation line repeats
 };
 

@@ -6,7 +6,9 @@
 
 #include "data/corpus.h"
 #include "train/distributed.h"
-#include "train/optimizer.h"
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ag::train {
 
@@ -14,6 +16,6 @@ namespace ag::train {
 void check_same_corpus(Comm& comm, const data::Corpus& corpus);
 
 // Throws std::runtime_error naming this rank and the iteration when the weights differ.
-void check_same_weights(Comm& comm, const NamedParams& params, int64_t iter);
+void check_same_weights(Comm& comm, const std::vector<std::pair<std::string, Tensor>>& params, int64_t iter);
 
 }  // namespace ag::train

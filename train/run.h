@@ -14,7 +14,7 @@
 #include "models/registry.h"
 #include "train/distributed.h"
 #include "train/grad_report.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
 #include "train/run_logger.h"
 #include "train/schedule.h"
 #include "train/step.h"
@@ -62,7 +62,7 @@ class Run {
   RunHooks hooks_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
-  AdamW opt_;
+  optim::AdamW opt_;
   std::optional<Step> step_;
   CosineSchedule sched_;
   RunPosition pos_;

@@ -15,7 +15,7 @@
 #include "data/corpus.h"
 #include "models/language_model.h"
 #include "train/grad_report.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
 #include "train/peak_flops.h"
 #include "train/run_config.h"
 #include "train/train_state.h"
@@ -70,7 +70,7 @@ struct Checkpoint {
   bool best = false;  // the best validation loss so far
   const TrainConfig& cfg;
   const models::LanguageModel& model;
-  const AdamW& opt;
+  const optim::AdamW& opt;
   const RunPosition& pos;
   const data::CharTokenizer& tokenizer;
 };

@@ -4,17 +4,19 @@
 // runs.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
+#include "autograd/input_file.h"
+#include "autograd/memory_limit.h"
 #include "autograd/parallel.h"
 #include "data/corpus.h"
 #include "train/checkpoint.h"
 #include "train/config_check.h"
+#include "train/config_error.h"
 #include "train/config_file.h"
 #include "train/console_logger.h"
 #include "train/metrics_logger.h"
+#include "train/rank_agreement.h"
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
 #include "train/run_dir.h"
@@ -54,6 +56,7 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out, const RunHoo
   TrainConfig cfg = cfg_in;
   Comm& comm = Comm::world();
   const models::ModelEntry* entry = &validate_config(cfg, comm.size());
+  check_ranks_agree(comm, cfg);
   set_threads(cfg, comm);
   std::optional<LoadedModel> init;
   if (!cfg.init_from.empty()) {  // the model and its vocabulary come from the checkpoint
@@ -88,8 +91,8 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out, const RunHoo
 
 void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir) {
   if (new_iters < steps_taken)
-    throw std::invalid_argument("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
-                                std::to_string(steps_taken) + " steps");
+    throw ConfigError("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
+                      std::to_string(steps_taken) + " steps");
   // The steps taken used the old schedule; a run given new_iters from the start would have
   // used the new one. Exact only if they agree on every step taken (bit for bit).
   const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
@@ -104,7 +107,7 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
                   "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
                   static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
                   static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
-    throw std::invalid_argument(msg);
+    throw ConfigError(msg);
   }
 }
 
@@ -117,13 +120,10 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   std::optional<RunDir> run_dir;
   std::string bytes;
   if (comm.is_root()) {
-    if (!fs::exists(state_path))
-      throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+    RunDir::require_checkpoint(dir);
     run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
     report_removed(*run_dir, out);
-    std::ifstream f(state_path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    if (!f) throw std::runtime_error(state_path + ": cannot read");
+    bytes = read_input_file({state_path, state_path, memory_limit().bytes, "what this process may use", ""});
   }
   comm.broadcast(bytes);
   const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);
@@ -131,6 +131,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
   const models::ModelEntry& entry = validate_config(cfg, comm.size());
+  check_ranks_agree(comm, cfg);
   const bool iters_changed = cfg.iters != st.config.iters;
   if (iters_changed) check_iters_change(st.config, cfg.iters, st.pos.iter, dir);
   set_threads(cfg, comm);

@@ -8,18 +8,17 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "nn/utils/clip_grad.h"
 #include "train/finite.h"
 #include "train/interrupt.h"
 
 namespace ag::train {
 
-Step::Step(models::LanguageModel& model, Optimizer& opt, Comm& comm, StepOptions options)
+Step::Step(models::LanguageModel& model, optim::Optimizer& opt, Comm& comm, StepOptions options)
     : model_(model), opt_(opt), comm_(comm), options_(options) {
   if (options_.grad_accum < 1) throw std::invalid_argument("Step: grad_accum must be positive");
   if (comm_.distributed()) {
-    std::vector<Tensor> params;
-    for (const auto& [name, p] : opt_.params()) params.push_back(p);
-    reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+    reducer_ = std::make_unique<Reducer>(comm_, model_.parameters());
     reducer_->attach_hooks();  // buckets start reducing during backward
   }
 }
@@ -33,7 +32,7 @@ StepResult Step::run(const Tensor& x, const Tensor& y, double lr, int64_t iter) 
                                 std::to_string(N) + " ranks × " + std::to_string(K) + " micro-batches");
   const int64_t per_rank = B / N, micro = per_rank / K;
   StepResult r;
-  opt_.set_lr(lr);
+  for (size_t g = 0; g < opt_.num_param_groups(); ++g) opt_.set_lr(g, lr);
   opt_.zero_grad();
   {
     std::optional<DetectAnomalyGuard> anomaly;  // over this step's forwards and backwards
@@ -67,19 +66,26 @@ StepResult Step::run(const Tensor& x, const Tensor& y, double lr, int64_t iter) 
   }
   if (after_backward) after_backward(r.loss);
   // The norm before clipping; with clipping off, infinity as the bound only measures it. The
-  // gradients are averaged, so every rank sees the same norm and takes the same branch.
+  // gradients are averaged, so every rank sees the same norm and takes the same branch. The
+  // norm is non-finite exactly when a gradient is: then nothing is scaled (torch's
+  // error_if_nonfinite), and only then is the culprit looked for.
+  const std::vector<Tensor> params = model_.parameters();
   const double bound = options_.grad_clip > 0 ? options_.grad_clip : std::numeric_limits<double>::infinity();
-  r.grad_norm = clip_grad_norm(opt_.params(), bound);
-  if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) {
+  bool finite_norm = true;
+  try {
+    r.grad_norm = nn::utils::clip_grad_norm_(params, bound, 2.0, /*error_if_nonfinite=*/true);
+  } catch (const std::runtime_error&) {
+    r.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    finite_norm = false;
+  }
+  if (std::isfinite(r.loss) && finite_norm) {
     opt_.step();
     return r;
   }
-  // Only now look for the culprit. An infinite norm scaled every gradient by 0, which keeps
-  // the non-finite ones NaN; a NaN norm scaled nothing.
   std::string bad = "(the loss itself)";
   if (std::isfinite(r.loss)) {
     std::vector<std::pair<std::string, Tensor>> grads;
-    for (const auto& [name, p] : opt_.params()) grads.emplace_back(name, p.grad());
+    for (const auto& [name, p] : model_.named_parameters()) grads.emplace_back(name, p.grad());
     bad = first_nonfinite(grads);
     if (bad.empty()) bad = "none (the norm of finite gradients overflowed)";
   }

@@ -7,9 +7,10 @@
 //                                                           over ranks, buckets starting during it)
 //   several ranks agree on the loss (their mean) and on a stop request (SIGINT/SIGTERM to any rank)
 //   after_backward(loss)                                    (the gradients before clipping)
-//   norm = clip_grad_norm(grad_clip)                        (measured even when clipping is off)
-//   the norm is non-finite exactly when a gradient is: then (or for a non-finite loss) the update
-//   is skipped and the first non-finite parameter named; else optimizer.step()
+//   norm = clip_grad_norm_(grad_clip)                       (measured even when clipping is off)
+//   the norm is non-finite exactly when a gradient is: then (torch's error_if_nonfinite: nothing
+//   is scaled) or for a non-finite loss the update is skipped and the first non-finite parameter
+//   named; else optimizer.step()
 //
 // A micro-batch of the whole batch (one process, grad_accum 1) is the batch itself, not a view.
 #pragma once
@@ -21,7 +22,7 @@
 
 #include "models/language_model.h"
 #include "train/distributed.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 
 namespace ag::train {
 
@@ -33,7 +34,7 @@ struct StepOptions {
 
 struct StepResult {
   double loss = 0;       // the step's loss: mean over micro-batches and ranks
-  double grad_norm = 0;  // global L2 norm of the gradients before clipping
+  double grad_norm = 0;  // global L2 norm of the gradients before clipping (NaN when not finite)
   // Empty when the update was made. Otherwise the update was skipped (gradients zeroed) and
   // this says why: "non-finite gradient at iter 24: loss 2.1, first non-finite gradient in NAME".
   std::string nonfinite;
@@ -45,9 +46,10 @@ struct StepResult {
 
 class Step {
  public:
-  // With several ranks (comm.distributed()), builds the Reducer over opt's parameters and hooks
-  // it into their gradients; the parameters must already be the same on every rank.
-  Step(models::LanguageModel& model, Optimizer& opt, Comm& comm, StepOptions options);
+  // opt updates the model's parameters. With several ranks (comm.distributed()), builds the
+  // Reducer over them and hooks it into their gradients; they must already be the same on
+  // every rank.
+  Step(models::LanguageModel& model, optim::Optimizer& opt, Comm& comm, StepOptions options);
   ~Step();
   Step(const Step&) = delete;
   Step& operator=(const Step&) = delete;
@@ -64,7 +66,7 @@ class Step {
 
  private:
   models::LanguageModel& model_;
-  Optimizer& opt_;
+  optim::Optimizer& opt_;
   Comm& comm_;
   StepOptions options_;
   std::unique_ptr<Reducer> reducer_;

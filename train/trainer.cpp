@@ -10,6 +10,7 @@
 #include "train/evaluate.h"
 #include "train/flops.h"
 #include "train/interrupt.h"
+#include "train/param_groups.h"
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
 
@@ -32,7 +33,7 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       batch_gen_(cfg.seed + 1),
       eval_gen_(cfg.seed + 2),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
-      opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+      opt_(decay_groups(*model_, {.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay})),
       sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters} {
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
@@ -44,7 +45,7 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
     // --grad-report: the gradients of the step before each evaluation, before clipping.
     const int64_t it = pos_.iter;
     if (cfg_.grad_report && !loggers_.empty() && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
-      grad_report_ = grad_report_file(opt_.params(), it, loss);
+      grad_report_ = grad_report_file(model_->named_parameters(), it, loss);
       grad_report_iter_ = it + 1;
     }
   };
@@ -123,7 +124,7 @@ TrainSummary Run::run(bool resumed) {
 }
 
 bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
-  check_same_weights(comm_, opt_.params(), it);
+  check_same_weights(comm_, model_->named_parameters(), it);
   const Generator::State eval_start = eval_gen_.state();
   const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_);
   const auto vl = tl ? estimate_loss(*model_, corpus_.val_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_)

@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "models/registry.h"
 #include "nn/embedding.h"
+#include "train/optim/adam.h"
 #include "train/step.h"
 
 namespace ag::example {
@@ -89,7 +90,7 @@ TEST(ArchitectureExample, ANewModelIsItsTableAndTrainsThroughTheStep) {
   std::vector<int64_t> x_ids, y_ids;
   for (int64_t i = 0; i < 4 * 8; ++i) x_ids.push_back(i % 5), y_ids.push_back((i + 1) % 5);
   const Tensor x = Tensor::from_vector(x_ids, {4, 8}), y = Tensor::from_vector(y_ids, {4, 8});
-  train::AdamW opt(model->named_parameters(), 0.1);
+  optim::AdamW opt(model->parameters(), {.lr = 0.1});
   train::Step step(*model, opt, train::Comm::single(), {});
   const double first = step.run(x, y, 0.1, 0).loss;
   double last = first;
