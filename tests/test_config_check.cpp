@@ -78,7 +78,7 @@ TEST(ConfigCheck, EveryDoubleFieldRefusesNonFiniteValues) {
       }
     }
   });
-  EXPECT_EQ(doubles, 7);  // lr, min-lr, weight-decay, beta1, beta2, grad-clip, dropout
+  EXPECT_EQ(doubles, 8);  // lr, min-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout, dropout
 }
 
 // Each rule, on a value just outside it, for every row that has it.
@@ -108,6 +108,10 @@ TEST(ConfigCheck, EveryRowsRuleRefusesAValueOutsideIt) {
         case Check::Threads:
           cases.emplace_back(with(f.flag, -1), " must be in 0..");
           cases.emplace_back(with(f.flag, parallel::kMaxThreads + 1), " must be in 0..");
+          break;
+        case Check::Timeout:
+          cases.emplace_back(with(f.flag, 0.5), " must be 0 (wait forever) or at least 1 second");
+          cases.emplace_back(with(f.flag, -1), " must be 0 (wait forever) or at least 1 second");
           break;
         default: break;
       }

@@ -43,6 +43,9 @@ void check_field(const T& v, const FieldInfo& f) {
         if (x < 0 || x > parallel::kMaxThreads)
           throw ConfigError(flag + " must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core)");
         break;
+      case Check::Timeout:
+        if (!(x == 0 || x >= 1)) throw ConfigError(flag + " must be 0 (wait forever) or at least 1 second");
+        break;
     }
   }
 }

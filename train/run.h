@@ -82,6 +82,12 @@ class Run {
   // The gradient report taken after the backward of the step before an evaluation.
   std::optional<GradReportFile> grad_report_;
   int64_t grad_report_iter_ = -1;  // the evaluation it is for
+  // Under mpirun: a collective that waits for a lost peer ends the job (exit status 75)
+  // instead of hanging, and the message says where (train/distributed.h).
+  CommTimeout comm_timeout_{comm_, cfg_.comm_timeout, [this] {
+    return "at iter " + std::to_string(pos_.iter) + "; the last checkpoint in " + cfg_.out_dir +
+           " is intact (attograd train --resume " + cfg_.out_dir + ")";
+  }};
 };
 
 }  // namespace ag::train

@@ -34,6 +34,7 @@ enum class Check {
   NonNegative,  // ≥ 0
   Fraction,     // in [0, 1)
   Threads,      // in 0..parallel::kMaxThreads
+  Timeout,      // 0 (wait forever) or ≥ 1 second (a shorter one would count a rank lost between two heartbeats)
 };
 
 // clang-format off
@@ -63,7 +64,8 @@ enum class Check {
   X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse, Any) \
   X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse, Any) \
   X(bool,        tensorboard,    "tensorboard",    false, "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of every weight and gradient, attention maps and a sample", Fresh, Any) \
-  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh, Any)
+  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh, Any) \
+  X(double,      comm_timeout,   "comm-timeout",   60,    "under mpirun: end the job (exit status 75, peer lost) when a rank sends no heartbeat for this many seconds while another waits for it in a collective (a cut link, a lost host, a stopped process); a slow rank keeps sending them, so a long first step, evaluation or checkpoint never trips it (0: wait forever; see docs/distributed.md)", Fresh, Timeout)
 // clang-format on
 
 struct TrainConfig {
