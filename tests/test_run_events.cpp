@@ -283,5 +283,16 @@ TEST(House, TheTrainerIsTheLoopAndOnlyTheConsoleDrawsOnTheTerminal) {
   EXPECT_EQ(trainer.find("is_root"), std::string::npos);
 }
 
+// `bench train` times the trained step itself: train::Step, no backward or update of its own.
+TEST(House, BenchTrainRunsTheTrainersStep) {
+  const std::string file = source("cli/cmd_bench.cpp");
+  const size_t begin = file.find("void bench_train(");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string bench = file.substr(begin, file.find("\n}\n", begin) - begin);  // the function's body
+  EXPECT_NE(bench.find("train::Step step("), std::string::npos);
+  for (const char* own : {".backward(", "opt.step(", "clip_grad_norm", "zero_grad("})
+    EXPECT_EQ(bench.find(own), std::string::npos) << "cmd_bench.cpp calls " << own << " itself";
+}
+
 }  // namespace
 }  // namespace ag
