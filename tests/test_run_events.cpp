@@ -247,6 +247,13 @@ TEST(PeakFlops, TwoRunsShowTheSamePeak) {
   EXPECT_EQ(m1[1], m2[1]);
   EXPECT_NE(m1[2].str().find("measured now, kept in"), std::string::npos);
   EXPECT_EQ(m2[2].str().rfind("kept in", 0), 0u) << m2[2];
+  // Their MFU then differ only as their throughput does (timing is not judged here): MFU per
+  // token/s, the model's FLOPs over the peak, is the same in both runs' metrics.
+  auto mfu_per_throughput = [&](const std::string& name) {
+    const auto j = nlohmann::json::parse(read_lines(d / name / "metrics.jsonl").back());
+    return j["mfu"].get<double>() / j["tokens_per_s"].get<double>();
+  };
+  EXPECT_NEAR(mfu_per_throughput("a") / mfu_per_throughput("b"), 1.0, 1e-12);
 }
 
 // The console's log line: nanoGPT's fields, ms/step among them.
