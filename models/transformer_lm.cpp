@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "autograd/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "models/decode.h"
@@ -79,16 +80,54 @@ TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen) 
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
   ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, true, dtype));
 
-  // nanoGPT's init, in registration order so that a seed fixes every value.
-  const double resid_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
-  for (auto& [name, p] : named_parameters()) {
-    const bool is_ln = name.find("ln1.") != std::string::npos || name.find("ln2.") != std::string::npos ||
-                       name.rfind("ln_f.", 0) == 0;
-    const bool is_resid = name.ends_with("attn.out_proj.weight") || name.ends_with("mlp.proj.weight");
-    if (is_ln) continue;  // weight 1, bias 0 already
-    if (p.dim() >= 2) nn::init::normal_(p, 0.0, is_resid ? resid_std : 0.02, gen);
-    else nn::init::zeros_(p);
-  }
+  // The modules drew their default init from gen (the seed's stream has always included those
+  // draws); the table's init replaces it: nanoGPT's.
+  init_parameters(*this, param_table(cfg), gen);
+}
+
+ParamTable TransformerLM::param_table(const GPTConfig& c) {
+  const char* what = "parameter shapes";
+  const int64_t E = c.n_embd, E3 = checked::mul(3, E, what), E4 = checked::mul(4, E, what);
+  // nanoGPT: N(0, 0.02) for embeddings and matrices, the projections into the residual stream
+  // at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0.
+  const Init w = Init::normal(0.02), resid = Init::normal(0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)));
+  const Init zero = Init::zeros(), one = Init::ones();
+  using G = OptimGroup;
+  ParamTable t;
+  t.first = {{"tok_emb.weight", {c.vocab_size, E}, w, G::Decay, 1},  // also the head (tied): one matmul
+             {"pos_emb.weight", {c.block_size, E}, w, G::Decay, 0}};
+  t.layer_prefix = "blocks.";
+  t.layers = c.n_layer;
+  t.per_layer = {{"ln1.weight", {E}, one, G::NoDecay, 0},
+                 {"ln1.bias", {E}, zero, G::NoDecay, 0},
+                 {"attn.in_proj_weight", {E3, E}, w, G::Matrix, 1},  // q, k, v
+                 {"attn.in_proj_bias", {E3}, zero, G::NoDecay, 0},
+                 {"attn.out_proj.weight", {E, E}, resid, G::Matrix, 1},
+                 {"attn.out_proj.bias", {E}, zero, G::NoDecay, 0},
+                 {"ln2.weight", {E}, one, G::NoDecay, 0},
+                 {"ln2.bias", {E}, zero, G::NoDecay, 0},
+                 {"mlp.fc.weight", {E4, E}, w, G::Matrix, 1},
+                 {"mlp.fc.bias", {E4}, zero, G::NoDecay, 0},
+                 {"mlp.proj.weight", {E, E4}, resid, G::Matrix, 1},
+                 {"mlp.proj.bias", {E}, zero, G::NoDecay, 0}};
+  t.last = {{"ln_f.weight", {E}, one, G::NoDecay, 0}, {"ln_f.bias", {E}, zero, G::NoDecay, 0}};
+  // Each position's query against block_size keys, and the weights against as many values,
+  // all heads together (nanoGPT counts the full square, masked or not).
+  t.activation_matmul_flops_per_position =
+      static_cast<double>(c.n_layer) * 2 * 2 * static_cast<double>(c.block_size) * static_cast<double>(E);
+  return t;
+}
+
+int64_t TransformerLM::activation_floats_per_position(const GPTConfig& c) {
+  const char* what = "memory estimate";
+  using checked::add;
+  using checked::mul;
+  const int64_t E = c.n_embd;
+  // Per block about 21E (LayerNorms, q/k/v and their per-head copies, the attention output,
+  // the 4E MLP layer before and after GELU, residuals) plus 3·H·T (each head's scores, weights
+  // and mask); then logits and log-softmax (2V), embeddings (4E).
+  const int64_t per_layer = add(mul(21, E, what), mul(3, mul(c.n_head, c.block_size, what), what), what);
+  return add(mul(c.n_layer, per_layer, what), add(mul(2, c.vocab_size, what), mul(4, E, what), what), what);
 }
 
 Tensor TransformerLM::embed(const Tensor& idx, int64_t pos0) const {
@@ -137,18 +176,6 @@ Tensor TransformerLM::forward_cached(const Tensor& idx, int64_t pos0, std::vecto
 std::string TransformerLM::summary() const {
   return std::to_string(cfg_.n_layer) + " layers, " + std::to_string(cfg_.n_head) + " heads, " +
          std::to_string(cfg_.n_embd) + " wide, block " + std::to_string(cfg_.block_size);
-}
-
-// Matmul FLOPs of one forward pass over (batch, block_size) (the backward costs twice that).
-double TransformerLM::forward_flops(int64_t batch) const {
-  const auto& c = cfg_;
-  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd);
-  const double BT = static_cast<double>(batch) * T;
-  const double per_layer = 2 * BT * E * 3 * E       // q, k, v projections
-                           + 2 * 2 * BT * T * E      // scores and weights·v, all heads
-                           + 2 * BT * E * E          // out_proj
-                           + 2 * 2 * BT * E * 4 * E;  // MLP
-  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
 }
 
 std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,

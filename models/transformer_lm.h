@@ -49,8 +49,7 @@ class Block : public nn::Module {
 
 class TransformerLM : public LanguageModel, public AttentionIntrospection {
  public:
-  // Initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual projections at
-  // 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0; all draws from gen.
+  // Initialised as its parameter table says (nanoGPT's init); all draws from gen.
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
   Tensor forward(const Tensor& idx) const override;               // int64 (B, T) -> logits (B, T, V)
@@ -72,10 +71,15 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
 
   const GPTConfig& config() const { return cfg_; }
 
+  // Its parameters (models/param_table.h), before anything is built; checked arithmetic.
+  static ParamTable param_table(const GPTConfig& c);
+  // Floats autograd keeps per position for a backward (the memory estimate's activations).
+  static int64_t activation_floats_per_position(const GPTConfig& c);
+
   // LanguageModel
   ModelConfig model_config() const override { return ModelConfig(cfg_); }
   std::string summary() const override;
-  double forward_flops(int64_t batch) const override;
+  ParamTable parameter_table() const override { return param_table(cfg_); }
   const AttentionIntrospection* attention() const override { return this; }
 
   std::shared_ptr<nn::Embedding> tok_emb, pos_emb;

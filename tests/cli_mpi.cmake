@@ -25,3 +25,10 @@ add_test(NAME mpi.train.batch_not_divisible
                  --out ${ATTOGRAD_CLI_OUT}/mpi_bad --batch 6 --grad-accum 2 --iters 1 --no-progress)
 set_tests_properties(mpi.train.batch_not_divisible PROPERTIES ENVIRONMENT "${ATTOGRAD_MPI_ENV}" TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "rank 0 \\(pid [0-9]+ on [^)]+\\): train: --batch 6 must be divisible by ranks × --grad-accum = 2 × 2 = 4")
+# ranks × --grad-accum in checked arithmetic: 2 × (2^63 − 1) wrapped to −2, which divided the
+# batch of 12, and the run went on with micro-batches of no rows.
+add_test(NAME mpi.train.grad_accum_overflow
+         COMMAND ${ATTOGRAD_MPIRUN_LO} -np 2 $<TARGET_FILE:attograd> train --data ${ATTOGRAD_SMALL_CORPUS}
+                 --out ${ATTOGRAD_CLI_OUT}/mpi_overflow --grad-accum 9223372036854775807 --iters 1 --no-progress)
+set_tests_properties(mpi.train.grad_accum_overflow PROPERTIES ENVIRONMENT "${ATTOGRAD_MPI_ENV}" TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "rank 0 \\(pid [0-9]+ on [^)]+\\): train: --batch 12 must be divisible by ranks × --grad-accum = 2 × 9223372036854775807, which does not fit 64 bits")

@@ -564,10 +564,4 @@ void Reducer::finish() {
   active_ = false;
 }
 
-double Reducer::time_blocking_allreduce() {
-  const auto t0 = Clock::now();
-  for (auto& buf : buffers_) comm_.allreduce_sum(buf.data(), static_cast<int64_t>(buf.size()));
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 }  // namespace ag::train

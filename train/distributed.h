@@ -184,10 +184,6 @@ class Reducer {
   // Buckets launched before finish() was called (i.e. during backward) in the last step.
   int64_t last_launched_early() const { return launched_early_; }
 
-  // Blocking allreduce of every bucket, one after the other, with no computation to hide it
-  // behind: the reference time for the overlap that `attograd bench` reports.
-  double time_blocking_allreduce();
-
  private:
   void launch_ready_buckets();
   void launch(size_t b);

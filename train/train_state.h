@@ -16,7 +16,6 @@
 #include "models/language_model.h"
 #include "train/optim/adam.h"
 #include "train/run_config.h"
-#include "train/trainer.h"
 
 namespace ag::train {
 
