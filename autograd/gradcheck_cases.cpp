@@ -222,7 +222,7 @@ std::vector<OpCase> op_cases() {
 }
 
 const std::vector<std::string>& ops_without_gradient() {
-  static const std::vector<std::string> names = {"argmax", "broadcast_shapes"};
+  static const std::vector<std::string> names = {"argmax"};
   return names;
 }
 

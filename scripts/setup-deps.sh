@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake make g++ pkg-config libopenblas-dev libcxxopts-dev libgtest-dev
           nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core libtomlplusplus-dev python3
-          libprotobuf-dev protobuf-compiler libboost-dev tmux
+          libprotobuf-dev protobuf-compiler libboost-dev libboost-stacktrace-dev tmux
           libopenmpi-dev openmpi-bin)
 [ "${ATTOGRAD_EXTRA_PACKAGES:-}" ] && read -r -a extra <<<"$ATTOGRAD_EXTRA_PACKAGES" && packages+=("${extra[@]}")
 missing=()
