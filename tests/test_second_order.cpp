@@ -12,6 +12,7 @@
 #include <map>
 
 #include "autograd/engine.h"
+#include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
@@ -247,4 +248,9 @@ TEST(HigherOrderDoc, HessianVectorProductExampleMatchesTheNumbersFromPyTorch) {
     EXPECT_NEAR(g.to_double_vector()[i], torch_g[i], 1e-14) << i;
     EXPECT_NEAR(hv.to_double_vector()[i], torch_hv[i], 1e-14) << i;
   }
+  // The doc's second form, through the function transforms:
+  auto f = [&](const Tensor& x) { return logsumexp(matmul(A, x), {0}) + sum(silu(x)); };
+  auto [y2, hv2] = ag::autograd::functional::hvp(f, x, v);  // (f(x), H·v)
+  EXPECT_NEAR(y2.item(), 5.306013609316354, 1e-14);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(hv2.to_double_vector()[i], torch_hv[i], 1e-14) << i;
 }
