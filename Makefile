@@ -58,17 +58,20 @@ install: build
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log
 
-# libFuzzer on the safetensors reader for FUZZ_SECONDS, from the committed seed corpus.
+# libFuzzer on the safetensors reader and on the run-configuration (TOML) reader, FUZZ_SECONDS
+# each, from the committed seed corpora; a crash stops with its input saved in $(BUILD_FUZZ).
 FUZZ_SECONDS ?= 60
 BUILD_FUZZ   ?= build-fuzz
 fuzz:
 	@ATTOGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev" scripts/setup-deps.sh
 	@cmake -S . -B $(BUILD_FUZZ) $(LAUNCHER) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DATTOGRAD_FUZZ=ON \
 	  -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_FUZZ).configure.log 2>&1 || { cat $(BUILD_FUZZ).configure.log; exit 1; }
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_safetensors
-	@mkdir -p $(BUILD_FUZZ)/corpus
-	@cd $(BUILD_FUZZ) && ./fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
-	  -print_final_stats=1 corpus ../tests/fuzz/corpus 2>&1 | tail -n 15
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_safetensors fuzz_config_toml
+	@mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_toml
+	@cd $(BUILD_FUZZ) && { ./fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
+	  -print_final_stats=1 corpus ../tests/fuzz/corpus > fuzz_safetensors.log 2>&1; s=$$?; tail -n 15 fuzz_safetensors.log; exit $$s; }
+	@cd $(BUILD_FUZZ) && { ./fuzz_config_toml -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  -print_final_stats=1 corpus_toml ../tests/fuzz/corpus_toml > fuzz_config_toml.log 2>&1; s=$$?; tail -n 15 fuzz_config_toml.log; exit $$s; }
 
 # attograd next to PyTorch on the same models and cores (bench/compare.py). PyTorch comes from
 # $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x and tensorboard there), or Debian's

@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -14,7 +17,19 @@ namespace ag {
 
 namespace {
 
-std::string errno_text(int err) { return std::system_category().message(err); }
+std::string file_size_limit_text() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return "unknown";
+  return std::to_string(static_cast<unsigned long long>(rl.rlim_cur)) + " bytes";
+}
+
+// strerror, and for EFBIG (a write past `ulimit -f`; SIGXFSZ is ignored so that the write
+// fails instead of killing the process) what limit that is.
+std::string errno_text(int err) {
+  std::string s = std::system_category().message(err);
+  if (err == EFBIG) s += " (the file-size limit, ulimit -f, is " + file_size_limit_text() + ")";
+  return s;
+}
 
 // Writes all of data to fd, retrying short writes and EINTR. Returns 0 or an errno value.
 int write_all(int fd, const char* data, size_t size) {
@@ -45,7 +60,12 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
     throw std::runtime_error(path + ": cannot save: " + step + ": " + errno_text(err));
   };
 
-  fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // A new file (O_EXCL), never through a symbolic link (O_NOFOLLOW): a name planted in a shared
+  // folder cannot redirect the write. A file of this name left by an earlier process with our
+  // pid is removed (unlink removes a link itself, not what it points to) and the create retried.
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  fd = ::open(tmp.c_str(), flags, 0666);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd = ::open(tmp.c_str(), flags, 0666);
   if (fd < 0) abort_with("cannot create temporary file '" + tmp + "'", errno);
   created = true;
   if (int err = write_all(fd, bytes.data(), bytes.size())) abort_with("write to '" + tmp + "' failed", err);
@@ -87,6 +107,35 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
     if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) removed.push_back(it->path().string());
   }
   return removed;
+}
+
+std::unique_ptr<AppendFile> AppendFile::create_new(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == EEXIST) return nullptr;
+  if (fd < 0) throw std::runtime_error(path + ": cannot create the file: " + errno_text(errno));
+  return std::unique_ptr<AppendFile>(new AppendFile(fd, path));
+}
+
+std::unique_ptr<AppendFile> AppendFile::open_append(const std::string& path) {
+  // O_NONBLOCK: a FIFO planted under this name must not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot open the file for writing: " +
+                             (errno == ELOOP ? std::string("it is a symbolic link, which attograd never writes through")
+                                             : errno_text(errno)));
+  struct ::stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error(path + ": cannot open the file for writing: not a regular file");
+  }
+  return std::unique_ptr<AppendFile>(new AppendFile(fd, path));
+}
+
+AppendFile::~AppendFile() { ::close(fd_); }
+
+void AppendFile::write(std::string_view bytes) {
+  if (int err = write_all(fd_, bytes.data(), bytes.size()))
+    throw std::runtime_error(path_ + ": write failed: " + errno_text(err));
 }
 
 }  // namespace ag

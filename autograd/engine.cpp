@@ -13,6 +13,8 @@ namespace {
 std::atomic<int64_t> g_live_nodes{0};
 thread_local Node* g_running_node = nullptr;  // the node whose backward function is running
 thread_local NodeGradObserver g_observer;
+thread_local NodeBackwardObserver g_backward_observer;
+thread_local NodeRecordObserver g_record_observer;
 // SavedTensors made since the last record() on this thread: an op saves its tensors in the
 // capture list of the backward function it hands to record(), so they belong to that node.
 thread_local int64_t g_saved_since_record = 0;
@@ -54,6 +56,14 @@ ObserveNodeGradsGuard::ObserveNodeGradsGuard(NodeGradObserver fn) : prev_(std::m
   g_observer = std::move(fn);
 }
 ObserveNodeGradsGuard::~ObserveNodeGradsGuard() { g_observer = std::move(prev_); }
+ObserveNodeBackwardGuard::ObserveNodeBackwardGuard(NodeBackwardObserver fn) : prev_(std::move(g_backward_observer)) {
+  g_backward_observer = std::move(fn);
+}
+ObserveNodeBackwardGuard::~ObserveNodeBackwardGuard() { g_backward_observer = std::move(prev_); }
+ObserveRecordGuard::ObserveRecordGuard(NodeRecordObserver fn) : prev_(std::move(g_record_observer)) {
+  g_record_observer = std::move(fn);
+}
+ObserveRecordGuard::~ObserveRecordGuard() { g_record_observer = std::move(prev_); }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!GradMode::enabled()) return false;
@@ -91,6 +101,7 @@ Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, Bac
   node->backward = std::move(backward);
   out.impl().grad_fn = std::move(node);
   out.impl().requires_grad = true;
+  if (g_record_observer) g_record_observer(*out.impl().grad_fn, out, inputs, where);
   return out;
 }
 
@@ -432,6 +443,7 @@ struct BackwardPass {
       if (grads.size() != node->next.size())
         throw std::logic_error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
+      if (g_backward_observer) g_backward_observer(*node, g, grads);
       for (size_t i = 0; i < grads.size(); ++i) {
         const Edge& e = node->next[i];
         Tensor gi = std::move(grads[i]);  // the engine's only handle from here on

@@ -59,7 +59,8 @@
 //
 // Diagnostics. A NodeGradObserver (see ObserveNodeGradsGuard) sees every node's output
 // gradient during a backward pass; graph export installs one to label nodes with gradient
-// norms. With none installed the engine pays one null check per node.
+// norms. ObserveNodeBackwardGuard and ObserveRecordGuard show the gradients each node sent and
+// the forward values (attograd explore). With none installed the engine pays one null check per node.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -196,6 +197,39 @@ class ObserveNodeGradsGuard {
 
  private:
   NodeGradObserver prev_;
+};
+
+// For study tools (`attograd explore`), which show what each node received and sent.
+// `fn` sees each node right after its backward function ran, in the order the engine runs
+// them: the gradient of its output and the gradients it returned for its inputs (one per
+// input, undefined where none), before they are passed on. On this thread, while the guard lives.
+using NodeBackwardObserver = std::function<void(const Node& node, const Tensor& grad_output, const Grads& input_grads)>;
+class ObserveNodeBackwardGuard {
+ public:
+  explicit ObserveNodeBackwardGuard(NodeBackwardObserver fn);
+  ~ObserveNodeBackwardGuard();
+  ObserveNodeBackwardGuard(const ObserveNodeBackwardGuard&) = delete;
+  ObserveNodeBackwardGuard& operator=(const ObserveNodeBackwardGuard&) = delete;
+
+ private:
+  NodeBackwardObserver prev_;
+};
+
+// `fn` sees each node as record() attaches it, with the op's output, its inputs (the forward
+// values a study tool shows; the nodes keep neither) and where record() was called (which
+// tells one op's backward formula in the source from another's). On this thread, while the
+// guard lives; with none installed record() pays one null check.
+using NodeRecordObserver =
+    std::function<void(const Node& node, const Tensor& output, const std::vector<Tensor>& inputs, const SourceLocation& where)>;
+class ObserveRecordGuard {
+ public:
+  explicit ObserveRecordGuard(NodeRecordObserver fn);
+  ~ObserveRecordGuard();
+  ObserveRecordGuard(const ObserveRecordGuard&) = delete;
+  ObserveRecordGuard& operator=(const ObserveRecordGuard&) = delete;
+
+ private:
+  NodeRecordObserver prev_;
 };
 
 }  // namespace ag

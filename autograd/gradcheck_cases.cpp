@@ -58,6 +58,8 @@ std::vector<OpCase> op_cases() {
       {"abs", "away from 0", Args{{"a", {2, 3}}}, Domain::AwayFromZero, [](V x) { return abs(x[0]); }},
       {"sigmoid", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return sigmoid(mul(x[0], 3.0)); }},
       {"silu", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return silu(mul(x[0], 3.0)); }},
+      {"sin", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return sin(mul(x[0], 2.0)); }},
+      {"cos", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return cos(mul(x[0], 2.0)); }},
       {"where", "broadcast cond (3), a (2,3), b (2,1)", Args{{"a", {2, 3}}, {"b", {2, 1}}}, Domain::Any,
        [cond_row](V x) { return where(cond_row, x[0], x[1]); }},
       {"where", "same shapes", Args{{"a", {2, 3}}, {"b", {2, 3}}}, Domain::Any,
@@ -87,6 +89,15 @@ std::vector<OpCase> op_cases() {
       {"max", "dim 1", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(max(x[0], 1), max(x[0], 1)); }},
       {"max", "dim 0, keepdim", Args{{"a", {3, 2, 2}}}, Domain::Any, [](V x) { return max(x[0], 0, true); }},
       {"min", "dim -1", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(min(x[0], -1), 2.0); }},
+      // ties: the two copies of x tie exactly (a perturbation moves both), so each gets half
+      {"amax", "dims {0, 2}, exact ties", Args{{"a", {2, 3, 2}}}, Domain::Any,
+       [](V x) { return amax(concat({x[0], x[0]}, 2), {0, 2}); }},
+      {"amax", "all", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return mul(amax(x[0]), amax(x[0])); }},
+      {"amin", "dim 1, keepdim, exact ties", Args{{"a", {3, 2}}}, Domain::Any,
+       [](V x) { return amin(concat({x[0], x[0]}, 1), {1}, true); }},
+      {"norm", "all", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return norm(x[0]); }},
+      {"norm", "dims {0, 2}, keepdim", Args{{"a", {2, 3, 2}}}, Domain::Any,
+       [](V x) { return mul(norm(x[0], 2.0, {0, 2}, true), x[0]); }},
       {"var", "all, unbiased", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return var(x[0]); }},
       {"var", "dim 1, correction 0, keepdim", Args{{"a", {2, 3, 4}}}, Domain::Any,
        [](V x) { return var(x[0], {1}, 0.0, true); }},
@@ -162,6 +173,18 @@ std::vector<OpCase> op_cases() {
          const auto parts = split(x[0], 2, 1);  // sizes 2, 2, 1
          return concat({mul(parts[2], 3.0), parts[0]}, 1);
        }},
+      {"flip", "dims {0, 2}", Args{{"a", {2, 3, 4}}}, Domain::Any,
+       [](V x) { return mul(flip(x[0], {0, -1}), x[0]); }},
+      {"chunk", "5 into 3: sizes 2, 2, 1", Args{{"a", {2, 5}}}, Domain::Any,
+       [](V x) {
+         const auto parts = chunk(x[0], 3, 1);
+         return concat({mul(parts[2], 3.0), parts[0], mul(parts[1], parts[1])}, 1);
+       }},
+      {"unbind", "dim 1", Args{{"a", {2, 3}}}, Domain::Any,
+       [](V x) {
+         const auto rows = unbind(x[0], 1);
+         return stack({mul(rows[2], rows[0]), rows[1]}, 0);
+       }},
       {"expand", "", Args{{"a", {3, 1}}}, Domain::Any,
        [](V x) {
          return expand(x[0], {2, 3, 4});
@@ -184,10 +207,6 @@ std::vector<OpCase> op_cases() {
        [amask](V x) { return softmax(add(x[0], amask)); }},
       {"log_softmax", "last dim", Args{{"a", {3, 5}}}, Domain::Any, [](V x) { return log_softmax(mul(x[0], 2.0)); }},
       {"log_softmax", "dim 1", Args{{"a", {2, 3, 2}}}, Domain::Any, [](V x) { return log_softmax(x[0], 1); }},
-      {"cross_entropy", "", Args{{"logits", {3, 5}}}, Domain::Any,
-       [targets](V x) { return cross_entropy(x[0], targets); }},
-      {"cross_entropy", "ignore_index", Args{{"logits", {4, 5}}}, Domain::Any,
-       [targets_ignored](V x) { return cross_entropy(x[0], targets_ignored, -100); }},
       {"layer_norm", "weight and bias", Args{{"x", {2, 3, 6}}, {"weight", {6}}, {"bias", {6}}}, Domain::Any,
        [](V x) { return layer_norm(x[0], x[1], x[2]); }},
       {"layer_norm", "no affine", Args{{"x", {4, 5}}}, Domain::Any,
@@ -197,6 +216,38 @@ std::vector<OpCase> op_cases() {
          Generator g(7);  // the same mask on every call: gradcheck needs a deterministic f
          return dropout(x[0], 0.3, /*training=*/true, g);
        }},
+      // ---- losses ------------------------------------------------------------------------------------
+      {"mse_loss", "mean, both differentiated", Args{{"input", {2, 3}}, {"target", {2, 3}}}, Domain::Any,
+       [](V x) { return mse_loss(x[0], x[1]); }},
+      {"mse_loss", "none, broadcast target", Args{{"input", {2, 3}}, {"target", {3}}}, Domain::Any,
+       [](V x) { return mse_loss(x[0], x[1], {.reduction = kNone}); }},
+      {"l1_loss", "sum", Args{{"input", {2, 3}}}, Domain::AwayFromZero,
+       [](V x) { return l1_loss(x[0], Tensor::zeros({2, 3}, DType::Float64), {.reduction = kSum}); }},
+      {"binary_cross_entropy_with_logits", "mean", Args{{"input", {2, 3}}, {"target", {2, 3}}}, Domain::Any,
+       [](V x) { return binary_cross_entropy_with_logits(mul(x[0], 3.0), x[1]); }},
+      {"binary_cross_entropy_with_logits", "weight, pos_weight, none",
+       Args{{"input", {2, 3}}, {"target", {2, 3}}, {"weight", {2, 1}}, {"pos_weight", {3}}}, Domain::Any,
+       [](V x) {
+         return binary_cross_entropy_with_logits(x[0], x[1], {.weight = x[2], .reduction = kNone, .pos_weight = x[3]});
+       }},
+      {"nll_loss", "ignore_index, mean", Args{{"input", {4, 5}}}, Domain::Any,
+       [targets_ignored](V x) { return nll_loss(log_softmax(x[0]), targets_ignored); }},
+      {"nll_loss", "(N, C, d1), weight, ignore_index 1", Args{{"input", {2, 3, 2}}, {"weight", {3}}}, Domain::Positive,
+       [](V x) { return nll_loss(x[0], ints({0, 1, 2, 1}, {2, 2}), {.weight = x[1], .ignore_index = 1}); }},
+      {"cross_entropy", "", Args{{"logits", {3, 5}}}, Domain::Any,
+       [targets](V x) { return cross_entropy(x[0], targets); }},
+      {"cross_entropy", "ignore_index -100", Args{{"logits", {4, 5}}}, Domain::Any,
+       [targets_ignored](V x) { return cross_entropy(x[0], targets_ignored); }},
+      {"cross_entropy", "label_smoothing, sum", Args{{"logits", {4, 5}}}, Domain::Any,
+       [targets_ignored](V x) {
+         return cross_entropy(x[0], targets_ignored, {.reduction = kSum, .label_smoothing = 0.2});
+       }},
+      {"cross_entropy", "(N, C, d1), none", Args{{"logits", {2, 3, 2}}}, Domain::Any,
+       [](V x) { return cross_entropy(x[0], ints({0, 2, 1, -100}, {2, 2}), {.reduction = kNone}); }},
+      {"cross_entropy", "weight, label_smoothing", Args{{"logits", {4, 5}}, {"weight", {5}}}, Domain::Positive,
+       [targets_ignored](V x) { return cross_entropy(x[0], targets_ignored, {.weight = x[1], .label_smoothing = 0.3}); }},
+      {"cross_entropy", "class probabilities", Args{{"logits", {3, 4}}, {"target", {3, 4}}}, Domain::Any,
+       [](V x) { return cross_entropy(x[0], softmax(x[1]), {.label_smoothing = 0.1}); }},
       // ---- attention --------------------------------------------------------------------------------
       {"attention_probs", "no mask", Args{{"q", {2, 4, 3}}, {"k", {2, 5, 3}}}, Domain::Any,
        [](V x) { return attention_probs(x[0], x[1], Tensor(), 1 / std::sqrt(3.0), false); }},
@@ -222,7 +273,7 @@ std::vector<OpCase> op_cases() {
 }
 
 const std::vector<std::string>& ops_without_gradient() {
-  static const std::vector<std::string> names = {"argmax"};
+  static const std::vector<std::string> names = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"};
   return names;
 }
 

@@ -35,6 +35,10 @@ Tensor abs(const Tensor& a);      // gradient sign(a), 0 at a = 0 (as PyTorch)
 Tensor sigmoid(const Tensor& a);  // 1 / (1 + exp(−a)), without overflow for large |a|
 Tensor silu(const Tensor& a);     // a · sigmoid(a)
 
+// ---- trigonometric (autograd/ops/trig.cpp) ----------------------------------------------------
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+
 // ---- selections, with broadcasting (autograd/ops/select.cpp) --------------------------------
 // Where bool `cond` is true a, else b; all three broadcast together. a and b share a dtype.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -74,6 +78,14 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = fa
 Tensor max(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor min(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices; no gradient
+Tensor argmin(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices; no gradient
+// Largest/smallest value over dims (empty: all), as torch.amax/amin (NaN wins). Elements that
+// tie for the extreme share its gradient equally, as in PyTorch.
+Tensor amax(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// The p-norm over dims (empty: all elements), as torch.norm; only p = 2 (other p throw). The
+// gradient is a/‖a‖, and 0 where ‖a‖ = 0, as in PyTorch.
+Tensor norm(const Tensor& a, double p = 2.0, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 
 // ---- statistics (autograd/ops/stats.cpp) -----------------------------------------------------
 // Variance over dims (empty: all), dividing by max(0, N − correction): correction 1 is
@@ -110,6 +122,47 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim);  // views
 Tensor expand(const Tensor& a, const Shape& shape);  // broadcast copy (backward sums)
+Tensor flip(const Tensor& a, const std::vector<int64_t>& dims);  // a copy, reversed along dims
+// `chunks` views of equal size ceil(n / chunks) along dim, the last smaller (so maybe fewer
+// than `chunks` of them), as torch.chunk.
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);  // views a.select(dim, i), dim removed
+
+// ---- comparisons (autograd/ops/compare.cpp) ------------------------------------------------------
+// Element-wise, with broadcasting, as torch.eq/ne/lt/le/gt/ge: bool tensors, which never require
+// grad. Tensors of different dtypes are compared as float64; a scalar is compared in a float
+// tensor's own dtype (as PyTorch casts it), with an int64 tensor exactly when it is a whole number.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double s);
+Tensor ne(const Tensor& a, double s);
+Tensor lt(const Tensor& a, double s);
+Tensor le(const Tensor& a, double s);
+Tensor gt(const Tensor& a, double s);
+Tensor ge(const Tensor& a, double s);
+
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+inline Tensor operator==(const Tensor& a, double s) { return eq(a, s); }
+inline Tensor operator!=(const Tensor& a, double s) { return ne(a, s); }
+inline Tensor operator<(const Tensor& a, double s) { return lt(a, s); }
+inline Tensor operator<=(const Tensor& a, double s) { return le(a, s); }
+inline Tensor operator>(const Tensor& a, double s) { return gt(a, s); }
+inline Tensor operator>=(const Tensor& a, double s) { return ge(a, s); }
+inline Tensor operator==(double s, const Tensor& a) { return eq(a, s); }
+inline Tensor operator!=(double s, const Tensor& a) { return ne(a, s); }
+inline Tensor operator<(double s, const Tensor& a) { return gt(a, s); }
+inline Tensor operator<=(double s, const Tensor& a) { return ge(a, s); }
+inline Tensor operator>(double s, const Tensor& a) { return lt(a, s); }
+inline Tensor operator>=(double s, const Tensor& a) { return le(a, s); }
 
 // ---- lookups and masks (autograd/ops/index.cpp) ------------------------------------------------
 // Rows of `a` along `dim` at int64 `index` (1-d); backward scatter-adds.
@@ -130,14 +183,62 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
 // Over any dim; the last dim runs a fused kernel, any other is moved last and back (views).
 Tensor softmax(const Tensor& a, int64_t dim = -1);
 Tensor log_softmax(const Tensor& a, int64_t dim = -1);
-// Mean cross-entropy of logits (N, C) against int64 targets (N); targets equal to
-// ignore_index are skipped (and excluded from the mean).
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore_index = std::nullopt);
 // Normalises over the last dim; weight and bias are (C) or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 // Zeroes each element with probability p and scales the rest by 1/(1-p). Identity when
 // !training or p == 0.
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = default_generator());
+
+// ---- losses (autograd/ops/loss.cpp) ------------------------------------------------------------------
+// torch.nn.functional's losses, with its options: plain structs for designated initializers,
+// fields named and ordered as torch's keyword arguments, torch's defaults, e.g.
+//   cross_entropy(logits, targets, {.ignore_index = 0, .reduction = kSum, .label_smoothing = 0.1})
+// nn/functional.h exports them as ag::nn::functional::*, as libtorch's torch::nn::functional.
+// Being made of ops, they also differentiate the weights (torch computes no gradient for those).
+enum class Reduction { None, Mean, Sum };  // torch's reduction='none' | 'mean' | 'sum'
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+
+struct MSELossFuncOptions {
+  Reduction reduction = kMean;
+};
+struct L1LossFuncOptions {
+  Reduction reduction = kMean;
+};
+struct BinaryCrossEntropyWithLogitsFuncOptions {
+  Tensor weight = {};  // broadcast to the input
+  Reduction reduction = kMean;
+  Tensor pos_weight = {};  // weight of the positive term, broadcast along the last dim
+};
+struct NLLLossFuncOptions {
+  Tensor weight = {};  // (C) per-class weights
+  int64_t ignore_index = -100;
+  Reduction reduction = kMean;
+};
+struct CrossEntropyFuncOptions {
+  Tensor weight = {};  // (C) per-class weights
+  int64_t ignore_index = -100;
+  Reduction reduction = kMean;
+  double label_smoothing = 0.0;  // in [0, 1]
+};
+
+// (input − target)² and |input − target|, broadcast together; the mean of an empty input is nan.
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+// −w·[p·t·log σ(x) + (1 − t)·log(1 − σ(x))] (p = pos_weight), computed without overflow;
+// target (a float tensor, also differentiated) has the input's shape.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
+// −w[t]·input[t] for log-probabilities input (N, C), (C) or (N, C, d1, ...) and int64 class
+// indices target (N), () or (N, d1, ...). Targets equal to ignore_index add nothing; kMean
+// divides by the summed weight of the others, so an all-ignored batch gives nan, as PyTorch.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+// nll_loss(log_softmax(input, 1)) mixed with label smoothing: (1 − ε)·nll + ε·mean_c(−log p_c)
+// for class indices; or, for a float target shaped like the input (class probabilities),
+// −Σ_c w_c·y_c·log p_c. Without weights it is one fused node (a float32 kernel for the
+// training loss, whose backward is an op of its own: differentiable to any order).
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {});
 
 // ---- attention kernels (autograd/ops/attention.cpp) ---------------------------------------------
 // Attention probabilities P = softmax(scale · Q·Kᵀ + mask) for q (B, L, D), k (B, S, D);

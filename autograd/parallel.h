@@ -11,9 +11,11 @@
 // GEMMs itself. A program that embeds the library and never calls it gets a pool of one thread
 // per core on first use, and its OpenBLAS settings are left as they are.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ag::parallel {
 
@@ -45,6 +47,25 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
   auto trampoline = [](void* ctx, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(ctx))(b, e); };
   detail::run(n, grain, trampoline, &f);
+}
+
+// Element-wise work over many arrays (a model's parameters, their gradients) as one index range
+// [0, Σ n): one pool hand-off for all of them, cut at fixed offsets every `grain` elements,
+// where a parallel_for per array would run each array smaller than the grain on one thread.
+// f(span, lo, hi) gets the part [lo, hi) of one span (Span has a member int64_t n). Meant for
+// updates where each element's result does not depend on the cuts, so that the bits are those
+// of a loop over the arrays one by one, on any thread count.
+template <class Span, class F>
+void parallel_for_spans(const std::vector<Span>& spans, int64_t grain, F&& f) {
+  std::vector<int64_t> start(spans.size() + 1, 0);  // prefix sums of the spans' lengths
+  for (size_t i = 0; i < spans.size(); ++i) start[i + 1] = start[i] + spans[i].n;
+  parallel_for(start.back(), grain, [&](int64_t b, int64_t e) {
+    size_t i = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) - start.begin()) - 1;
+    for (; i < spans.size() && start[i] < e; ++i) {
+      const int64_t lo = std::max(b, start[i]) - start[i], hi = std::min(e, start[i + 1]) - start[i];
+      if (hi > lo) f(spans[i], lo, hi);
+    }
+  });
 }
 
 }  // namespace ag::parallel

@@ -1,22 +1,18 @@
 #include "autograd/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <stdexcept>
-#include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/atomic_file.h"
+#include "autograd/input_file.h"
+#include "autograd/memory_limit.h"
 #include "autograd/short_quote.h"
 
 namespace ag {
@@ -57,8 +53,6 @@ const char* safetensors_name(DType t) {
 [[noreturn]] void fail(const std::string& source, const std::string& problem) {
   throw std::runtime_error(source + ": " + problem);
 }
-
-std::string errno_text(int err) { return std::system_category().message(err); }
 
 std::string offsets_str(uint64_t begin, uint64_t end) {
   // Appended piece by piece: "[" + std::to_string(...) trips a false -Wrestrict in GCC 12 at -O3.
@@ -308,38 +302,10 @@ size_t safetensors_dtype_size(std::string_view dtype) {
 // ---- SafeTensorsFile --------------------------------------------------------------------------
 
 SafeTensorsFile SafeTensorsFile::load(const std::string& path) {
-  // open + fstat + read on one descriptor, so the size we check is that of the file we read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open file: " + errno_text(errno));
-  struct ::stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, "cannot stat file: " + errno_text(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  // The whole file is held in memory: the allocation is exactly the file's size.
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, "read failed: " + errno_text(err));
-    }
-    if (n == 0) {
-      ::close(fd);
-      fail(path, "file shrank while being read (truncated)");
-    }
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return parse(std::move(bytes), path);
+  // The whole file is held in memory, so it may be at most what this process may use; only a
+  // regular file is read (a FIFO or /dev/zero would never end).
+  const MemoryLimit limit = memory_limit();
+  return parse(read_input_file({path, path, limit.bytes, "what this process may use: " + limit.where, ""}), path);
 }
 
 SafeTensorsFile SafeTensorsFile::parse(std::string bytes, const std::string& source) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autograd/dtype.h"
@@ -169,6 +170,51 @@ class Tensor {
   // An intermediate tensor keeps its gradient in .grad() (no-op on a leaf).
   void retain_grad() const;
   bool retains_grad() const;
+
+  // ---- ops as methods, spelled as PyTorch's ------------------------------------------------------
+  // Each forwards to the op of autograd/ops.h of the same name (autograd/tensor_methods.cpp),
+  // e.g. x.sum({0}, /*keepdim=*/true) is sum(x, {0}, true). Dims may be negative.
+  Tensor sum() const;
+  Tensor sum(const std::vector<int64_t>& dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const std::vector<int64_t>& dim, bool keepdim = false) const;
+  Tensor var(const std::vector<int64_t>& dim = {}, double correction = 1.0, bool keepdim = false) const;
+  Tensor amax(const std::vector<int64_t>& dim = {}, bool keepdim = false) const;
+  Tensor amin(const std::vector<int64_t>& dim = {}, bool keepdim = false) const;
+  Tensor max() const;  // 0-d, over all elements; tied elements share the gradient (as amax)
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, int64 indices)
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor norm(double p = 2.0, const std::vector<int64_t>& dim = {}, bool keepdim = false) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor neg() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor pow(double exponent) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor t() const;  // transpose of a 2-d tensor; a 0-d or 1-d tensor itself
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;  // every dim of size 1
+  Tensor squeeze(int64_t dim) const;
+  Tensor flip(const std::vector<int64_t>& dims) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
 
   // ---- printing -------------------------------------------------------------------------------
   std::string to_string(int precision = 4) const;

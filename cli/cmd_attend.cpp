@@ -3,17 +3,18 @@
 // (H, T, T); see viz/attention_maps.h), one heatmap per head DIR/layer{i}_head{h}.png with the
 // characters on both axes, and all of them in DIR/attention_grid.png.
 // With --grads it also computes dLoss/dWeights, the gradient of the LM loss on the text (each
-// character predicting the next) with respect to every layer's and head's weights, and writes
-// DIR/attention_grads.safetensors (same layout), DIR/layer{i}_head{h}_grad.png (the weights
-// beside the gradient's magnitude) and DIR/attention_grads_grid.png.
+// character predicting the next) with respect to every layer's and head's weights, and through
+// the softmax's backward dLoss/dScores, the gradient of the scaled scores, and writes
+// DIR/attention_grads.safetensors and DIR/attention_score_grads.safetensors (same layout),
+// DIR/layer{i}_head{h}_grad.png (the weights beside the signed dLoss/dScores, empty rows
+// explained) and DIR/attention_grads_grid.png.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
 #include "viz/attention_maps.h"
 
@@ -31,7 +32,7 @@ int cmd_attend(int argc, char** argv) {
     ("text-file", "read the prompt from this UTF-8 file instead", cxxopts::value<std::string>())
     ("out", "folder for attention.safetensors and the PNG files (created if missing)", cxxopts::value<std::string>())
     ("cell", "pixels per cell of the single-head heatmaps (0: chosen from the length)", cxxopts::value<int>()->default_value("0"))
-    ("grads", "also the gradient of the LM loss on the text w.r.t. every head's weights (dLoss/dWeights), saved and drawn beside them")
+    ("grads", "also the gradients of the LM loss on the text w.r.t. every head's weights and scores (dLoss/dWeights, dLoss/dScores), saved; the signed dLoss/dScores drawn beside the weights")
     ("no-png", "write only attention.safetensors (and attention_grads.safetensors)")
     ("h,help", "show this help");
   // clang-format on
@@ -48,11 +49,7 @@ int cmd_attend(int argc, char** argv) {
     text = r["text"].as<std::string>();
   } else {
     const std::string path = r["text-file"].as<std::string>();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = data::read_text_file(path, path);  // a regular file of bounded size only
   }
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
   const bool with_grads = r.count("grads") > 0;
@@ -73,11 +70,13 @@ int cmd_attend(int argc, char** argv) {
             << ": F32 [" << n_head << ", " << maps.length() << ", " << maps.length() << "] each)\n";
   if (with_grads) {
     const std::string gst = (dir / "attention_grads.safetensors").string();
+    const std::string sst = (dir / "attention_score_grads.safetensors").string();
     viz::save_attention_grads(gst, grads, loaded.tokenizer, loaded.path);
-    char line[200];
+    viz::save_attention_grads(sst, grads, loaded.tokenizer, loaded.path, /*scores=*/true);
+    char line[400];
     std::snprintf(line, sizeof line, "LM loss on the text %.4f (%ld predictions); wrote %s (dLoss/dWeights, same layout)",
                   grads.loss, static_cast<long>(maps.length() - 1), gst.c_str());
-    std::cout << line << "\n";
+    std::cout << line << "\nwrote " << sst << " (dLoss/dScores, the scaled scores before the softmax, same layout)\n";
   }
   for (int64_t l = 0; l < n_layer; ++l)
     for (int64_t h = 0; h < n_head; ++h) {
@@ -93,11 +92,15 @@ int cmd_attend(int argc, char** argv) {
         std::cout << "  -> " << png << " (" << img.width() << "x" << img.height() << ")";
       }
       if (with_grads) {
-        const auto gv = grads.grads[static_cast<size_t>(l)].to_double_vector();
         const int64_t T = maps.length();
-        double s2 = 0;
-        for (int64_t i = h * T * T; i < (h + 1) * T * T; ++i) s2 += gv[i] * gv[i];
-        std::snprintf(line, sizeof line, "; |dLoss/dWeights| %.3e", std::sqrt(s2));
+        auto head_norm = [&](const Tensor& t) {
+          const auto v = t.to_double_vector();
+          double s2 = 0;
+          for (int64_t i = h * T * T; i < (h + 1) * T * T; ++i) s2 += v[i] * v[i];
+          return std::sqrt(s2);
+        };
+        std::snprintf(line, sizeof line, "; |dLoss/dWeights| %.3e, |dLoss/dScores| %.3e",
+                      head_norm(grads.grads[static_cast<size_t>(l)]), head_norm(grads.score_grads[static_cast<size_t>(l)]));
         std::cout << line;
         if (!r.count("no-png")) {
           const std::string png = "layer" + std::to_string(l) + "_head" + std::to_string(h) + "_grad.png";

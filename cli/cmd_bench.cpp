@@ -23,12 +23,17 @@
 #include "nn/attention.h"
 #include "train/flops.h"
 #include "train/distributed.h"
-#include "train/optimizer.h"
+#include "nn/utils/clip_grad.h"
+#include "train/optim/adam.h"
+#include "train/param_groups.h"
 
 namespace ag::cli {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The optimizer of a benchmarked training step: the trainer's AdamW grouping, fixed settings.
+const optim::AdamWOptions kBenchAdamW{.lr = 1e-4, .betas = {0.9, 0.99}, .eps = 1e-8, .weight_decay = 0.1};
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double peak_rss_mb() {
@@ -94,10 +99,8 @@ void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64
   model.train();
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
-  train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
-  std::vector<Tensor> params;
-  for (const auto& [name, p] : opt.params()) params.push_back(p);
-  train::Reducer reducer(comm, params);
+  optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
+  train::Reducer reducer(comm, model.parameters());
   reducer.attach_hooks();
   const int64_t per_rank = bc.batch / comm.size(), micro = per_rank / K;
   double waited = 0, late = 0, early = 0;
@@ -124,7 +127,7 @@ void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64
       early += static_cast<double>(reducer.last_launched_early());
       ++reduced;
     }
-    train::clip_grad_norm(opt.params(), 1.0);
+    nn::utils::clip_grad_norm_(model.parameters(), 1.0);
     opt.step();
   };
   int64_t steps = 0;
@@ -212,12 +215,12 @@ int bench_command(int argc, char** argv) {
     reset_peak_memory();
     if (what == "train") {
       model.train();
-      train::AdamW opt(model.named_parameters(), 1e-4, 0.9, 0.99, 1e-8, 0.1);
+      optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
       auto step = [&] {
         Tensor loss = model.loss(x, y);
         opt.zero_grad();
         loss.backward();
-        train::clip_grad_norm(opt.params(), 1.0);
+        nn::utils::clip_grad_norm_(model.parameters(), 1.0);
         opt.step();
       };
       sec = time_steps(step, 3, seconds, max_steps, steps);

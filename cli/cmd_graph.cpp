@@ -3,10 +3,10 @@
 // NodeGradNorms recorder notes the norm of each node's gradient, and writes it as Graphviz DOT (autograd/graph_export.h).
 // For .svg and .png it also runs Graphviz's dot, when installed, next to a .dot file.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
+#include "autograd/atomic_file.h"
 #include "autograd/graph_export.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
@@ -105,11 +105,7 @@ int cmd_graph(int argc, char** argv) {
   const std::string dot = to_dot(root, DotOptions{title, backward, false, norms ? &*norms : nullptr}, &stats);
   fs::path dot_path = out;
   dot_path.replace_extension(".dot");
-  {
-    std::ofstream f(dot_path, std::ios::trunc);
-    f << dot;
-    if (!f.flush()) throw std::runtime_error(dot_path.string() + ": cannot write");
-  }
+  write_file_atomically(dot_path.string(), dot);  // never through a symbolic link; every write checked
   std::cout << "graph: " << stats.op_nodes << " ops, " << stats.leaf_nodes << " leaves, " << stats.edges << " edges"
             << (backward ? "; gradient norms from backward(retain_graph=true)" : "; forward only") << "\n"
             << "wrote " << dot_path.string() << "\n";

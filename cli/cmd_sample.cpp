@@ -2,12 +2,11 @@
 //                  [--temperature T] [--top-k K] [--seed S]`
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
 #include "train/interrupt.h"
 
@@ -50,9 +49,7 @@ int cmd_sample(int argc, char** argv) {
     if (prompt.empty()) throw UsageError("--prompt must not be empty");
   } else if (r.count("prompt-file")) {
     prompt_source = r["prompt-file"].as<std::string>();
-    std::ifstream in(prompt_source, std::ios::binary);
-    if (!in) throw std::runtime_error(prompt_source + ": cannot open the prompt file");
-    prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    prompt = data::read_text_file(prompt_source, prompt_source);  // a regular file of bounded size only
     if (prompt.empty()) throw std::runtime_error(prompt_source + ": the prompt file is empty");
   }
   const auto ids = loaded.tokenizer.encode(std::string_view(prompt), prompt_source);
@@ -77,6 +74,9 @@ int cmd_sample(int argc, char** argv) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (train::InterruptGuard::requested()) {
+    if (train::InterruptGuard::output_failed() && !train::InterruptGuard::output_closed_pipe())
+      throw std::runtime_error("standard output: cannot write (a full disk, or the terminal is gone) after " +
+                               std::to_string(made) + " characters");
     std::fprintf(stderr, "interrupted (signal %d) after %ld characters\n", train::InterruptGuard::signal_number(),
                  static_cast<long>(made));
     return kInterruptedStatus;

@@ -13,6 +13,7 @@
 #include "tensorboard/train_logger.h"
 #include "train/config_error.h"
 #include "train/distributed.h"
+#include "train/interrupt.h"
 #include "train/trainer.h"
 
 namespace ag::cli {
@@ -23,6 +24,22 @@ namespace {
 void attach_tensorboard(train::TrainConfig& c, const std::string& run_dir) {
   if (!c.tensorboard || !train::Comm::world().is_root()) return;  // rank 0 alone writes files
   c.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
+}
+
+// The exit status of a run that returned. When standard output failed meanwhile, the run's
+// last words (how to resume) went nowhere: they are said on stderr. A closed pipe (its reader
+// exited, as `| head` does, or `| tee` on Ctrl-C) is a stop like a signal (130); any other
+// failure to write it (a full disk) is an error (1).
+int stop_status(const train::TrainSummary& summary, const std::string& dir) {
+  if (!train::InterruptGuard::output_failed() || !train::Comm::world().is_root())
+    return summary.interrupted ? kInterruptedStatus : 0;
+  const std::string where = (summary.interrupted ? "stopped after iter " : "finished at iter ") +
+                            std::to_string(summary.iters) + "; its checkpoint is in " + dir +
+                            (summary.interrupted ? "; resume with: attograd train --resume " + dir : std::string());
+  if (!train::InterruptGuard::output_closed_pipe())
+    throw std::runtime_error("standard output: cannot write (a full disk, or the terminal is gone); the run " + where);
+  std::cerr << "attograd train: the run " << where << "\n";
+  return kInterruptedStatus;
 }
 
 int train_command(int argc, char** argv) {
@@ -39,9 +56,15 @@ int train_command(int argc, char** argv) {
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
     if (flags.given.count("overwrite")) throw UsageError("--overwrite cannot be combined with --resume, which continues the run");
-    attach_tensorboard(flags.config, r["resume"].as<std::string>());
-    const auto summary = train::resume_lm(r["resume"].as<std::string>(), flags.config, flags.given, std::cout);
-    return summary.interrupted ? kInterruptedStatus : 0;
+    const std::string dir = r["resume"].as<std::string>();
+    attach_tensorboard(flags.config, dir);
+    train::TrainSummary summary;
+    try {
+      summary = train::resume_lm(dir, flags.config, flags.given, std::cout);
+    } catch (const train::ConfigError& e) {  // as for a new run: a flag that cannot work is a usage error
+      throw UsageError(e.what());
+    }
+    return stop_status(summary, dir);
   }
   if (!flags.config.init_from.empty()) {
     // The model is the checkpoint's: a shape flag (or config key) would silently mean nothing.
@@ -65,7 +88,7 @@ int train_command(int argc, char** argv) {
   } catch (const train::ConfigError& e) {  // the flags given cannot work: a usage error
     throw UsageError(e.what());
   }
-  return summary.interrupted ? kInterruptedStatus : 0;
+  return stop_status(summary, flags.config.out_dir);
 }
 }  // namespace
 

@@ -42,5 +42,7 @@ int cmd_graph(int argc, char** argv);      // cli/cmd_graph.cpp
 int cmd_attend(int argc, char** argv);     // cli/cmd_attend.cpp
 int cmd_plot(int argc, char** argv);       // cli/cmd_plot.cpp
 int cmd_bench(int argc, char** argv);      // cli/cmd_bench.cpp
+int cmd_explain(int argc, char** argv);    // cli/cmd_explain.cpp
+int cmd_explore(int argc, char** argv);    // cli/cmd_explore.cpp
 
 }  // namespace ag::cli

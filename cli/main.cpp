@@ -1,17 +1,27 @@
 // `attograd <command> [options]`: looks the command up in a table and runs it. Every error
-// ends here as one line on stderr and an exit status (see cli/commands.h):
-//   0 success, 1 failure (bad file, failed check, any exception), 2 bad command line.
+// ends here as one line on stderr and an exit status (see cli/commands.h and the table in
+// docs/checkpoints.md):
+//   0 success, 1 failure (bad file, failed check, out of memory, any exception), 2 bad command
+//   line, 130 stopped (a signal, or standard output's reader exited).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "autograd/blas_buffers.h"
+#include "autograd/memory_limit.h"
 #include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/suggest.h"
+#include "train/interrupt.h"
 
 namespace {
 
@@ -37,6 +47,9 @@ constexpr Command kCommands[] = {
     {"attend", "write a checkpoint's attention weights on a prompt as safetensors and PNG heatmaps",
      ag::cli::cmd_attend},
     {"plot", "plot a run's train/val loss and learning rate against the step (PNG)", ag::cli::cmd_plot},
+    {"explain", "carry the seed's attention example through the backward pass, step by step", ag::cli::cmd_explain},
+    {"explore", "one HTML page to walk a forward and backward pass node by node (graph, values, gradients)",
+     ag::cli::cmd_explore},
 };
 
 void print_usage(std::FILE* out) {
@@ -95,6 +108,65 @@ std::string flag_given_value(int argc, char** argv, const std::string& value) {
   return "";
 }
 
+// Out of memory, wherever it happens (a worker thread included): one line and exit 1 at once.
+// A normal exit could hang: OpenBLAS or a thread may be stuck on the memory that ran out.
+[[noreturn]] void out_of_memory(const char* command) {
+  const ag::MemoryLimit limit = ag::memory_limit();
+  std::fflush(stdout);
+  std::fprintf(stderr, "attograd %s: error: out of memory (std::bad_alloc): this process may use %s (%s)%s\n", command,
+               ag::human_bytes(limit.bytes).c_str(), limit.where.c_str(),
+               limit.where.find("ulimit") != std::string::npos ? "; raise ulimit -v or ask for less" : "; ask for less");
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+const char* g_command = "";
+
+// OpenBLAS's work buffers are reserved before any BLAS call (autograd/blas_buffers.h): under
+// too small an address space it would otherwise retry their mapping forever. For every command
+// but plot (no BLAS) and train (whose --threads is known later: train/memory_check.h does it),
+// and not for --help.
+void reserve_blas_buffers(const char* command, int argc, char** argv) {
+  if (std::strcmp(command, "train") == 0 || std::strcmp(command, "plot") == 0) return;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return;
+  ag::reserve_blas_buffers_for_threads();
+}
+
+// An exception that escapes a thread ends here (std::terminate): a bad_alloc still becomes the
+// one-line error; anything else is a bug, reported before the abort.
+void on_terminate() {
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      out_of_memory(g_command);
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "attograd %s: error: %s (in a thread)\n", g_command, x.what());
+    } catch (...) {
+    }
+  }
+  std::abort();
+}
+
+// Standard output is checked once more at the end: a command whose output was lost must not
+// exit 0. A closed pipe (`attograd eval ... | head -1`) stops the output as a signal would
+// (130); any other failure (a full disk) is an error (1).
+int checked_output(const char* command, int status) {
+  const bool cout_ok = static_cast<bool>(std::cout.flush());
+  errno = 0;
+  const bool stdio_ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const int err = errno;
+  if ((cout_ok && stdio_ok) || status != 0) return status;  // a failing status already said why
+  if (ag::train::InterruptGuard::output_closed_pipe() || err == EPIPE) {
+    std::fprintf(stderr, "attograd %s: standard output is a closed pipe (its reader exited); output stopped\n", command);
+    return ag::cli::kInterruptedStatus;
+  }
+  std::fprintf(stderr, "attograd %s: error: cannot write standard output: %s\n", command,
+               err ? std::strerror(err) : "a write failed (a full disk?)");
+  return 1;
+}
+
 }  // namespace
 
 namespace ag::cli {
@@ -126,7 +198,13 @@ bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& 
 
 int main(int argc, char** argv) {
   ag::cli::ensure_fast_openblas_core(argv);  // may re-execute this program once (see blas_core.h)
-  ag::parallel::init_threads();  // one thread per core, OpenBLAS single-threaded inside them
+  ag::train::install_process_signal_handlers();  // SIGPIPE and SIGXFSZ become failed writes (train/interrupt.h)
+  std::set_terminate(on_terminate);
+  try {
+    ag::parallel::init_threads();  // one thread per core, OpenBLAS single-threaded inside them
+  } catch (const std::bad_alloc&) {
+    out_of_memory("");
+  }
   if (argc < 2) {  // no command: the caller made a mistake, so stderr and status 2
     print_usage(stderr);
     return 2;
@@ -157,8 +235,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   // From here on, argv[0] is the command's name, as cxxopts expects of a program.
+  g_command = cmd->name;
   try {
-    return cmd->run(argc - 1, argv + 1);
+    reserve_blas_buffers(cmd->name, argc, argv);
+    return checked_output(cmd->name, cmd->run(argc - 1, argv + 1));
+  } catch (const std::bad_alloc&) {
+    out_of_memory(cmd->name);
   } catch (const cxxopts::exceptions::parsing& e) {
     std::fprintf(stderr, "attograd %s: error: %s\nTry 'attograd %s --help'.\n", cmd->name, e.what(), cmd->name);
     return 2;

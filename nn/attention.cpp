@@ -79,7 +79,28 @@ Tensor combine_masks(const Tensor& attn_mask_in, const Tensor& kpm_in, int64_t N
   return m;
 }
 
+thread_local bool g_unfused = false;
+
+// P = softmax(scale·q·kᵀ + mask), causal: the attention_probs kernel spelt out in primitive ops
+// (UnfusedAttentionGuard), each its own node.
+Tensor unfused_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool is_causal) {
+  const int64_t L = q.size(1), S = k.size(1);
+  Tensor s = mul(matmul(q, transpose(k, -1, -2)), scale);  // (N·H, L, S) scaled scores
+  if (mask.defined()) s = add(s, mask);                     // additive, −inf where hidden
+  if (is_causal) {                                          // key j hidden from query i when j > i
+    std::vector<bool> hide(static_cast<size_t>(L * S));
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = i + 1; j < S; ++j) hide[static_cast<size_t>(i * S + j)] = true;
+    s = masked_fill(s, Tensor::from_vector(hide, {L, S}), -std::numeric_limits<double>::infinity());
+  }
+  return softmax(s, -1);  // (N·H, L, S)
+}
+
 }  // namespace
+
+UnfusedAttentionGuard::UnfusedAttentionGuard() : prev_(g_unfused) { g_unfused = true; }
+UnfusedAttentionGuard::~UnfusedAttentionGuard() { g_unfused = prev_; }
+bool UnfusedAttentionGuard::active() { return g_unfused; }
 
 MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias, bool bf, DType dtype, Generator& gen)
     : embed_dim(E), num_heads(H), head_dim(H > 0 ? E / H : 0), dropout(p), batch_first(bf), gen_(&gen) {
@@ -153,7 +174,7 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   // Without weights to return, a mask or attention dropout, the blockwise kernel: O(L + S)
   // memory per head, no (L, S) matrix, forward or backward.
-  const bool blockwise = !need_weights && !mask.defined() && !(dropout > 0 && is_training());
+  const bool blockwise = !need_weights && !mask.defined() && !(dropout > 0 && is_training()) && !g_unfused;
   const bool self_attention = query.same(key) && key.same(value);
   Tensor ctx, weights;  // ctx (N, L, E)
   // Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection
@@ -179,7 +200,7 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
       v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
     }
     // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
-    Tensor P = attention_probs(q, k, mask, scale, is_causal);
+    Tensor P = g_unfused ? unfused_probs(q, k, mask, scale, is_causal) : attention_probs(q, k, mask, scale, is_causal);
     P = ag::dropout(P, dropout, is_training(), *gen_);
     if (need_weights) {  // the context is computed from the very tensor returned, so that its
       weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)

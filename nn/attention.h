@@ -20,6 +20,23 @@
 
 namespace ag::nn {
 
+// RAII, for study tools (`attograd explore --unfused`): while it lives, MultiheadAttention on
+// this thread builds the attention from primitive ops, matmul(q, kᵀ), mul by the scale, the
+// mask (add, masked_fill), softmax and matmul(P, v), instead of its fused kernels, so that the
+// softmax is a node of its own in the autograd graph. Equal to the fused path up to rounding,
+// except that a query whose keys are all masked gets NaN weights here (as in PyTorch).
+class UnfusedAttentionGuard {
+ public:
+  UnfusedAttentionGuard();
+  ~UnfusedAttentionGuard();
+  UnfusedAttentionGuard(const UnfusedAttentionGuard&) = delete;
+  UnfusedAttentionGuard& operator=(const UnfusedAttentionGuard&) = delete;
+  static bool active();
+
+ private:
+  bool prev_;
+};
+
 // Keys and values of one attention layer for incremental decoding, preallocated to capacity.
 struct KVCache {
   Tensor k, v;      // (N·H, capacity, head_dim)

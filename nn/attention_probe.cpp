@@ -1,7 +1,10 @@
 #include "nn/attention_probe.h"
 
+#include <algorithm>
 #include <set>
 
+#include "autograd/checked.h"
+#include "autograd/memory_limit.h"
 #include "autograd/ops.h"
 #include "autograd/short_quote.h"
 #include "nn/attention.h"
@@ -17,6 +20,24 @@ bool flag(const SafeTensorsFile& f, const std::string& key, bool fallback) {
   throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be \"true\" or \"false\", got \"" + short_quote(it->second) + "\"");
 }
 }  // namespace
+
+int64_t attention_probe_memory_bytes(const SafeTensorsFile& f, int64_t num_heads, bool batch_first) {
+  if (!f.has("query") || !f.has("key")) return 0;
+  const auto& q = f.info("query").shape;
+  const auto& k = f.info("key").shape;
+  if (q.size() != k.size() || (q.size() != 2 && q.size() != 3)) return 0;  // the forward names the bad shape
+  const bool batched = q.size() == 3;
+  const int64_t N = batched ? q[batch_first ? 0 : 1] : 1;
+  const int64_t L = q[batched && batch_first ? 1 : 0], S = k[batched && batch_first ? 1 : 0], E = q.back();
+  const int64_t elem = static_cast<int64_t>(safetensors_dtype_size(f.info("query").dtype));
+  const char* what = "the attention case's sizes";
+  // The (N, H, L, S) scores dominate: the scores, their masked and softmaxed copies and the
+  // weights returned, then as many gradients in the backward pass: 8 copies. The (N, L|S, E)
+  // inputs, projections and their gradients: about 10 copies of each of q, k and v.
+  const int64_t weights = checked::product({N, num_heads, L, S, 8}, what);
+  const int64_t inputs = checked::product({N, checked::add(L, checked::mul(S, 2, what), what), E, 10}, what);
+  return checked::mul(checked::add(weights, inputs, what), std::max<int64_t>(elem, 1), what);
+}
 
 std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensorsFile& f) {
   const std::string& src = f.source();
@@ -56,6 +77,21 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
                              (n == "key_padding_mask" ? "BOOL" : mask ? "BOOL or " + fdt : fdt));
   }
   const DType dtype = fdt == "F32" ? DType::Float32 : DType::Float64;
+  // Refused before anything is allocated: a case of 180 KB (L = S = 10000) asks for gigabytes.
+  int64_t need = 0;
+  try {
+    need = attention_probe_memory_bytes(f, H, batch_first);
+  } catch (const std::overflow_error& e) {
+    throw std::runtime_error(src + ": the case is too large to run: " + e.what());
+  }
+  const MemoryLimit limit = memory_limit();
+  const int64_t avail = std::min(limit.bytes, address_space_left());
+  if (need > avail)
+    throw std::runtime_error(src + ": running this case needs about " + human_bytes(need) +
+                             " (its attention weights, query length x key length x heads x batch, and their gradients), more than the " +
+                             human_bytes(avail) + " this process may use (" +
+                             (avail < limit.bytes ? std::string("what the address-space limit, ulimit -v, leaves") : limit.where) +
+                             ")");
   auto get = [&](const char* n) { return f.has(n) ? f.get(n) : Tensor(); };
 
   const Tensor w_in = get("in_proj_weight"), w_out = get("out_proj.weight");
@@ -72,7 +108,11 @@ std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensor
       state["in_proj_bias"] = get("in_proj_bias");
       state["out_proj.bias"] = get("out_proj.bias");
     }
-    mha.load_state_dict(state);
+    try {
+      mha.load_state_dict(state);
+    } catch (const std::runtime_error& e) {  // a bias or out_proj.weight of the wrong shape
+      throw std::invalid_argument(e.what());
+    }
     mha.eval();
     Tensor q = get("query").requires_grad_(), k = get("key").requires_grad_(), v = get("value").requires_grad_();
     auto out = mha.forward(q, k, v, get("key_padding_mask"), true, get("attn_mask"), average, is_causal);

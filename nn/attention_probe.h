@@ -10,6 +10,7 @@
 //   "is_casual" must not silently mean false).
 // RESULT: output, attn_weights, and grad.<name> for query, key, value and each parameter present.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,13 @@
 
 namespace ag::nn {
 
-// Throws std::runtime_error naming the case (its source) and the problem.
+// Throws std::runtime_error naming the case (its source) and the problem, also when its
+// memory estimate (below) exceeds what this process may use, before anything is allocated.
 std::vector<std::pair<std::string, Tensor>> run_attention_probe(const SafeTensorsFile& case_file);
+
+// About the bytes running the case takes, from its tensors' shapes alone (0 when the shapes
+// are not those of an attention case; the probe then names the problem). Throws
+// std::overflow_error when the sizes do not fit 64 bits.
+int64_t attention_probe_memory_bytes(const SafeTensorsFile& case_file, int64_t num_heads, bool batch_first);
 
 }  // namespace ag::nn

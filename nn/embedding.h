@@ -7,8 +7,7 @@ namespace ag::nn {
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t dim, DType dtype = DType::Float32, Generator& gen = default_generator());
-  Tensor forward(const Tensor& ids) const;  // int64 (...) -> (..., dim)
-  Tensor operator()(const Tensor& ids) const { return forward(ids); }
+  Tensor forward(const Tensor& ids) const override;  // int64 (...) -> (..., dim)
 
   int64_t num_embeddings, dim;
   Tensor weight;  // (num_embeddings, dim)

@@ -7,8 +7,7 @@ namespace ag::nn {
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool elementwise_affine = true, DType dtype = DType::Float32);
-  Tensor forward(const Tensor& x) const;
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor forward(const Tensor& x) const override;
 
   int64_t dim;
   double eps;

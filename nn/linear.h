@@ -9,8 +9,7 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::Float32,
          Generator& gen = default_generator());
-  Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor forward(const Tensor& x) const override;  // (..., in) -> (..., out)
 
   int64_t in_features, out_features;
   Tensor weight;  // (out, in)

@@ -1,6 +1,11 @@
 #include "nn/module.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <set>
+#include <stdexcept>
+#include <typeinfo>
 
 #include "autograd/engine.h"
 
@@ -12,6 +17,24 @@ void check_name(const std::string& name, const char* what) {
     throw std::invalid_argument(std::string("Module: invalid ") + what + " name '" + name + "' (non-empty, no dots)");
 }
 }  // namespace
+
+Tensor Module::forward(const Tensor&) const {
+  // torch's NotImplementedError text, plus which forward is meant.
+  throw std::logic_error("Module [" + name() + "] is missing the required \"forward\" function: forward(const Tensor&) "
+                         "const, which operator() and Sequential call");
+}
+
+std::string Module::name() const {
+  const char* mangled = typeid(*this).name();
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string full = status == 0 && d ? d : mangled;
+  std::free(d);
+  // "ag::nn::Linear" -> "Linear"; a template's arguments keep their namespaces.
+  const size_t end = full.find('<');
+  const size_t colon = full.rfind("::", end);
+  return colon == std::string::npos ? full : full.substr(colon + 2);
+}
 
 Tensor Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
   check_name(name, "parameter");
@@ -29,6 +52,16 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
   for (const auto& [n, _] : children_)
     if (n == name) throw std::invalid_argument("Module: submodule '" + name + "' registered twice");
   children_.emplace_back(name, std::move(m));
+}
+
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) {
+  if (!m) throw std::invalid_argument("Module: submodule '" + name + "' is null");
+  for (auto& [n, c] : children_)
+    if (n == name) {
+      c = std::move(m);
+      return;
+    }
+  throw std::invalid_argument("Module: no submodule '" + name + "' to replace");
 }
 
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
@@ -54,32 +87,47 @@ std::map<std::string, Tensor> Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
+Module::IncompatibleKeys Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
+  // The checks and messages of torch's Module.load_state_dict: missing keys in parameter order,
+  // unexpected keys in the state dict's order, then size mismatches in parameter order.
   const auto params = named_parameters();
+  IncompatibleKeys keys;
   std::set<std::string> expected;
-  std::string missing;
+  std::vector<std::string> mismatches;
   for (const auto& [n, t] : params) {
     expected.insert(n);
     auto it = state.find(n);
     if (it == state.end()) {
-      missing += (missing.empty() ? "" : ", ") + n;
+      keys.missing_keys.push_back(n);
       continue;
     }
     if (it->second.shape() != t.shape())
-      throw std::invalid_argument("load_state_dict: '" + n + "' has shape " + shape_str(it->second.shape()) +
-                                  " in the state dict but " + shape_str(t.shape()) + " in the model");
+      mismatches.push_back("size mismatch for " + n + ": copying a param with shape " + shape_str(it->second.shape()) +
+                           " from checkpoint, the shape in current model is " + shape_str(t.shape()) + ".");
   }
-  std::string unexpected;
   for (const auto& [n, _] : state)
-    if (!expected.count(n)) unexpected += (unexpected.empty() ? "" : ", ") + n;
-  if (strict && (!missing.empty() || !unexpected.empty()))
-    throw std::invalid_argument("load_state_dict: " + (missing.empty() ? "" : "missing keys: " + missing + ". ") +
-                                (unexpected.empty() ? "" : "unexpected keys: " + unexpected + "."));
+    if (!expected.count(n)) keys.unexpected_keys.push_back(n);
+  auto quoted = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "\"" : ", \"") + n + "\"";
+    return out;
+  };
+  std::vector<std::string> errors;
+  if (strict && !keys.missing_keys.empty()) errors.push_back("Missing key(s) in state_dict: " + quoted(keys.missing_keys) + ". ");
+  if (strict && !keys.unexpected_keys.empty())
+    errors.push_back("Unexpected key(s) in state_dict: " + quoted(keys.unexpected_keys) + ". ");
+  errors.insert(errors.end(), mismatches.begin(), mismatches.end());
+  if (!errors.empty()) {
+    std::string msg = "Error(s) in loading state_dict for " + name() + ":";
+    for (const auto& e : errors) msg += "\n\t" + e;
+    throw std::runtime_error(msg);
+  }
   NoGradGuard no_grad;
   for (auto& [n, t] : params) {
     auto it = state.find(n);
     if (it != state.end()) Tensor(t).copy_(it->second);
   }
+  return keys;
 }
 
 void Module::train(bool on) {

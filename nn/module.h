@@ -1,6 +1,11 @@
 // Module: the base of every layer, after torch::nn::Module. Parameters and submodules are
 // registered by name, so named_parameters() yields dotted names such as
 // "blocks.0.attn.out_proj.weight", and state_dict()/load_state_dict() use the same names.
+//
+// forward(x) is the single-input forward that Sequential chains and that a user's module
+// overrides. It is const, as every forward in attograd: parameters are handles, so a forward
+// never needs to change the module. Modules whose forward takes other arguments
+// (MultiheadAttention) keep their own and leave this one, which throws naming the module.
 #pragma once
 #include <map>
 #include <memory>
@@ -19,6 +24,14 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
+  virtual Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  // The class's name without namespaces ("Linear", "Net"), as torch's messages name a module.
+  virtual std::string name() const;
+  // This module as an M (libtorch's as<M>()), or nullptr when it is not one.
+  template <class M> M* as() { return dynamic_cast<M*>(this); }
+  template <class M> const M* as() const { return dynamic_cast<const M*>(this); }
+
   // Registers t (a leaf) as a parameter and returns the handle to keep as a member.
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
   // Registers a child module; its parameters appear under "name.".
@@ -27,6 +40,8 @@ class Module {
     add_child(name, m);
     return m;
   }
+  // Puts m in place of the child registered as name (same position); throws if there is none.
+  void replace_module(const std::string& name, std::shared_ptr<Module> m);
 
   // Parameters in registration order, depth first, with dotted names.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
@@ -35,14 +50,21 @@ class Module {
 
   // Copies of the parameter handles by name (they share storage with the module).
   std::map<std::string, Tensor> state_dict() const;
-  // Copies values into the parameters. With strict, missing or unexpected names are errors;
-  // a shape mismatch is always an error. Values are converted to each parameter's dtype.
-  void load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true);
+  // Copies values into the parameters, converted to each parameter's dtype. As torch: with
+  // strict, missing or unexpected names are errors; a shape mismatch always is. The error is a
+  // std::runtime_error with torch's text ("Error(s) in loading state_dict for Net:\n\tMissing
+  // key(s) in state_dict: \"2.bias\". ", "size mismatch for 0.weight: copying a param with
+  // shape [8, 2] from checkpoint, the shape in current model is [8, 3]."). Unlike torch,
+  // nothing is copied when it throws. Returns the keys that did not match (non-strict use).
+  struct IncompatibleKeys {
+    std::vector<std::string> missing_keys, unexpected_keys;
+  };
+  IncompatibleKeys load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true);
 
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  void zero_grad();
+  void zero_grad();  // drops every parameter's .grad (torch 2's set_to_none)
   // Converts every parameter in place to dtype (e.g. float64 for gradcheck); handles held by
   // members and by users see the change, because the tensor's storage is swapped inside it.
   void to(DType dtype);

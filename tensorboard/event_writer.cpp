@@ -86,21 +86,16 @@ EventWriter::EventWriter(const std::string& dir) {
   if (ec) throw std::runtime_error(dir + ": cannot create the TensorBoard folder: " + ec.message());
   const std::string base = (fs::path(dir) / event_file_name(static_cast<int64_t>(wall_time()), hostname())).string();
   path_ = base;
-  for (int n = 1; fs::exists(path_); ++n) path_ = base + "." + std::to_string(n);
-  out_.open(path_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw std::runtime_error(path_ + ": cannot create the event file");
+  for (int n = 1; !(out_ = AppendFile::create_new(path_)); ++n) {  // a new file: ".1", ".2"... when the name is taken
+    if (n > 1000) throw std::runtime_error(base + ": cannot create the event file: 1000 names taken");
+    path_ = base + "." + std::to_string(n);
+  }
   Event e = new_event(0);
   e.set_file_version("brain.Event:2");
   write_event(e.SerializeAsString());
-  flush();
 }
 
-void EventWriter::write_event(const std::string& serialized) { out_ << frame_record(serialized); }
-
-void EventWriter::flush() {
-  out_.flush();
-  if (!out_) throw std::runtime_error(path_ + ": cannot write the event file");
-}
+void EventWriter::write_event(const std::string& serialized) { out_->write(frame_record(serialized)); }
 
 void EventWriter::add_scalar(const std::string& tag, double value, int64_t step) {
   Event e = new_event(step);

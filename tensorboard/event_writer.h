@@ -1,15 +1,19 @@
 // Writes a TensorBoard event file: scalars, histograms, PNG images and text, each a serialized
 // Event protobuf (tensorboard/event.proto) in a TFRecord (tensorboard/tfrecord.h). The file is
-// DIR/events.out.tfevents.<unix time>.<hostname>; its first event says file_version
-// "brain.Event:2". flush() hands everything written so far to the OS, so that a TensorBoard
-// watching DIR shows it while the run goes on.
+// DIR/events.out.tfevents.<unix time>.<hostname>, always a new file (never through a symbolic
+// link: autograd/atomic_file.h's AppendFile); its first event says file_version
+// "brain.Event:2". Every event goes to the OS as it is written, so that a TensorBoard watching
+// DIR shows it while the run goes on, and a failed write (a full disk, ulimit -f) throws
+// std::runtime_error naming the file at once: no event is lost in silence.
 //
 // This header needs no protobuf: only tensorboard/*.cpp and their tests include event.pb.h.
 #pragma once
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "autograd/atomic_file.h"
 
 namespace ag::tensorboard {
 
@@ -45,13 +49,14 @@ class EventWriter {
   // A restart at step (a resumed run): TensorBoard forgets what it had at step and later.
   void add_session_start(int64_t step);
 
-  // To the OS; throws std::runtime_error naming the file when a write failed.
-  void flush();
+  // Every event is already with the OS (each add_* throws when its write fails); kept so that
+  // callers can mark where a batch of events ends.
+  void flush() {}
 
  private:
   void write_event(const std::string& serialized);
   std::string path_;
-  std::ofstream out_;
+  std::unique_ptr<AppendFile> out_;
 };
 
 }  // namespace ag::tensorboard

@@ -2,9 +2,10 @@
 
 #include <boost/crc.hpp>
 #include <boost/endian/conversion.hpp>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
+
+#include "autograd/input_file.h"
+#include "autograd/memory_limit.h"
 
 namespace ag::tensorboard {
 
@@ -34,9 +35,8 @@ std::string frame_record(std::string_view data) {
 }
 
 std::vector<std::string> read_records(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open the event file");
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const MemoryLimit limit = memory_limit();
+  const std::string bytes = read_input_file({path, path, limit.bytes, "what this process may use: " + limit.where, ""});
   std::vector<std::string> records;
   size_t at = 0;
   auto fail = [&](const std::string& what) {

@@ -111,7 +111,7 @@ attograd_cli_test(cli.attention.empty_file EXIT 1
 attograd_cli_test(cli.attention.truncated_file EXIT 1
                   STDERR "^attograd attention: error: [^\n]*truncated\\.case\\.safetensors: .*file truncated"
                   COMMAND ${AG} attention --in ${ATTOGRAD_CLI_SRC}/truncated.case.safetensors --out never.safetensors)
-attograd_cli_test(cli.attention.directory EXIT 1 STDERR "fixtures/mha: not a regular file"
+attograd_cli_test(cli.attention.directory EXIT 1 STDERR "fixtures/mha: is a directory, not a regular file"
                   COMMAND ${AG} attention --in ${ATTOGRAD_MHA_FIXTURES} --out never.safetensors)
 attograd_cli_test(cli.attention.not_a_case EXIT 1
                   STDERR "padding_f64\\.expected\\.safetensors: unknown tensor 'attn_weights' in the case"

@@ -105,7 +105,7 @@ attograd_cli_test(cli.train.resume_finished_reports EXIT 0 STDOUT "done: 30 iter
 attograd_cli_test(cli.train.refuse_setup EXIT 0 STDOUT "done: 20 iters"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out refuse_run --overwrite --iters 20 --warmup 5 --eval-every 10
                           --sample-tokens 0 ${TINY_MODEL})
-attograd_cli_test(cli.train.resume_extend_refused EXIT 1
+attograd_cli_test(cli.train.resume_extend_refused EXIT 2
                   STDERR "--iters 40 cannot continue the run in refuse_run exactly: its step 6 used lr.*--init-from refuse_run"
                   COMMAND ${AG} train --resume refuse_run --iters 40 --no-progress)
 set_tests_properties(cli.train.extend_setup PROPERTIES FIXTURES_SETUP extend_run)

@@ -75,7 +75,7 @@ attograd_cli_test(cli.attend.outside_vocab EXIT 1 STDERR "character 'Z' \\(U\\+0
                   COMMAND ${AG} attend --checkpoint small_run --text "Zebra" --out ${VIZ_OUT}/never)
 set_tests_properties(cli.attend.too_long cli.attend.outside_vocab PROPERTIES FIXTURES_REQUIRED small_run)
 attograd_cli_test(cli.attend.grads EXIT 0
-                  STDOUT "LM loss on the text [0-9.]+ \\(9 predictions\\); wrote [^\n]*attention_grads\\.safetensors[^\n]*\nlayer 0 head 0: [^\n]*-> layer0_head0\\.png [^\n]*; \\|dLoss/dWeights\\| [0-9.]+e[-+][0-9]+  -> layer0_head0_grad\\.png\n.*wrote [^\n]*attention_grads_grid\\.png"
+                  STDOUT "LM loss on the text [0-9.]+ \\(9 predictions\\); wrote [^\n]*attention_grads\\.safetensors[^\n]*\nwrote [^\n]*attention_score_grads\\.safetensors \\(dLoss/dScores[^\n]*\nlayer 0 head 0: [^\n]*-> layer0_head0\\.png [^\n]*; \\|dLoss/dWeights\\| [0-9.]+e[-+][0-9]+, \\|dLoss/dScores\\| [0-9.]+e[-+][0-9]+  -> layer0_head0_grad\\.png\n.*wrote [^\n]*attention_grads_grid\\.png"
                   COMMAND ${AG} attend --checkpoint small_run --text "The engine" --grads --out ${VIZ_OUT}/attend_grads)
 set_tests_properties(cli.attend.grads PROPERTIES FIXTURES_REQUIRED small_run FIXTURES_SETUP viz_attend_grads)
 add_test(NAME cli.attend.grads_png

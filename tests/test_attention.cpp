@@ -147,6 +147,8 @@ TEST(AttentionMasks, BoolMaskEqualsMinusInfinityFloatMaskAndIsCausalEqualsExplic
   auto a = mha.forward(q, k, k, Tensor(), true, Tensor::from_vector(causal, {5, 5}));
   auto b = mha.forward(q, k, k, Tensor(), true, Tensor::from_vector(fm, {5, 5}, DType::Float64));
   auto c = mha.forward(q, k, k, Tensor(), true, Tensor(), true, /*is_causal=*/true);
+  // Bit for bit: with need_weights all three compute the scores with the same GEMM, of the same
+  // shape, and only then set the hidden entries to -inf, so the kernel cannot round them apart.
   EXPECT_EQ(a.output.to_double_vector(), b.output.to_double_vector());
   EXPECT_EQ(a.output.to_double_vector(), c.output.to_double_vector());
   EXPECT_EQ(a.weights.to_double_vector(), c.weights.to_double_vector());
@@ -163,7 +165,7 @@ TEST(AttentionDropout, OnlyInTraining) {
   EXPECT_GT(zeros, 10);  // about half of 2·36 weights dropped
   mha.eval();
   auto e1 = mha.forward(x, x, x), e2 = mha.forward(x, x, x);
-  EXPECT_EQ(e1.output.to_double_vector(), e2.output.to_double_vector());
+  EXPECT_EQ(e1.output.to_double_vector(), e2.output.to_double_vector());  // one call twice: same bits
   for (double v : e1.weights.to_double_vector()) EXPECT_GT(v, 0.0);
 }
 

@@ -52,6 +52,8 @@ TEST(ConfigFile, EveryFieldRoundTripsThroughToml) {
   TrainConfig want;
   visit_fields(want, [](auto& v, const FieldInfo&) { v = changed(v); });
   want.model.vocab_size = 65;
+  // With init-from the model's fields are written as comments (HardenDeadEnds.TheConfigOfAnInitFromRunIsAcceptedBack).
+  want.init_from.clear();
   const std::string text = config_to_toml(want);
   TrainConfig got;
   const auto given = parse_config_toml(text, "config.toml", got);

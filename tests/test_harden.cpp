@@ -26,6 +26,7 @@
 #include "models/registry.h"
 #include "models/transformer_lm.h"
 #include "nn/attention_probe.h"
+#include "tests/harden_util.h"
 #include "tests/test_util.h"
 #include "train/checkpoint.h"
 #include "train/config_error.h"
@@ -49,27 +50,6 @@ std::string file_with_header(std::string header) {
   return out + header;
 }
 
-std::string write_corpus(const fs::path& dir) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
-  const fs::path p = dir / "corpus.txt";
-  std::ofstream(p) << text;
-  return p.string();
-}
-
-train::TrainConfig tiny_run(const fs::path& dir, const std::string& name) {
-  train::TrainConfig c;
-  c.data_path = write_corpus(dir);
-  c.out_dir = (dir / name).string();
-  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.0};
-  c.batch_size = 4;
-  c.iters = 4;
-  c.eval_every = 2;
-  c.eval_iters = 1;
-  c.sample_tokens = 0;
-  c.no_progress = true;
-  return c;
-}
 }  // namespace
 
 // ---- 1. deeply nested JSON, and untrusted text in messages ------------------------------------

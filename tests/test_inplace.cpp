@@ -5,18 +5,15 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
+#include "train/optim/sgd.h"
 #include "tests/test_util.h"
 
 using namespace ag;
 using ag::testing_util::error_of;
 using ag::testing_util::leaf;
 
-namespace {
-void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
-  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-}
-}  // namespace
+using ag::testing_util::expect_has;
 
 TEST(Inplace, EveryWriteBumpsTheVersionSharedByViewsAndDetach) {
   Tensor t = Tensor::zeros({2, 3});
@@ -118,9 +115,9 @@ TEST(Inplace, OptimizerStepInvalidatesAGraphThatSavedTheWeights) {
     Tensor loss = add(y, z);
     loss.backward({}, {.retain_graph = true});
     const uint64_t v0 = w.version();
-    std::unique_ptr<train::Optimizer> opt;
-    if (adamw) opt = std::make_unique<train::AdamW>(train::NamedParams{{"w", w}}, 0.1);
-    else opt = std::make_unique<train::SGD>(train::NamedParams{{"w", w}}, 0.1);
+    std::unique_ptr<optim::Optimizer> opt;
+    if (adamw) opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w}, optim::AdamWOptions{.lr = 0.1});
+    else opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w}, optim::SGDOptions{.lr = 0.1});
     opt->step();
     EXPECT_EQ(w.version(), v0 + 1);
     expect_has(error_of([&] { loss.backward(); }), {"modified by an inplace operation", "float64[2, 2]"});

@@ -8,7 +8,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "models/transformer_lm.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
 
 using namespace ag;
 using namespace ag::models;
@@ -118,7 +118,7 @@ TEST(Model, OverfitsOneBatch) {
   Generator g(5);
   TransformerLM m(cfg, DType::Float32, g);
   Tensor x = Tensor::randint(0, 10, {4, 8}, g), y = Tensor::randint(0, 10, {4, 8}, g);
-  train::AdamW opt(m.named_parameters(), 1e-2, 0.9, 0.99, 1e-8, 0.0);
+  optim::AdamW opt(m.parameters(), {.lr = 1e-2, .betas = {0.9, 0.99}, .eps = 1e-8, .weight_decay = 0.0});
   double loss = 0;
   int steps = 0;
   for (; steps < 300; ++steps) {

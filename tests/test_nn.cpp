@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
@@ -10,6 +13,10 @@
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
+#include "nn/module_dict.h"
+#include "nn/sequential.h"
+#include "autograd/safetensors.h"
+#include "tests/test_util.h"
 
 using namespace ag;
 using namespace ag::nn;
@@ -61,19 +68,19 @@ TEST(Module, StateDictRoundTripAndStrictLoading) {
   EXPECT_FALSE(a.blocks[0]->fc->weight.same(b.blocks[0]->fc->weight));  // values copied, not handles
   auto sd = a.state_dict();
   sd.erase("scale");
-  EXPECT_THROW(b.load_state_dict(sd), std::invalid_argument);
-  b.load_state_dict(sd, /*strict=*/false);
+  EXPECT_THROW(b.load_state_dict(sd), std::runtime_error);
+  EXPECT_EQ(b.load_state_dict(sd, /*strict=*/false).missing_keys, std::vector<std::string>{"scale"});
   sd = a.state_dict();
   sd["extra"] = Tensor::zeros({1});
   try {
     b.load_state_dict(sd);
     FAIL() << "unexpected key accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unexpected keys: extra"), std::string::npos) << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Unexpected key(s) in state_dict: \"extra\". "), std::string::npos) << e.what();
   }
   sd = a.state_dict();
   sd["scale"] = Tensor::zeros({2});
-  EXPECT_THROW(b.load_state_dict(sd, false), std::invalid_argument);  // shape mismatch is always an error
+  EXPECT_THROW(b.load_state_dict(sd, false), std::runtime_error);  // shape mismatch is always an error
 }
 
 TEST(Module, TrainEvalPropagatesAndZeroGrad) {
@@ -123,4 +130,125 @@ TEST(Layers, EmbeddingLayerNormGeluGradcheck) {
       [&](const std::vector<Tensor>&) { return act(ln(emb(ids))); },
       {emb.weight, ln.weight, ln.bias}, {}, {"emb.weight", "ln.weight", "ln.bias"});
   EXPECT_TRUE(r.passed()) << r.table();
+}
+
+// ---- Sequential, ModuleDict, the single-input forward, torch's state-dict messages ----------
+
+namespace {
+const std::filesystem::path kFixtures = std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "tests/parity/fixtures/nn_optim";
+
+nlohmann::json modules_json() {
+  std::ifstream in(kFixtures / "modules.json");
+  return nlohmann::json::parse(in);
+}
+}  // namespace
+
+// The Sequential of tests/parity/make_nn_optim_fixtures.py: torch's state_dict keys, and
+// torch's output once torch's weights are loaded.
+TEST(Sequential, NamesChildrenAndComputesAsTorch) {
+  Sequential model{std::make_shared<Linear>(3, 8, true, DType::Float64), std::make_shared<Tanh>(),
+                   std::make_shared<Linear>(8, 8, true, DType::Float64), std::make_shared<ReLU>(),
+                   std::make_shared<Linear>(8, 8, true, DType::Float64), std::make_shared<Sigmoid>(),
+                   std::make_shared<Linear>(8, 8, true, DType::Float64), std::make_shared<SiLU>(),
+                   std::make_shared<Identity>(), std::make_shared<Linear>(8, 2, true, DType::Float64)};
+  std::vector<std::string> keys;
+  for (const auto& [n, _] : model.named_parameters()) keys.push_back(n);
+  EXPECT_EQ(keys, modules_json()["keys"].get<std::vector<std::string>>());
+  const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / "modules.safetensors").string());
+  std::map<std::string, Tensor> sd;
+  for (const auto& k : keys) sd[k] = f.get("model." + k);
+  model.load_state_dict(sd);
+  EXPECT_LT(testing_util::max_rel(model.forward(f.get("x")), f.get("y")), 1e-14);
+  EXPECT_EQ(model.size(), 10u);
+  EXPECT_NE(model[1]->as<Tanh>(), nullptr);
+  EXPECT_EQ(model[1]->as<Linear>(), nullptr);
+  EXPECT_EQ(model[9]->as<Linear>()->out_features, 2);
+}
+
+TEST(Sequential, LoadStateDictErrorsAreTorchsText) {
+  Sequential model{std::make_shared<Linear>(2, 8), std::make_shared<Tanh>(), std::make_shared<Linear>(8, 1)};
+  const auto errors = modules_json()["errors"];
+  const auto good = model.state_dict();
+  auto missing = good;
+  missing.erase("2.bias");
+  auto unexpected = good;
+  unexpected["5.weight"] = Tensor::zeros({3});
+  auto mismatch = good;
+  mismatch["0.weight"] = Tensor::zeros({8, 3});
+  auto all = mismatch;
+  all.erase("2.bias");
+  all["5.weight"] = Tensor::zeros({3});
+  const std::vector<std::pair<std::string, std::map<std::string, Tensor>>> cases = {
+      {"missing", missing}, {"unexpected", unexpected}, {"mismatch", mismatch}, {"all", all}};
+  for (const auto& [name, sd] : cases)
+    EXPECT_EQ(testing_util::error_of([&] { model.load_state_dict(sd); }), errors[name].get<std::string>()) << name;
+  const auto before = model.state_dict().at("0.weight").to_double_vector();
+  model.load_state_dict(missing, /*strict=*/false);  // non-strict: the keys that match are loaded
+  auto keys = model.load_state_dict(unexpected, false);
+  EXPECT_EQ(keys.unexpected_keys, std::vector<std::string>{"5.weight"});
+  EXPECT_TRUE(keys.missing_keys.empty());
+  EXPECT_THROW(model.load_state_dict(mismatch, false), std::runtime_error);  // a size mismatch always throws
+  EXPECT_EQ(model.state_dict().at("0.weight").to_double_vector(), before);
+}
+
+// A module defines the single-input forward by overriding it; Sequential chains such modules,
+// and one without it says which module it is.
+TEST(Sequential, ChainsUserModulesAndNamesOneWithoutForward) {
+  struct Scale : Module {
+    Tensor s = register_parameter("s", Tensor::full({1}, 3.0, DType::Float64));
+    Tensor forward(const Tensor& x) const override { return mul(x, s); }
+  };
+  struct NoForward : Module {};
+  auto inner = std::make_shared<Sequential>(std::make_shared<Scale>(), std::make_shared<Identity>());
+  Sequential model{std::make_shared<Scale>(), inner};
+  const Tensor x = Tensor::from_vector(std::vector<double>{1, 2}, {2}, DType::Float64);
+  EXPECT_EQ(model(x).to_double_vector(), (std::vector<double>{9, 18}));
+  std::vector<std::string> keys;
+  for (const auto& [n, _] : model.named_parameters()) keys.push_back(n);
+  EXPECT_EQ(keys, (std::vector<std::string>{"0.s", "1.0.s"}));
+  EXPECT_TRUE(Sequential{}.forward(x).same(x));  // empty: the input, as torch's
+  model.push_back(std::make_shared<NoForward>());
+  testing_util::expect_has(testing_util::error_of<std::logic_error>([&] { model(x); }),
+                           {"Module [NoForward] is missing the required \"forward\" function"});
+  EXPECT_EQ(Linear(2, 2).name(), "Linear");
+  EXPECT_EQ(model.name(), "Sequential");
+}
+
+// Modules whose forward takes more than one tensor keep their own and leave the single-input
+// one, which throws.
+TEST(Sequential, MultiInputModuleRefusesTheSingleInputForward) {
+  MultiheadAttention mha(4, 2);
+  const Module& m = mha;
+  testing_util::expect_has(testing_util::error_of<std::logic_error>([&] { m(Tensor::zeros({1, 2, 4})); }),
+                           {"Module [MultiheadAttention]"});
+}
+
+TEST(ModuleDict, KeysInInsertionOrderAndTorchsParameterNames) {
+  ModuleDict heads{{"cls", std::make_shared<Linear>(4, 3)}, {"reg", std::make_shared<Linear>(4, 1, false)}};
+  EXPECT_EQ(heads.keys(), (std::vector<std::string>{"cls", "reg"}));
+  EXPECT_TRUE(heads.contains("reg"));
+  EXPECT_FALSE(heads.contains("x"));
+  EXPECT_EQ(heads["cls"]->as<Linear>()->out_features, 3);
+  std::vector<std::string> names;
+  for (const auto& [n, _] : heads.named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"cls.weight", "cls.bias", "reg.weight"}));
+  heads.insert("cls", std::make_shared<Linear>(4, 5, false));  // replaced in place
+  names.clear();
+  for (const auto& [n, _] : heads.named_parameters()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"cls.weight", "reg.weight"}));
+  EXPECT_EQ(heads["cls"]->as<Linear>()->out_features, 5);
+  EXPECT_EQ(heads.size(), 2u);
+  testing_util::expect_has(testing_util::error_of<std::out_of_range>([&] { heads["x"]; }), {"no key 'x'", "cls, reg"});
+  heads.eval();
+  EXPECT_FALSE(heads["reg"]->is_training());
+}
+
+TEST(Module, ActivationsAreTheirOps) {
+  const Tensor x = Tensor::from_vector(std::vector<double>{-2, -0.5, 0, 1.5}, {4}, DType::Float64);
+  EXPECT_EQ(ReLU()(x).to_double_vector(), relu(x).to_double_vector());
+  EXPECT_EQ(Tanh()(x).to_double_vector(), tanh(x).to_double_vector());
+  EXPECT_EQ(Sigmoid()(x).to_double_vector(), sigmoid(x).to_double_vector());
+  EXPECT_EQ(SiLU()(x).to_double_vector(), silu(x).to_double_vector());
+  EXPECT_TRUE(Identity()(x).same(x));
+  EXPECT_TRUE(ReLU().parameters().empty());
 }

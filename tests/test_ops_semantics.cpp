@@ -87,7 +87,8 @@ TEST(OpsSemantics, SoftmaxOverAnyDimEqualsMovingThatDimLast) {
   const Tensor x = Tensor::randn({3, 4, 5}, DType::Float32, g);
   for (int64_t d : {0, 1, -2}) {
     const Tensor moved = transpose(softmax(transpose(x, d, -1).contiguous(), -1), d, -1);
-    EXPECT_EQ(softmax(x, d).to_double_vector(), moved.to_double_vector()) << d;  // bit for bit
+    // Bit for bit: softmax over dim d is the last-dim row kernel on the same values, moved.
+    EXPECT_EQ(softmax(x, d).to_double_vector(), moved.to_double_vector()) << d;
     const Tensor lmoved = transpose(log_softmax(transpose(x, d, -1).contiguous(), -1), d, -1);
     EXPECT_EQ(log_softmax(x, d).to_double_vector(), lmoved.to_double_vector()) << d;
   }

@@ -68,6 +68,9 @@ std::vector<std::string> losses(const fs::path& run) {
 }
 }  // namespace
 
+// Every run compared bit for bit in this file runs in this one process, on one thread count and
+// one BLAS kernel, with the same shapes in the same order as the run it is compared with: what
+// the code guarantees (docs/checkpoints.md, "Determinism").
 TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   const fs::path d = temp_dir("resume_exact");
   std::ostringstream log;
@@ -354,4 +357,37 @@ TEST(Resume, SampleEveryPrintsAndLeavesTheRunUnchanged) {
   EXPECT_EQ(out.str().find("---- sample at iter 30 ----"), std::string::npos);  // the end has its own
   EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(plain.out_dir) / "model.safetensors"));
   EXPECT_EQ(losses(c.out_dir), losses(plain.out_dir));
+}
+
+// A run folder written by the trainer's previous optimizer (tests/fixtures/run_before_optim,
+// made by commit c0c0b6b's attograd) resumes on ag::optim::AdamW: the train state's format is
+// the same (moments by parameter name, one adam_step), and the extended run reaches the losses
+// the old trainer reached in one go (to 1e-6: the fixture's bits came from another build's
+// BLAS kernels; on the machine that made it they are equal).
+TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) {
+  const fs::path src = fs::path(ATTOGRAD_SOURCE_DIR) / "tests/fixtures/run_before_optim";
+  const fs::path d = temp_dir("resume_old_optimizer") / "run";
+  fs::create_directories(d);
+  for (const char* f : {"train_state.safetensors", "metrics.jsonl", "config.toml"}) fs::copy_file(src / f, d / f);
+  TrainConfig now;
+  now.iters = 20;
+  now.threads = 1;
+  now.no_progress = true;
+  now.data_path = (fs::path(ATTOGRAD_SOURCE_DIR) / "tests/cli/small_corpus.txt").string();
+  std::ostringstream log;
+  resume_lm(d.string(), now, {"iters", "data", "threads"}, log);
+  const auto got = read_lines(d / "metrics.jsonl"), want = read_lines(src / "expected_metrics_20.jsonl");
+  ASSERT_EQ(got.size(), want.size()) << log.str();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto g = nlohmann::json::parse(got[i]), w = nlohmann::json::parse(want[i]);
+    EXPECT_EQ(g["iter"], w["iter"]) << i;
+    EXPECT_EQ(g["lr"], w["lr"]) << i;
+    for (const char* k : {"train_loss", "val_loss"}) {
+      if (w[k].is_null()) {
+        EXPECT_TRUE(g[k].is_null()) << i << " " << k;
+        continue;
+      }
+      EXPECT_NEAR(g[k].get<double>(), w[k].get<double>(), 1e-6 * w[k].get<double>()) << i << " " << k;
+    }
+  }
 }

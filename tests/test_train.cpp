@@ -1,4 +1,4 @@
-// Optimizers, the schedule, clipping, model checkpoints and reproducible training runs.
+// The schedule, model checkpoints and reproducible training runs (optimizers: test_optim.cpp).
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
@@ -14,7 +14,6 @@
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
 #include "train/checkpoint.h"
-#include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
 
@@ -35,107 +34,6 @@ std::string write_corpus(const fs::path& dir) {
 }
 
 }  // namespace
-
-TEST(Optim, AdamWMatchesPyTorchsUpdateAndDecaysMatricesOnly) {
-  Tensor w = Tensor::from_vector(std::vector<double>{1.0, -2.0, 0.5, 3.0}, {2, 2}, DType::Float64).requires_grad_();
-  Tensor b = Tensor::from_vector(std::vector<double>{0.5, -0.5}, {2}, DType::Float64).requires_grad_();
-  AdamW opt({{"w", w}, {"b", b}}, 0.1, 0.9, 0.99, 1e-8, 0.5);
-  const double g[4] = {0.3, -0.1, 0.2, 0.4}, gb[2] = {1.0, -2.0};
-  double mw = 0, vw = 0, mb = 0, vb = 0, ew = 1.0, eb = 0.5;  // element 0 of each, by hand
-  for (int step = 1; step <= 3; ++step) {
-    w.set_grad(Tensor::from_vector(std::vector<double>(g, g + 4), {2, 2}, DType::Float64));
-    b.set_grad(Tensor::from_vector(std::vector<double>(gb, gb + 2), {2}, DType::Float64));
-    opt.step();
-    auto upd = [&](double& p, double& m, double& v, double gr, double decay) {
-      p *= 1 - 0.1 * decay;
-      m = 0.9 * m + 0.1 * gr;
-      v = 0.99 * v + 0.01 * gr * gr;
-      p -= 0.1 / (1 - std::pow(0.9, step)) * m / (std::sqrt(v) / std::sqrt(1 - std::pow(0.99, step)) + 1e-8);
-    };
-    upd(ew, mw, vw, g[0], 0.5);
-    upd(eb, mb, vb, gb[0], 0.0);  // 1-d: no weight decay
-    EXPECT_NEAR(w.at({0, 0}), ew, 1e-14);
-    EXPECT_NEAR(b.at({0}), eb, 1e-14);
-  }
-  EXPECT_EQ(opt.step_count, 3);
-}
-
-TEST(Optim, SGDWithMomentum) {
-  Tensor w = Tensor::from_vector(std::vector<double>{1.0}, {1}, DType::Float64).requires_grad_();
-  SGD opt({{"w", w}}, 0.1, 0.9);
-  w.set_grad(Tensor::from_vector(std::vector<double>{2.0}, {1}, DType::Float64));
-  opt.step();  // buf = 2, w = 1 - 0.2
-  EXPECT_NEAR(w.item(), 0.8, 1e-15);
-  w.set_grad(Tensor::from_vector(std::vector<double>{1.0}, {1}, DType::Float64));
-  opt.step();  // buf = 0.9·2 + 1 = 2.8, w = 0.8 - 0.28
-  EXPECT_NEAR(w.item(), 0.52, 1e-15);
-}
-
-TEST(Optim, ClipGradNormScalesToTheLimit) {
-  Tensor a = Tensor::zeros({2}, DType::Float64).requires_grad_(), b = Tensor::zeros({1}, DType::Float64).requires_grad_();
-  a.set_grad(Tensor::from_vector(std::vector<double>{3, 0}, {2}, DType::Float64));
-  b.set_grad(Tensor::from_vector(std::vector<double>{4}, {1}, DType::Float64));
-  const double n = clip_grad_norm({{"a", a}, {"b", b}}, 1.0);
-  EXPECT_DOUBLE_EQ(n, 5.0);
-  EXPECT_NEAR(a.grad().at({0}), 3 / (5 + 1e-6), 1e-15);
-  EXPECT_NEAR(b.grad().at({0}), 4 / (5 + 1e-6), 1e-15);
-  EXPECT_DOUBLE_EQ(clip_grad_norm({{"a", a}, {"b", b}}, 10.0), std::sqrt(9 + 16) / (5 + 1e-6));  // below: unchanged
-}
-
-// AdamW and clipping run all float32 parameters as one flat range cut at fixed offsets, so a cut
-// falls inside a parameter and between parameters: every element must still get its own
-// update, with the same bits on 1 and 2 threads and per parameter as one AdamW on it alone.
-TEST(Optim, FlatParallelAdamWAndClipMatchThePerParameterUpdate) {
-  auto clipped = [](int threads) {
-    const int saved = parallel::num_threads();
-    parallel::set_num_threads(threads);
-    Generator g(3);
-    std::vector<Tensor> ps;
-    for (int64_t n : {5, 40000, 17, 70001, 1}) ps.push_back(Tensor::randn({n}, DType::Float32, g).requires_grad_());
-    ps[1] = reshape(ps[1].detach(), {200, 200}).contiguous().requires_grad_();  // decayed (2-d)
-    std::vector<std::vector<double>> out;
-    for (int step = 0; step < 3; ++step) {
-      Generator gg(10 + step);
-      for (Tensor& p : ps) p.set_grad(Tensor::randn(p.shape(), DType::Float32, gg, 0.0, 3.0));
-      NamedParams all;
-      for (size_t i = 0; i < ps.size(); ++i) all.push_back({"p" + std::to_string(i), ps[i]});
-      clip_grad_norm(all, 1.0);  // the norm is far above 1: every gradient is scaled
-    }
-    for (const Tensor& p : ps) out.push_back(p.grad().to_double_vector());
-    parallel::set_num_threads(saved);
-    return out;
-  };
-  EXPECT_EQ(clipped(1), clipped(2));
-
-  auto adam = [](int threads, bool together) {
-    const int saved = parallel::num_threads();
-    parallel::set_num_threads(threads);
-    Generator g(4);
-    std::vector<Tensor> ps;
-    for (int64_t n : {5, 40000, 17, 70001, 1}) ps.push_back(Tensor::randn({n}, DType::Float32, g).requires_grad_());
-    std::vector<std::unique_ptr<AdamW>> opts;
-    if (together) {
-      NamedParams all;
-      for (size_t i = 0; i < ps.size(); ++i) all.push_back({"p" + std::to_string(i), ps[i]});
-      opts.push_back(std::make_unique<AdamW>(all, 0.01, 0.9, 0.95, 1e-8, 0.1));
-    } else {
-      for (size_t i = 0; i < ps.size(); ++i) opts.push_back(std::make_unique<AdamW>(NamedParams{{"p", ps[i]}}, 0.01, 0.9, 0.95, 1e-8, 0.1));
-    }
-    for (int step = 0; step < 3; ++step) {
-      Generator gg(20 + step);
-      for (Tensor& p : ps) p.set_grad(Tensor::randn(p.shape(), DType::Float32, gg));
-      for (auto& o : opts) o->step();
-    }
-    std::vector<std::vector<double>> out;
-    for (const Tensor& p : ps) out.push_back(p.to_double_vector());
-    parallel::set_num_threads(saved);
-    return out;
-  };
-  const auto one = adam(1, true);
-  EXPECT_EQ(one, adam(2, true));
-  EXPECT_EQ(one, adam(2, false));
-  EXPECT_EQ(one, adam(1, false));
-}
 
 TEST(Optim, WarmupThenCosineToMinLr) {
   CosineSchedule s{1e-3, 1e-4, 100, 2000};
@@ -239,6 +137,37 @@ TEST(Training, TwoShortRunsFromOneSeedAreBitIdentical) {
   c.out_dir = (d / "c").string();
   train_lm(c, log1);
   EXPECT_NE(losses(d / "c" / "metrics.jsonl"), l1);
+}
+
+// Not bit for bit: on 2 threads the pool splits each GEMM into row blocks, so the products have
+// other shapes than on 1, and a BLAS kernel may round them differently (docs/checkpoints.md,
+// "Determinism"). The runs agree to rounding.
+TEST(Training, OneAndTwoThreadsAgreeToRounding) {
+  const fs::path d = temp_dir("threads");
+  const int saved = parallel::num_threads();
+  TrainConfig c;
+  c.data_path = write_corpus(d);
+  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.0};
+  c.batch_size = 4;
+  c.iters = 10;
+  c.eval_every = 5;
+  c.eval_iters = 2;
+  c.log_every = 1;
+  c.sample_tokens = 0;
+  std::ostringstream log;
+  std::vector<std::vector<double>> losses;
+  for (int threads : {1, 2}) {
+    c.threads = threads;
+    c.out_dir = (d / std::to_string(threads)).string();
+    train_lm(c, log);
+    std::vector<double> l;
+    for (const auto& line : read_lines(fs::path(c.out_dir) / "metrics.jsonl"))
+      l.push_back(nlohmann::json::parse(line)["train_loss"].get<double>());
+    losses.push_back(l);
+  }
+  parallel::set_num_threads(saved);
+  ASSERT_EQ(losses[0].size(), losses[1].size());
+  for (size_t i = 0; i < losses[0].size(); ++i) EXPECT_NEAR(losses[0][i], losses[1][i], 1e-5 * losses[1][i]) << i;
 }
 
 TEST(Training, MetricsLinesHaveTheDocumentedKeys) {

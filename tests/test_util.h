@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,11 @@ std::string error_of(F&& f) {
   }
   ADD_FAILURE() << "expected an exception";
   return "";
+}
+
+// Expects every one of parts in msg (an error message), naming the missing one.
+inline void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 inline std::string read_bytes(const std::filesystem::path& p) {

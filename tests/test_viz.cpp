@@ -11,9 +11,11 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
+#include "nn/attention.h"
 #include "viz/attention_maps.h"
 #include "viz/font.h"
 #include "viz/heatmap.h"
@@ -231,25 +233,41 @@ TEST(AttentionMaps, SavedRowsSumToOneAndMaskedPositionsAreExactlyZero) {
   EXPECT_GT(grid.width(), 3 * T * 4);
   EXPECT_GT(grid.height(), 2 * T * 4);
   // One layer's row (TensorBoard's attention/layer1): exactly the grid's second row of panels
-  // (tile's default gap of 8 pixels around and between them).
+  // (tile's default gap of 8 pixels around and between them), and right of the panels the
+  // colour bar they share, the scale of the single-head maps (0 to 1, colour ∝ √weight).
   const Image row = render_attention_layer(maps, 1);
   EXPECT_EQ(row.width(), grid.width());
-  ASSERT_EQ(grid.height(), 2 * row.height() - 8);
-  bool same = true;
-  for (int y = 0; y < row.height(); ++y)
-    for (int x = 0; x < row.width(); ++x) same = same && grid.at(x, y + row.height() - 8) == row.at(x, y);
+  HeatmapOptions weights_scale;
+  weights_scale.gamma = 0.5;
+  const Image bar = render_colorbar(weights_scale, std::min(row.height(), 360));
+  const int panels_w = row.width() - bar.width();
+  ASSERT_GT(panels_w, 3 * T * 4);
+  bool same = true, bar_same = true;
+  const int panels_h = (grid.height() + 8) / 2;  // the tile's height, two rows of panels
+  for (int y = 0; y < panels_h; ++y)
+    for (int x = 0; x < panels_w; ++x) same = same && grid.at(x, y + panels_h - 8) == row.at(x, y);
+  for (int y = 0; y < bar.height(); ++y)
+    for (int x = 0; x < bar.width(); ++x) bar_same = bar_same && row.at(panels_w + x, y) == bar.at(x, y);
   EXPECT_TRUE(same);
+  EXPECT_TRUE(bar_same) << "the layer image carries its colour bar";
   EXPECT_THROW(render_attention_layer(maps, 2), std::out_of_range);
   fs::remove_all(dir);
 }
 
-TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
-  const std::string text = "the cat sat\non a mat";
-  const auto tok = data::CharTokenizer::from_text(data::decode_utf8(text, "t"));
-  Generator gen(5);
+namespace {
+// The tiny model of the gradient tests, in eval mode, its tokenizer and prompt.
+struct GradsCase {
+  data::CharTokenizer tok = data::CharTokenizer::from_text(data::decode_utf8("the cat sat\non a mat", "t"));
+  Generator gen{5};
   models::TransformerLM model = tiny_model(tok.vocab_size(), gen);
-  model.eval();
   const std::string prompt = "a cat sat";
+  GradsCase() { model.eval(); }
+};
+}  // namespace
+
+TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
+  GradsCase c;
+  auto& [tok, gen, model, prompt] = c;
   const AttentionGrads g = capture_attention_grads(model, tok, prompt);
   const AttentionMaps plain = capture_attention(model, tok, prompt);
   const int64_t T = 9, H = 3;
@@ -260,6 +278,7 @@ TEST(AttentionMaps, GradsAreTheLossGradientOfEachHeadsWeights) {
   EXPECT_NEAR(g.loss, model.loss(x, y).item(), 1e-5);
   ASSERT_EQ(g.grads.size(), 2u);
   for (size_t l = 0; l < 2; ++l) {
+    // Bit for bit: the same model on the same prompt, through GEMMs of the same shapes.
     EXPECT_EQ(g.maps.layers[l].to_double_vector(), plain.layers[l].to_double_vector());
     ASSERT_EQ(g.grads[l].shape(), (Shape{H, T, T}));
     const auto v = g.grads[l].to_double_vector();
@@ -307,4 +326,92 @@ TEST(AttentionMaps, ClearErrorsForBadPrompts) {
   EXPECT_EQ(display_char("\n"), "↵");
   EXPECT_EQ(display_char(" "), "␣");
   EXPECT_EQ(display_char("é"), "é");
+}
+
+TEST(Heatmap, DivergingScaleIsWhiteAtZeroSymmetricWithValuesOnItsBar) {
+  EXPECT_EQ(diverging_color(0.5), (Color{255, 255, 255}));
+  EXPECT_GT(diverging_color(0.0).b, diverging_color(0.0).r) << "negative is blue";
+  EXPECT_GT(diverging_color(1.0).r, diverging_color(1.0).b) << "positive is red";
+  HeatmapOptions o;
+  o.diverging = true, o.vmin = -2, o.vmax = 2, o.cell = 20;
+  o.row_marks = {"", "*"};
+  o.notes = {"* empty row: nothing to see"};
+  const std::vector<double> v = {-2, 2, 0, 0};
+  const HeatmapLayout L = heatmap_layout(2, 2, o);
+  const Image img = render_heatmap(v, 2, 2, o);
+  EXPECT_EQ(img.at(L.map_x + 10, L.map_y + 10), diverging_color(0.0));
+  EXPECT_EQ(img.at(L.map_x + 30, L.map_y + 10), diverging_color(1.0));
+  EXPECT_EQ(img.at(L.map_x + 10, L.map_y + 30), (Color{255, 255, 255})) << "zero is white";
+  EXPECT_EQ(scale_color(0, o), (Color{255, 255, 255}));
+  // The note is drawn under the map, the mark right of row 1, and the bar with its ticks.
+  auto inked = [&](int x0, int y0, int x1, int y1) {
+    size_t n = 0;
+    for (int y = y0; y < y1; ++y)
+      for (int x = x0; x < x1; ++x) n += img.at(x, y).r < 120 && img.at(x, y).g < 120 && img.at(x, y).b < 120;
+    return n;
+  };
+  EXPECT_GT(inked(0, L.map_y + 2 * 20 + 4, img.width(), img.height()), 20u) << "the note";
+  EXPECT_GT(inked(L.map_x + 40, L.map_y + 20, L.map_x + 52, L.map_y + 40), 3u) << "the mark";
+  EXPECT_EQ(inked(L.map_x + 40, L.map_y, L.map_x + 52, L.map_y + 20), 0u) << "no mark on row 0";
+  EXPECT_THROW(render_heatmap(v, 2, 2, [&] { auto b = o; b.row_marks = {"*"}; return b; }()), std::invalid_argument);
+  const Image bar = render_colorbar(o, 150);
+  EXPECT_EQ(bar.height(), 150);
+  const Color top = bar.at(6 + 7, 6 + 1), bottom = bar.at(6 + 7, 150 - 6 - 2);  // kGap = 6 around the bar
+  EXPECT_GT(top.r, top.b + 50) << "vmax at the top: red";
+  EXPECT_GT(bottom.b, bottom.r + 50) << "vmin at the bottom: blue";
+}
+
+// dLoss/dScores is the softmax's backward of dLoss/dWeights: equal to what the engine's softmax
+// node sends when the model runs its attention from primitive ops; its rows 0 (one visible key)
+// and T−1 (the last query) are empty, and the image says why.
+TEST(AttentionMaps, ScoreGradsAreWhatTheSoftmaxSendsAndEmptyRowsAreExplained) {
+  GradsCase c;
+  auto& [tok, gen, model, prompt] = c;
+  const AttentionGrads g = capture_attention_grads(model, tok, prompt);
+  const int64_t T = 9, H = 3;
+  ASSERT_EQ(g.score_grads.size(), 2u);
+  // The engine's own: the loss on the prompt with attention from primitive ops, and what each
+  // softmax node sent back (layer 1 runs its backward first).
+  std::vector<std::vector<double>> sent;
+  {
+    nn::UnfusedAttentionGuard primitive;
+    const auto ids = tok.encode(std::string_view(prompt));
+    const Tensor x = Tensor::from_vector(std::vector<int64_t>(ids.begin(), ids.end() - 1), {1, T - 1});
+    const Tensor y = Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {1, T - 1});
+    const Tensor loss = model.loss(x, y);
+    EXPECT_NEAR(loss.item(), g.loss, 1e-5);
+    ObserveNodeBackwardGuard watch([&](const Node& n, const Tensor&, const Grads& out) {
+      if (n.op == "softmax") sent.push_back(out[0].to_double_vector());
+    });
+    loss.backward();
+    model.zero_grad();
+  }
+  ASSERT_EQ(sent.size(), 2u);
+  for (int64_t l = 0; l < 2; ++l) {
+    const auto dS = g.score_grads[static_cast<size_t>(l)].to_double_vector();  // (H, T, T)
+    const auto& e = sent[static_cast<size_t>(1 - l)];                          // (H, T-1, T-1)
+    double worst = 0, scale = 0;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T - 1; ++i)
+        for (int64_t j = 0; j < T - 1; ++j) {
+          const double a = dS[static_cast<size_t>((h * T + i) * T + j)], b = e[static_cast<size_t>((h * (T - 1) + i) * (T - 1) + j)];
+          worst = std::max(worst, std::fabs(a - b)), scale = std::max(scale, std::fabs(b));
+        }
+    EXPECT_GT(scale, 0.0);
+    EXPECT_LE(worst, 1e-5 * scale) << "layer " << l;
+    for (int64_t h = 0; h < H; ++h) {
+      EXPECT_NE(empty_score_row_reason(g, l, h, T - 1).find("the last query predicts"), std::string::npos);
+      EXPECT_NE(empty_score_row_reason(g, l, h, 0).find("query 0 sees one key"), std::string::npos);
+      for (int64_t q = 1; q < T - 1; ++q) EXPECT_EQ(empty_score_row_reason(g, l, h, q), "") << q;
+    }
+  }
+  // Signed, symmetric: the cell of largest |dS| has an end colour of the diverging scale.
+  const Image img = render_attention_head_with_grad(g, 1, 2, 10);
+  EXPECT_GT(count_color(img, diverging_color(0.0)) + count_color(img, diverging_color(1.0)), 50u);
+  const fs::path dir = temp_dir("score_grads");
+  save_attention_grads((dir / "s.safetensors").string(), g, tok, "ckpt", /*scores=*/true);
+  const SafeTensorsFile f = SafeTensorsFile::load((dir / "s.safetensors").string());
+  EXPECT_EQ(f.metadata().at("format"), "attograd.attention_score_grads");
+  EXPECT_EQ(f.get("layer0").to_double_vector(), g.score_grads[0].to_double_vector());
+  fs::remove_all(dir);
 }

@@ -1,10 +1,15 @@
 #include "train/config_file.h"
 
-#include <fstream>
+#include <cctype>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
+
+#include "autograd/atomic_file.h"
+#include "autograd/input_file.h"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
@@ -59,9 +64,88 @@ std::string toml_value(const T& v) {
     return format_value(v);
   }
 }
+
+// toml++ builds a dotted key `a.a.a.….a = 1` as that many nested tables, recursively: 300,000
+// levels overflow the stack, in parsing and again in destroying the tables. It bounds the
+// nesting of arrays and inline tables (256), not that of dotted keys and table headers, so the
+// text is scanned first: the open brackets plus the dots of the key being read may not exceed
+// kMaxNesting. The scan skips strings and comments as TOML does, so quoted dots do not count.
+// A configuration is flat (key = value): 64 is far beyond any file attograd reads.
+constexpr int kMaxNesting = 64;
+
+void check_nesting(std::string_view t, const std::string& source) {
+  int line = 1, open = 0, dots = 0;
+  bool after_part = false, after_dot = false;  // the last thing read: a key part, or a dot after one
+  auto refuse = [&] {
+    throw std::runtime_error(source + ":" + std::to_string(line) + ": nests deeper than " + std::to_string(kMaxNesting) +
+                             " levels (dotted keys, tables and arrays); a configuration is flat: key = value");
+  };
+  auto key_part = [&] {  // a bare or quoted key part (or a value, which ends the chain later)
+    if (!after_dot) dots = 0;
+    after_part = true, after_dot = false;
+  };
+  const auto bare = [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c >= 0x80; };
+  size_t i = 0;
+  while (i < t.size()) {
+    const char c = t[i];
+    if (c == '\n') {
+      ++line, ++i;
+      after_part = after_dot = false, dots = 0;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+    } else if (c == '#') {
+      while (i < t.size() && t[i] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const bool basic = c == '"';
+      if (t.substr(i, 3) == std::string(3, c)) {  // multi-line: up to the next three quotes (and up to 2 more)
+        i += 3;
+        while (i < t.size() && t.substr(i, 3) != std::string(3, c)) {
+          if (t[i] == '\n') ++line;
+          i += basic && t[i] == '\\' ? 2 : 1;
+        }
+        while (i < t.size() && t[i] == c) ++i;
+      } else {  // one line: up to the closing quote (a newline first is toml++'s error to report)
+        ++i;
+        while (i < t.size() && t[i] != c && t[i] != '\n') i += basic && t[i] == '\\' ? 2 : 1;
+        if (i < t.size() && t[i] == c) ++i;
+      }
+      key_part();
+    } else if (bare(static_cast<unsigned char>(c))) {
+      while (i < t.size() && bare(static_cast<unsigned char>(t[i]))) ++i;
+      key_part();
+    } else if (c == '.' && after_part) {
+      ++i, ++dots;
+      after_part = false, after_dot = true;
+      if (open + dots > kMaxNesting) refuse();
+    } else {
+      if (c == '[' || c == '{') {
+        if (++open + dots > kMaxNesting) refuse();
+      } else if ((c == ']' || c == '}') && open > 0) {
+        --open;
+      }
+      ++i;
+      after_part = after_dot = false, dots = 0;
+    }
+  }
+}
+
+// Of the model's fields, those --init-from takes from the checkpoint (all but dropout, which
+// nanoGPT lets a fine-tuning run change). config.toml writes them as comments for such a run,
+// so that `--config` accepts the file back.
+bool model_field_from_checkpoint(const std::string& flag) {
+  static const std::set<std::string> fields = [] {
+    std::set<std::string> s;
+    const models::ModelConfig defaults;
+    models::visit_model_fields(defaults, [&](const auto&, const char*, const char* f) { s.insert(f); });
+    s.erase("dropout");
+    return s;
+  }();
+  return fields.count(flag) > 0;
+}
 }  // namespace
 
 std::set<std::string> parse_config_toml(const std::string& text, const std::string& source, TrainConfig& cfg) {
+  check_nesting(text, source);
   toml::table table;
   try {
     table = toml::parse(std::string_view(text), std::string_view(source));
@@ -83,11 +167,9 @@ std::set<std::string> parse_config_toml(const std::string& text, const std::stri
 }
 
 std::set<std::string> read_config_toml(const std::string& path, TrainConfig& cfg) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open the configuration file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config_toml(ss.str(), path, cfg);
+  // A configuration is a few dozen lines: 1 MiB leaves room for any comments.
+  return parse_config_toml(read_input_file({path, path, kMaxConfigBytes, "a configuration file may have at most 1 MiB", ""}),
+                           path, cfg);
 }
 
 std::string config_to_toml(const TrainConfig& cfg) {
@@ -95,16 +177,17 @@ std::string config_to_toml(const TrainConfig& cfg) {
       "# attograd train: the run's configuration, every field resolved (defaults, --config file, flags).\n"
       "# Keys are the flags of `attograd train`; `attograd train --config THIS_FILE` runs it again.\n";
   out += "# vocab_size " + std::to_string(cfg.model.vocab_size) + " (from the corpus)\n";
+  const bool init = !cfg.init_from.empty();
+  if (init) out += "# init-from: the model's fields (but dropout) are the checkpoint's, shown as comments\n";
   visit_fields(cfg, [&](const auto& v, const FieldInfo& f) {
-    out += std::string("\n# ") + f.help + "\n" + f.flag + " = " + toml_value(v) + "\n";
+    const bool comment = init && model_field_from_checkpoint(f.flag);
+    out += std::string("\n# ") + f.help + "\n" + (comment ? "# " : "") + f.flag + " = " + toml_value(v) + "\n";
   });
   return out;
 }
 
 void write_config_toml(const std::string& path, const TrainConfig& cfg) {
-  std::ofstream f(path, std::ios::trunc | std::ios::binary);
-  f << config_to_toml(cfg);
-  if (!f.flush()) throw std::runtime_error(path + ": cannot write the run's configuration");
+  write_file_atomically(path, config_to_toml(cfg));  // never through a symbolic link; checked
 }
 
 }  // namespace ag::train

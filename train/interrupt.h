@@ -1,9 +1,27 @@
-// Ctrl-C during a long phase (training, evaluation, sampling): the first SIGINT (or a SIGTERM)
-// only sets a flag, so the loop finishes its step (training writes a checkpoint) and stops
-// cleanly; a second SIGINT exits at once (status 130) without writing anything more.
+// Stopping cleanly. During a long phase (training, evaluation, sampling) an InterruptGuard is
+// alive, and the first SIGINT (Ctrl-C), a SIGTERM or a SIGHUP (the terminal or the ssh
+// connection went away) only sets a flag: the loop finishes its step (training writes a
+// checkpoint) and stops; the command exits with status 130. A second SIGINT exits at once
+// (130) without writing anything more. A SIGHUP that was ignored when the guard was made
+// (nohup) stays ignored.
+//
+// The output going away is a stop request too: when standard output cannot be written any
+// more (its reader, `| head` or `| tee`, exited: a closed pipe; or a full disk, a lost
+// terminal), requested() is true from then on and the reason is said once on stderr, since
+// stdout is gone.
+//
+// install_process_signal_handlers() (the attograd program calls it first thing) makes, for the
+// whole process:
+//   * SIGPIPE harmless: a write to a closed pipe fails with EPIPE instead of killing the
+//     process (SIGPIPE's default) before it could write its checkpoint;
+//   * SIGXFSZ ignored: a write past the file-size limit (ulimit -f) fails with EFBIG, which
+//     the writer reports naming the file (autograd/atomic_file.h keeps the old file and removes
+//     its temporary), instead of a kill with a core dump and a temporary left behind.
 #pragma once
 
 namespace ag::train {
+
+void install_process_signal_handlers();
 
 class InterruptGuard {
  public:
@@ -11,8 +29,13 @@ class InterruptGuard {
   ~InterruptGuard();  // restores the previous ones
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
+  // A signal asked to stop, or standard output failed.
   static bool requested();
-  static int signal_number();  // which signal asked to stop (0: none)
+  // Which signal asked to stop; SIGPIPE (13) when it was standard output failing; 0: none.
+  static int signal_number();
+  // Standard output failed; closed_pipe: because its reader exited (rather than a write error).
+  static bool output_failed();
+  static bool output_closed_pipe();
 };
 
 }  // namespace ag::train

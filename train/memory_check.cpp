@@ -1,7 +1,11 @@
 #include "train/memory_check.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
+#include "autograd/blas_buffers.h"
+#include "autograd/checked.h"
 #include "autograd/memory_limit.h"
 #include "models/registry.h"
 #include "train/config_error.h"
@@ -32,10 +36,41 @@ void require_training_fits(const models::ModelConfig& cfg, int64_t batch) {
                       " is too large to train: its " + e.what() + "; " + flags);
   }
   const MemoryLimit limit = memory_limit();
+  const std::string what = "training the model (" + describe(cfg) + ") on batch " + std::to_string(batch);
   if (need > limit.bytes)
-    throw ConfigError("training the model (" + describe(cfg) + ") on batch " + std::to_string(batch) + " needs about " +
-                      human_bytes(need) + " of memory, more than the " + human_bytes(limit.bytes) + " of " +
-                      limit.where + "; " + flags);
+    throw ConfigError(what + " needs about " + human_bytes(need) + " of memory, more than the " + human_bytes(limit.bytes) +
+                      " of " + limit.where + "; " + flags);
+  // OpenBLAS's buffers first (they must never be mapped later, autograd/blas_buffers.h), then
+  // the model's tensors in what is left of the address space.
+  reserve_blas_buffers_for_threads();
+  try {
+    require_address_space(what, need, flags);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+void require_training_fits(const TrainConfig& c) {
+  require_training_fits(c.model, c.batch_size);
+  const MemoryLimit limit = memory_limit();
+  struct Grows {
+    const char* flag;
+    int64_t value, bytes_each;
+    const char* what;
+  };
+  for (const Grows& g : {Grows{"eval-iters", c.eval_iters, 8, "the losses of each evaluation (8 bytes a batch)"},
+                         Grows{"sample-tokens", c.sample_tokens, 12, "the final sample (about 12 bytes a character)"}}) {
+    int64_t need = 0;
+    try {
+      need = checked::mul(std::max<int64_t>(g.value, 0), g.bytes_each, g.flag);
+    } catch (const std::overflow_error&) {
+      need = std::numeric_limits<int64_t>::max();
+    }
+    if (need > limit.bytes)
+      throw ConfigError("--" + std::string(g.flag) + " " + std::to_string(g.value) + ": " + g.what + " would need " +
+                        human_bytes(need) + ", more than the " + human_bytes(limit.bytes) + " of " + limit.where +
+                        "; lower --" + g.flag);
+  }
 }
 
 void require_inference_fits(const models::ModelConfig& cfg, const std::string& file) {
@@ -47,10 +82,12 @@ void require_inference_fits(const models::ModelConfig& cfg, const std::string& f
                              e.what());
   }
   const MemoryLimit limit = memory_limit();
+  const std::string what = file + ": running the model its metadata describes (" + describe(cfg) + ")";
   if (need > limit.bytes)
-    throw std::runtime_error(file + ": running the model its metadata describes (" + describe(cfg) + ") needs about " +
-                             human_bytes(need) + " of memory, more than the " + human_bytes(limit.bytes) + " of " +
-                             limit.where);
+    throw std::runtime_error(what + " needs about " + human_bytes(need) + " of memory, more than the " +
+                             human_bytes(limit.bytes) + " of " + limit.where);
+  reserve_blas_buffers_for_threads();
+  require_address_space(what, need, "raise ulimit -v");
 }
 
 }  // namespace ag::train

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "autograd/safetensors.h"
@@ -51,20 +52,27 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 }  // namespace
 
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
-                      const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
+                      const optim::AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tok) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  const auto params = model.named_parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    tensors.emplace_back("model." + params[i].first, params[i].second.detach());
-    tensors.emplace_back("adam.exp_avg." + params[i].first, opt.exp_avg[i]);
-    tensors.emplace_back("adam.exp_avg_sq." + params[i].first, opt.exp_avg_sq[i]);
+  // A parameter has no state before its first update: its moments are zeros and its step 0.
+  std::optional<int64_t> adam_step;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const optim::AdamParamState* st = opt.state(p);
+    const int64_t step = st ? st->step : 0;
+    if (adam_step && *adam_step != step)
+      throw std::logic_error(path + ": the parameters' AdamW step counts differ (" + std::to_string(*adam_step) + " and " +
+                             std::to_string(step) + " at " + name + "); the train state keeps one");
+    adam_step = step;
+    tensors.emplace_back("model." + name, p.detach());
+    tensors.emplace_back("adam.exp_avg." + name, st ? st->exp_avg : Tensor::zeros(p.shape(), p.dtype()));
+    tensors.emplace_back("adam.exp_avg_sq." + name, st ? st->exp_avg_sq : Tensor::zeros(p.shape(), p.dtype()));
   }
   require_finite_to_save(tensors, path);
   std::map<std::string, std::string> md = {
       {"format", kTrainStateFormat},
       {"iter", std::to_string(pos.iter)},
       {"eval_done", pos.eval_done ? "true" : "false"},
-      {"adam_step", std::to_string(opt.step_count)},
+      {"adam_step", std::to_string(adam_step.value_or(0))},
       {"best_val_loss", fmt_double(pos.best_val_loss)},
       {"skipped_updates", std::to_string(pos.skipped_updates)},
       {"last_train_loss", fmt_double(pos.last_train_loss)},
@@ -130,15 +138,16 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   return s;
 }
 
-void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt) {
+void restore_train_state(const std::string& path, models::LanguageModel& model, optim::AdamW& opt) {
   restore_train_state(SafeTensorsFile::load(path), model, opt);
 }
 
-void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, AdamW& opt) {
+void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, optim::AdamW& opt) {
   const std::string& path = f.source();
   std::set<std::string> expected;
   const auto params = model.named_parameters();
   std::map<std::string, Tensor> weights;
+  std::vector<optim::AdamParamState> states;
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     for (const std::string& key : {"model." + name, "adam.exp_avg." + name, "adam.exp_avg_sq." + name}) {
@@ -156,13 +165,16 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
       return t;
     };
     weights[name] = get_finite("model." + name);
-    opt.exp_avg[i].copy_(get_finite("adam.exp_avg." + name));
-    opt.exp_avg_sq[i].copy_(get_finite("adam.exp_avg_sq." + name));
+    states.push_back({0, get_finite("adam.exp_avg." + name), get_finite("adam.exp_avg_sq." + name), Tensor()});
   }
   for (const auto& n : f.names())
     if (!expected.count(n)) throw std::runtime_error(path + ": unexpected tensor '" + n + "'");
   model.load_state_dict(weights);
-  opt.step_count = std::stoll(f.metadata().at("adam_step"));
+  const int64_t step = std::stoll(f.metadata().at("adam_step"));
+  for (size_t i = 0; i < params.size(); ++i) {
+    states[i].step = step;
+    opt.set_state(params[i].second, std::move(states[i]));
+  }
 }
 
 }  // namespace ag::train

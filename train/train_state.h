@@ -14,7 +14,7 @@
 #include "autograd/safetensors.h"
 #include "data/tokenizer.h"
 #include "models/language_model.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -35,7 +35,7 @@ struct RunPosition {
 };
 
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
-                      const AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
+                      const optim::AdamW& opt, const RunPosition& pos, const data::CharTokenizer& tokenizer);
 
 struct LoadedTrainState {
   TrainConfig config;  // as saved (data_path and out_dir included)
@@ -48,8 +48,9 @@ struct LoadedTrainState {
 LoadedTrainState read_train_state(const std::string& path);
 LoadedTrainState read_train_state(const SafeTensorsFile& file);  // already in memory (MPI: broadcast by rank 0)
 // Copies weights and AdamW state from the file into a model and optimizer built from
-// read_train_state(path).config.
-void restore_train_state(const std::string& path, models::LanguageModel& model, AdamW& opt);
-void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, AdamW& opt);
+// read_train_state(path).config. The optimizer holds every parameter of the model; the file
+// keeps one step count (adam_step) for all of them, so every parameter's state gets it.
+void restore_train_state(const std::string& path, models::LanguageModel& model, optim::AdamW& opt);
+void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, optim::AdamW& opt);
 
 }  // namespace ag::train

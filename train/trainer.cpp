@@ -16,13 +16,16 @@
 
 #include "autograd/atomic_file.h"
 #include "autograd/engine.h"
+#include "autograd/input_file.h"
 #include "autograd/kernels/dispatch.h"
+#include "autograd/memory_limit.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/text_file.h"
 #include "models/registry.h"
+#include "nn/utils/clip_grad.h"
 #include "train/checkpoint.h"
 #include "train/config_file.h"
 #include "train/config_error.h"
@@ -32,8 +35,10 @@
 #include "train/grad_report.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
-#include "train/optimizer.h"
+#include "train/optim/adam.h"
+#include "train/param_groups.h"
 #include "train/progress.h"
+#include "train/rank_agreement.h"
 #include "train/schedule.h"
 #include "train/train_state.h"
 
@@ -44,9 +49,11 @@ namespace fs = std::filesystem;
 namespace {
 using Clock = std::chrono::steady_clock;
 
+using NamedParams = std::vector<std::pair<std::string, Tensor>>;
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void check_config(const TrainConfig& c, const Comm& comm) {
+void check_config(const TrainConfig& c, Comm& comm) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0)) throw ConfigError(std::string("train: --") + name + " must be positive");
   };
@@ -84,6 +91,7 @@ void check_config(const TrainConfig& c, const Comm& comm) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
+  check_ranks_agree(comm, c);
 }
 
 // The model's own checks, then its memory estimate against this machine, before anything is
@@ -94,7 +102,7 @@ void check_model(const TrainConfig& c) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  require_training_fits(c.model, c.batch_size);
+  require_training_fits(c);
 }
 
 // The name of the first parameter whose gradient holds a NaN or Inf, or "" when all are finite.
@@ -181,16 +189,14 @@ class Run {
         batch_gen_(cfg.seed + 1),
         eval_gen_(cfg.seed + 2),
         model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
-        opt_(model_->named_parameters(), cfg.lr, cfg.beta1, cfg.beta2, 1e-8, cfg.weight_decay),
+        opt_(decay_groups(*model_, {.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay})),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
         dir_(cfg.out_dir) {
     model_->train();
     if (comm_.distributed()) {
       // Every rank built the same model from the same seed; rank 0's copy is the one.
       for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-      std::vector<Tensor> params;
-      for (const auto& [name, p] : opt_.params()) params.push_back(p);
-      reducer_ = std::make_unique<Reducer>(comm_, std::move(params));
+      reducer_ = std::make_unique<Reducer>(comm_, model_->parameters());
       reducer_->attach_hooks();  // buckets start reducing during backward
       decorrelate_dropout();
     }
@@ -245,7 +251,7 @@ class Run {
   std::ostream& out_;
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
-  AdamW opt_;
+  optim::AdamW opt_;
   CosineSchedule sched_;
   RunPosition pos_;
   fs::path dir_;
@@ -368,9 +374,7 @@ void Run::write_grad_report(int64_t it, bool tty) {
   if (!comm_.is_root()) return;
   if (pending_report_iter_ != it) return;  // no step ran before this evaluation (iter 0, or just resumed)
   const std::string name = "grad_report_iter" + std::to_string(it) + ".txt";
-  std::ofstream f(dir_ / name, std::ios::trunc);
-  f << pending_report_;
-  if (!f.flush()) throw std::runtime_error(path(name.c_str()) + ": cannot write the gradient report");
+  write_file_atomically(path(name.c_str()), pending_report_);
   out_ << (tty ? "\r\033[K" : "") << "grads iter " << it << "  " << pending_summary_ << "  (" << name << ")\n";
   out_.flush();
   pending_report_iter_ = -1;
@@ -440,7 +444,7 @@ TrainSummary Run::run(bool fresh_metrics) {
 }
 
 bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
-  check_same_weights(comm_, opt_.params(), it);
+  check_same_weights(comm_, model_->named_parameters(), it);
   const Generator::State eval_start = eval_gen_.state();
   double tl = 0, vl = 0;
   if (!estimate_loss(corpus_.train_ids, tl) || !estimate_loss(corpus_.val_ids, vl)) {
@@ -482,7 +486,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
 
 double Run::step(int64_t it, double lr) {
   const Clock::time_point t0 = Clock::now();
-  opt_.set_lr(lr);
+  for (auto& group : opt_.param_groups()) group.options.lr = lr;
   double loss_v = forward_backward();
   // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
   // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
@@ -494,7 +498,7 @@ double Run::step(int64_t it, double lr) {
   }
   if (cfg_.after_backward) cfg_.after_backward(*model_);
   if (cfg_.grad_report && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
-    const GradReport rep = grad_report(opt_.params());
+    const GradReport rep = grad_report(model_->named_parameters());
     char head[200];
     std::snprintf(head, sizeof head, "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
                   static_cast<long>(it), static_cast<long>(it + 1), loss_v);
@@ -503,7 +507,7 @@ double Run::step(int64_t it, double lr) {
     pending_report_iter_ = it + 1;
   }
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
-  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(opt_.params()) : "(the loss itself)";
+  const std::string bad = std::isfinite(loss_v) ? first_nonfinite_grad(model_->named_parameters()) : "(the loss itself)";
   if (!bad.empty()) {
     char msg[512];
     std::snprintf(msg, sizeof msg, "non-finite %s at iter %ld: loss %g, first non-finite gradient in %s",
@@ -516,7 +520,7 @@ double Run::step(int64_t it, double lr) {
     opt_.zero_grad();
   } else {
     // The norm before clipping; with clipping off, infinity as the bound only measures it.
-    grad_norm_ = clip_grad_norm(opt_.params(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
+    grad_norm_ = nn::utils::clip_grad_norm_(model_->parameters(), cfg_.grad_clip > 0 ? cfg_.grad_clip : std::numeric_limits<double>::infinity());
     opt_.step();
   }
   pos_.eval_done = false;
@@ -675,8 +679,8 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out) {
 
 void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir) {
   if (new_iters < steps_taken)
-    throw std::invalid_argument("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
-                                std::to_string(steps_taken) + " steps");
+    throw ConfigError("--iters " + std::to_string(new_iters) + ": the run in " + dir + " has already taken " +
+                      std::to_string(steps_taken) + " steps");
   // The steps taken used the old schedule; a run given new_iters from the start would have
   // used the new one. Exact only if they agree on every step taken (bit for bit).
   const CosineSchedule old_s{saved.lr, saved.min_lr, saved.warmup, saved.iters};
@@ -691,7 +695,7 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
                   "further with a new schedule, start a new run from its weights: attograd train --init-from %s",
                   static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
                   static_cast<long>(new_iters), new_s.lr(it), static_cast<long>(saved.warmup), dir.c_str());
-    throw std::invalid_argument(msg);
+    throw ConfigError(msg);
   }
 }
 
@@ -704,13 +708,10 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   std::optional<RunDir> run_dir;
   std::string bytes;
   if (comm.is_root()) {
-    if (!fs::exists(state_path))
-      throw std::runtime_error(state_path + ": not found; --resume needs a run folder written by attograd train");
+    RunDir::require_checkpoint(dir);
     run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
     report_removed(*run_dir, out);
-    std::ifstream f(state_path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    if (!f) throw std::runtime_error(state_path + ": cannot read");
+    bytes = read_input_file({state_path, state_path, memory_limit().bytes, "what this process may use", ""});
   }
   comm.broadcast(bytes);
   const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);

@@ -53,7 +53,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
 // `--resume DIR --iters N` with N different from the saved iters: the run continues as if N
 // had been given from the start, which is exact only if the steps already taken have the
 // same learning rate under both schedules (all within the warmup, or min_lr == lr; compared
-// bit for bit). Throws std::invalid_argument saying why otherwise, or when N < steps taken.
+// bit for bit). Throws ConfigError (a usage error) saying why otherwise, or when N < steps taken.
 void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir);
 
 // The same, given only the fields that may change: data_path (when not empty), threads and

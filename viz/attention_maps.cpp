@@ -9,6 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
+#include "viz/font.h"
 #include "viz/heatmap.h"
 
 namespace ag::viz {
@@ -71,17 +72,28 @@ AttentionGrads capture_attention_grads(const models::LanguageModel& model, const
     out.maps.layers.push_back(squeeze(weights[i], 0).detach().to(DType::Float32).contiguous());
     const Tensor g = grads[i].defined() ? grads[i] : Tensor::zeros(weights[i].shape(), weights[i].dtype());
     out.grads.push_back(squeeze(g, 0).to(DType::Float32).contiguous());
+    // The softmax backward, row by row, in double from the model's own A and dA:
+    // dS = A ⊙ (dA − Σ_j A_j dA_j)
+    const auto A = weights[i].to_double_vector(), dA = g.to_double_vector();  // (1, H, T, T)
+    std::vector<double> dS(A.size());
+    for (size_t r = 0; r < A.size(); r += static_cast<size_t>(T)) {
+      double dot = 0;
+      for (int64_t j = 0; j < T; ++j) dot += A[r + j] * dA[r + j];
+      for (int64_t j = 0; j < T; ++j) dS[r + j] = A[r + j] * (dA[r + j] - dot);
+    }
+    out.score_grads.push_back(Tensor::from_vector(dS, out.grads.back().shape(), DType::Float32));
   }
   return out;
 }
 
 void save_attention_grads(const std::string& path, const AttentionGrads& g, const data::CharTokenizer& tok,
-                          const std::string& checkpoint) {
+                          const std::string& checkpoint, bool scores) {
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (size_t i = 0; i < g.grads.size(); ++i) tensors.emplace_back("layer" + std::to_string(i), g.grads[i]);
+  const std::vector<Tensor>& which = scores ? g.score_grads : g.grads;
+  for (size_t i = 0; i < which.size(); ++i) tensors.emplace_back("layer" + std::to_string(i), which[i]);
   char loss[32];
   std::snprintf(loss, sizeof loss, "%.9g", g.loss);
-  const std::map<std::string, std::string> md = {{"format", "attograd.attention_grads"},
+  const std::map<std::string, std::string> md = {{"format", scores ? "attograd.attention_score_grads" : "attograd.attention_grads"},
                                                  {"text", nlohmann::json(g.maps.text).dump()},
                                                  {"chars", nlohmann::json(g.maps.chars).dump()},
                                                  {"vocab", nlohmann::json(tok.chars()).dump()},
@@ -154,16 +166,29 @@ void add_grid_panels(const AttentionMaps& maps, int64_t l, int cell, std::vector
     HeatmapOptions o = head_options(maps, l, h, cell);
     o.row_title = o.col_title = "";
     if (cell < 9) o.row_labels.clear(), o.col_labels.clear();  // too small to read
-    o.colorbar = false;  // the single-head images have one; all grid panels share the scale
+    o.colorbar = false;  // all grid panels share the scale: one bar right of the grid
     panels.push_back(render_heatmap(head_values(maps, l, h), T, T, o));
   }
+}
+
+// img with `right` pasted to its right, top-aligned, on white.
+Image beside(const Image& img, const Image& right) {
+  Image out(img.width() + right.width(), std::max(img.height(), right.height()));
+  out.paste(img, 0, 0);
+  out.paste(right, img.width(), 0);
+  return out;
+}
+
+// A grid of weight panels and the colour bar they share (the scale of head_options).
+Image with_weights_colorbar(const AttentionMaps& maps, const Image& grid) {
+  return beside(grid, render_colorbar(head_options(maps, 0, 0, 0), std::min(grid.height(), 360)));
 }
 }  // namespace
 
 Image render_attention_grid(const AttentionMaps& maps, int cell) {
   std::vector<Image> panels;
   for (int64_t l = 0; l < static_cast<int64_t>(maps.layers.size()); ++l) add_grid_panels(maps, l, cell, panels);
-  return tile(panels, static_cast<int>(maps.n_head()));
+  return with_weights_colorbar(maps, tile(panels, static_cast<int>(maps.n_head())));
 }
 
 Image render_attention_layer(const AttentionMaps& maps, int64_t layer, int cell) {
@@ -171,29 +196,60 @@ Image render_attention_layer(const AttentionMaps& maps, int64_t layer, int cell)
     throw std::out_of_range("attention maps: no layer " + std::to_string(layer));
   std::vector<Image> panels;
   add_grid_panels(maps, layer, cell, panels);
-  return tile(panels, static_cast<int>(maps.n_head()));
+  return with_weights_colorbar(maps, tile(panels, static_cast<int>(maps.n_head())));
+}
+
+std::string empty_score_row_reason(const AttentionGrads& g, int64_t layer, int64_t head, int64_t query) {
+  const int64_t T = g.maps.length();
+  if (layer < 0 || layer >= static_cast<int64_t>(g.score_grads.size()) || head < 0 || head >= g.maps.n_head() ||
+      query < 0 || query >= T)
+    throw std::out_of_range("attention grads: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                            " query " + std::to_string(query));
+  const auto all = g.score_grads[static_cast<size_t>(layer)].to_double_vector();
+  for (int64_t k = 0; k < T; ++k)
+    if (all[static_cast<size_t>((head * T + query) * T + k)] != 0) return "";
+  if (query == T - 1) return "the last query predicts the character after the text: no loss term, no gradient";
+  const int64_t visible = query + 1;  // causal: keys 0 .. query
+  if (visible == 0) return "the row is masked: no key to attend to";
+  if (visible == 1)
+    return "query " + std::to_string(query) + " sees one key: its weight is 1 whatever the score, so no gradient";
+  return "no gradient reaches this query";
 }
 
 namespace {
-// One head's |gradient| scaled to [0, 1] by its largest magnitude (all zero stays zero).
-std::vector<double> grad_magnitudes(const AttentionGrads& g, int64_t layer, int64_t head, double* max_abs) {
+// One head's signed dLoss/dScores.
+std::vector<double> score_grad_values(const AttentionGrads& g, int64_t layer, int64_t head, double* max_abs) {
   const int64_t T = g.maps.length();
-  const auto all = g.grads.at(static_cast<size_t>(layer)).to_double_vector();
+  const auto all = g.score_grads.at(static_cast<size_t>(layer)).to_double_vector();
   std::vector<double> v(all.begin() + head * T * T, all.begin() + (head + 1) * T * T);
   double m = 0;
-  for (double& x : v) m = std::max(m, x = std::fabs(x));
-  if (m > 0)
-    for (double& x : v) x /= m;
+  for (double x : v) m = std::max(m, std::fabs(x));
   *max_abs = m;
   return v;
 }
 
-HeatmapOptions grad_options(const AttentionMaps& maps, int64_t layer, int64_t head, int cell, double max_abs) {
-  HeatmapOptions o = head_options(maps, layer, head, cell);
-  char t[96];
-  std::snprintf(t, sizeof t, "layer %ld, head %ld: |dLoss/dWeights| / %.2e", static_cast<long>(layer),
-                static_cast<long>(head), max_abs);
-  o.title = t;
+// The diverging scale ±max_abs, and a mark per empty row with its reason as a note. Distinct
+// reasons get the marks *, †, ‡, § in order.
+HeatmapOptions score_grad_options(const AttentionGrads& g, int64_t layer, int64_t head, int cell, double max_abs) {
+  HeatmapOptions o = head_options(g.maps, layer, head, cell);
+  o.title = "layer " + std::to_string(layer) + ", head " + std::to_string(head) + ": dLoss/dScores (signed)";
+  o.gamma = 1;
+  o.diverging = true;
+  o.vmax = max_abs > 0 ? max_abs : 1;
+  o.vmin = -o.vmax;
+  static const char* const kMarks[] = {"*", "†", "‡", "§"};
+  std::vector<std::string> reasons;
+  const int64_t T = g.maps.length();
+  o.row_marks.assign(static_cast<size_t>(T), "");
+  for (int64_t q = 0; q < T; ++q) {
+    const std::string why = empty_score_row_reason(g, layer, head, q);
+    if (why.empty()) continue;
+    auto it = std::find(reasons.begin(), reasons.end(), why);
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), why);
+    const size_t k = std::min<size_t>(static_cast<size_t>(it - reasons.begin()), 3);
+    o.row_marks[static_cast<size_t>(q)] = kMarks[k];
+  }
+  for (size_t k = 0; k < reasons.size(); ++k) o.notes.push_back(std::string(kMarks[std::min<size_t>(k, 3)]) + " empty row: " + reasons[k]);
   return o;
 }
 }  // namespace
@@ -201,9 +257,9 @@ HeatmapOptions grad_options(const AttentionMaps& maps, int64_t layer, int64_t he
 Image render_attention_head_with_grad(const AttentionGrads& g, int64_t layer, int64_t head, int cell) {
   const int T = static_cast<int>(g.maps.length());
   double m = 0;
-  const auto gv = grad_magnitudes(g, layer, head, &m);
+  const auto gv = score_grad_values(g, layer, head, &m);
   return tile({render_attention_head(g.maps, layer, head, cell),
-               render_heatmap(gv, T, T, grad_options(g.maps, layer, head, cell, m))},
+               render_heatmap(gv, T, T, score_grad_options(g, layer, head, cell, m))},
               2);
 }
 
@@ -211,20 +267,35 @@ Image render_attention_grad_grid(const AttentionGrads& g, int cell) {
   const int T = static_cast<int>(g.maps.length());
   if (cell <= 0) cell = std::clamp(240 / std::max(T, 1), 4, 16);
   std::vector<Image> panels;
+  std::vector<std::string> notes;  // the marks' meanings, once under the grid
   for (int64_t l = 0; l < static_cast<int64_t>(g.maps.layers.size()); ++l)
     for (int64_t h = 0; h < g.maps.n_head(); ++h) {
       double m = 0;
-      const auto gv = grad_magnitudes(g, l, h, &m);
+      const auto gv = score_grad_values(g, l, h, &m);
       for (int which = 0; which < 2; ++which) {
-        HeatmapOptions o = which == 0 ? head_options(g.maps, l, h, cell) : grad_options(g.maps, l, h, cell, m);
-        if (which == 1) o.title = "|grad| / " + o.title.substr(o.title.rfind(' ') + 1);
+        HeatmapOptions o = which == 0 ? head_options(g.maps, l, h, cell) : score_grad_options(g, l, h, cell, m);
+        if (which == 1) {
+          o.title = "dLoss/dScores";
+          for (const auto& n : o.notes)
+            if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+          o.notes.clear();
+        }
         o.row_title = o.col_title = "";
         if (cell < 9) o.row_labels.clear(), o.col_labels.clear();
-        o.colorbar = false;
-        panels.push_back(render_heatmap(which == 0 ? head_values(g.maps, l, h) : gv, T, T, o));
+        panels.push_back(render_heatmap(which == 0 ? head_values(g.maps, l, h) : gv, T, T, o));  // each with its bar
       }
     }
-  return tile(panels, static_cast<int>(2 * g.maps.n_head()));
+  const Image grid = tile(panels, static_cast<int>(2 * g.maps.n_head()));
+  if (notes.empty()) return grid;
+  const Font& f = Font::standard();
+  const double line = f.ascent(12) + f.descent(12) + 2;
+  double w = 0;
+  for (const auto& n : notes) w = std::max(w, f.width(n, 12));
+  Image out(std::max(grid.width(), static_cast<int>(w) + 16), grid.height() + static_cast<int>(notes.size() * line) + 8);
+  out.paste(grid, 0, 0);
+  for (size_t i = 0; i < notes.size(); ++i)
+    f.draw(out, 8, grid.height() + i * line, notes[i], 12, Color{40, 40, 40}, HAlign::Left, VAlign::Top);
+  return out;
 }
 
 HeadStats head_stats(const AttentionMaps& maps, int64_t layer, int64_t head) {

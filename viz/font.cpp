@@ -4,11 +4,11 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/input_file.h"
 #include "data/tokenizer.h"
 
 #ifndef ATTOGRAD_DEFAULT_FONT
@@ -48,9 +48,7 @@ std::u32string decode(std::string_view utf8) {
 }  // namespace
 
 Font::Font(const std::string& path) : impl_(std::make_unique<Impl>()) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open the font file");
-  impl_->bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  impl_->bytes = read_input_file({path, path, int64_t(64) << 20, "a font file may have at most 64 MiB", ""});
   const auto* data = reinterpret_cast<const unsigned char*>(impl_->bytes.data());
   const int offset = impl_->bytes.size() >= 12 ? stbtt_GetFontOffsetForIndex(data, 0) : -1;
   if (offset < 0 || !stbtt_InitFont(&impl_->info, data, offset))
@@ -69,7 +67,8 @@ std::string Font::standard_path() {
 const Font& Font::standard() {
   static const std::unique_ptr<Font> font = [] {
     const std::string path = standard_path();
-    if (!std::ifstream(path))
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))  // exists, not open: a FIFO must not block here
       throw std::runtime_error(path + ": font not found; install the Debian package fonts-dejavu-core "
                                "(apt-get install fonts-dejavu-core) or set ATTOGRAD_FONT to a .ttf file");
     return std::make_unique<Font>(path);

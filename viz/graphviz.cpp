@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/atomic_file.h"
+
 extern char** environ;
 
 namespace ag::viz {
@@ -29,7 +31,10 @@ std::string find_dot() {
 
 void render_dot(const std::string& dot, const std::string& dot_file, const std::string& out_file, const std::string& format) {
   const std::string type = "-T" + format;
-  std::vector<std::string> args = {dot, type, dot_file, "-o", out_file};
+  // dot writes a new temporary, renamed over out_file: never through a symbolic link there.
+  const std::string tmp = temporary_path(out_file);
+  ::unlink(tmp.c_str());
+  std::vector<std::string> args = {dot, type, dot_file, "-o", tmp};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -39,9 +44,16 @@ void render_dot(const std::string& dot, const std::string& dot_file, const std::
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error(dot + ": waitpid failed: " + std::strerror(errno));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::unlink(tmp.c_str());
     throw std::runtime_error(out_file + ": Graphviz's dot failed to render " + dot_file + " (status " +
                              std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  }
+  if (::rename(tmp.c_str(), out_file.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(out_file + ": cannot save: rename of '" + tmp + "' failed: " + std::strerror(e));
+  }
 }
 
 }  // namespace ag::viz

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <stdexcept>
+
+#include "autograd/atomic_file.h"
+#include "autograd/input_file.h"
 
 namespace ag::viz {
 
@@ -115,8 +118,8 @@ Image tile(const std::vector<Image>& images, int columns, int gap, Color bg) {
 }
 
 void Image::save_png(const std::string& path) const {
-  if (!stbi_write_png(path.c_str(), w_, h_, 3, px_.data(), w_ * 3))
-    throw std::runtime_error(path + ": cannot write the PNG file (does its folder exist and is it writable?)");
+  // Atomically, never through a symbolic link, every write checked (autograd/atomic_file.h).
+  write_file_atomically(path, encode_png());
 }
 
 std::string Image::encode_png() const {
@@ -128,12 +131,11 @@ std::string Image::encode_png() const {
 }
 
 std::pair<int, int> png_dimensions(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(path + ": cannot open file");
+  const std::string bytes = read_input_file({path, path, int64_t(1) << 30, "a PNG file read here may have at most 1 GiB", ""});
   unsigned char h[24] = {};
-  f.read(reinterpret_cast<char*>(h), sizeof h);
+  std::memcpy(h, bytes.data(), std::min<size_t>(bytes.size(), sizeof h));
   static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (f.gcount() < 24 || !std::equal(sig, sig + 8, h) || std::string(h + 12, h + 16) != "IHDR")
+  if (bytes.size() < 24 || !std::equal(sig, sig + 8, h) || std::string(h + 12, h + 16) != "IHDR")
     throw std::runtime_error(path + ": not a PNG file");
   auto be32 = [&](int o) { return static_cast<int>((uint32_t(h[o]) << 24) | (uint32_t(h[o + 1]) << 16) | (uint32_t(h[o + 2]) << 8) | h[o + 3]); };
   return {be32(16), be32(20)};

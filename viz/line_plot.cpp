@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
@@ -29,10 +30,21 @@ struct Range {
     return r;
   }
 };
+
+// "step (+ 9e+18)": the title of an axis whose ticks are relative to off (axis_offset).
+std::string with_offset(const std::string& title, double off) {
+  if (off == 0) return title;
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {  // the shortest form that reads back exactly
+    std::snprintf(buf, sizeof buf, "%.*g", digits, off);
+    if (std::strtod(buf, nullptr) == off) break;
+  }
+  return title.empty() ? std::string("+ ") + buf : title + " (+ " + buf + ")";
+}
 }  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
-  if (!(hi > lo) || max_ticks < 2) return {lo};
+  if (!(hi > lo) || max_ticks < 2 || !std::isfinite(hi - lo)) return {lo};
   // The smallest 1-2-5 step whose ticks inside [lo, hi] number at most max_ticks.
   const double mag0 = std::pow(10.0, std::floor(std::log10((hi - lo) / max_ticks)));
   double step = mag0;
@@ -40,12 +52,27 @@ std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
     step = mag0 * std::pow(10.0, k / 3) * (k % 3 == 0 ? 1 : k % 3 == 1 ? 2 : 5);
     if (std::floor(hi / step + 1e-9) - std::ceil(lo / step - 1e-9) + 1 <= max_ticks) break;
   }
+  // Counted, not stepped until past hi: when lo / step is beyond 2^53 (steps 9e18 .. 9e18 +
+  // 1024), adding 1 to it changes nothing and such a loop would never end. Ticks that round
+  // to the same double are kept once.
+  const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
+  const double count = std::min(last - first + 1, static_cast<double>(2 * max_ticks));
   std::vector<double> out;
-  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k += 1) {
-    const double v = k * step;
-    out.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  for (int i = 0; i < count; ++i) {
+    const double v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
+    if (out.empty() || v > out.back()) out.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
   }
+  if (out.empty()) out.push_back(lo);
   return out;
+}
+
+double axis_offset(double lo, double hi) {
+  const double mag = std::max(std::abs(lo), std::abs(hi)), span = hi - lo;
+  if (!(span > 0) || !(span < 1e-5 * mag) || !std::isfinite(mag)) return 0;
+  const double p = std::pow(10.0, std::ceil(std::log10(span)) + 1);  // a round number a decade above the span
+  const double off = std::floor(lo / p) * p;
+  return off <= lo ? off : lo;
 }
 
 std::string tick_label(double v, double step) {
@@ -85,22 +112,26 @@ Image render_plot(const std::vector<Panel>& panels, const PlotOptions& o) {
     }
   if (xr.empty()) throw std::invalid_argument("plot: nothing to draw (no finite points)");
   if (xr.hi == xr.lo) xr = xr.padded(0);  // one x value: give it some room
+  const double xoff = axis_offset(xr.lo, xr.hi);
+  const std::string x_title = with_offset(o.x_title, xoff);
 
   // Margins: the y tick labels' width is known only after choosing the ticks.
   const double line_h = f.ascent(kTickPx) + f.descent(kTickPx);
   const int top = 12 + (o.title.empty() ? 0 : static_cast<int>(f.ascent(kTitlePx) + f.descent(kTitlePx)) + 10);
-  const int bottom = 10 + static_cast<int>(line_h) + 6 + (o.x_title.empty() ? 0 : static_cast<int>(line_h) + 8);
+  const int bottom = 10 + static_cast<int>(line_h) + 6 + (x_title.empty() ? 0 : static_cast<int>(line_h) + 8);
   const int gap = 18;  // between panels
-  std::vector<std::vector<double>> yticks(panels.size());
+  std::vector<std::vector<double>> yticks(panels.size());  // relative to yoff
   std::vector<Range> yview(panels.size());
+  std::vector<double> yoff(panels.size(), 0.0);
   double label_w = 0;
   double weights = 0;
   for (const Panel& p : panels) weights += p.weight;
   const double avail = o.height - top - bottom - gap * (static_cast<double>(panels.size()) - 1);
   for (size_t p = 0; p < panels.size(); ++p) {
     yview[p] = yr[p].empty() ? Range{0, 1} : yr[p].padded(0.06);
+    yoff[p] = axis_offset(yview[p].lo, yview[p].hi);
     const int max_ticks = std::max(4, static_cast<int>(avail * panels[p].weight / weights / 45));
-    yticks[p] = nice_ticks(yview[p].lo, yview[p].hi, max_ticks);
+    yticks[p] = nice_ticks(yview[p].lo - yoff[p], yview[p].hi - yoff[p], max_ticks);
     const double step = yticks[p].size() > 1 ? yticks[p][1] - yticks[p][0] : 1;
     for (double v : yticks[p]) label_w = std::max(label_w, f.width(tick_label(v, step), kTickPx));
   }
@@ -111,32 +142,35 @@ Image render_plot(const std::vector<Panel>& panels, const PlotOptions& o) {
 
   if (!o.title.empty()) f.draw(img, (left + right) / 2.0, 10, o.title, kTitlePx, kInk, HAlign::Center, VAlign::Top);
   const Range xv = xr;  // steps start at the data's first x: no padding on x
-  const auto xticks = nice_ticks(xv.lo, xv.hi, std::max(2, (right - left) / 90));
+  const auto xticks = nice_ticks(xv.lo - xoff, xv.hi - xoff, std::max(2, (right - left) / 90));  // relative to xoff
   const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1;
   auto X = [&](double x) { return left + (x - xv.lo) / (xv.hi - xv.lo) * (right - left); };
+  auto X_rel = [&](double v) { return left + (v - (xv.lo - xoff)) / (xv.hi - xv.lo) * (right - left); };
 
   double y_top = top;
   for (size_t p = 0; p < panels.size(); ++p) {
     const double h = avail * panels[p].weight / weights, y_bot = y_top + h;
     const Range& yv = yview[p];
     auto Y = [&](double y) { return y_bot - (y - yv.lo) / (yv.hi - yv.lo) * h; };
+    auto Y_rel = [&](double v) { return y_bot - (v - (yv.lo - yoff[p])) / (yv.hi - yv.lo) * h; };
     // grid and ticks
     const double ystep = yticks[p].size() > 1 ? yticks[p][1] - yticks[p][0] : 1;
     for (double v : yticks[p]) {
-      const double y = Y(v);
+      const double y = Y_rel(v);
       img.fill_rect(left, y - 0.5, right, y + 0.5, kGrid);
       img.fill_rect(left - 4, y - 0.5, left, y + 0.5, kAxis);
       f.draw(img, left - 7, y, tick_label(v, ystep), kTickPx, kInk, HAlign::Right, VAlign::Middle);
     }
     for (double v : xticks) {
-      const double x = X(v);
+      const double x = X_rel(v);
       img.fill_rect(x - 0.5, y_top, x + 0.5, y_bot, kGrid);
       img.fill_rect(x - 0.5, y_bot, x + 0.5, y_bot + 4, kAxis);
       if (p + 1 == panels.size()) f.draw(img, x, y_bot + 6, tick_label(v, xstep), kTickPx, kInk, HAlign::Center, VAlign::Top);
     }
     img.frame_rect(left, y_top, right + 1, y_bot + 1, kAxis);
     if (!panels[p].y_title.empty())
-      f.draw_vertical(img, 12, (y_top + y_bot) / 2, panels[p].y_title, kAxisTitlePx, kInk, HAlign::Center, VAlign::Top);
+      f.draw_vertical(img, 12, (y_top + y_bot) / 2, with_offset(panels[p].y_title, yoff[p]), kAxisTitlePx, kInk,
+                      HAlign::Center, VAlign::Top);
 
     // series, clipped to the panel by construction (the ranges hold every point)
     for (const Series& s : panels[p].series) {
@@ -179,8 +213,8 @@ Image render_plot(const std::vector<Panel>& panels, const PlotOptions& o) {
     }
     y_top = y_bot + gap;
   }
-  if (!o.x_title.empty())
-    f.draw(img, (left + right) / 2.0, o.height - 8, o.x_title, kAxisTitlePx, kInk, HAlign::Center, VAlign::Bottom);
+  if (!x_title.empty())
+    f.draw(img, (left + right) / 2.0, o.height - 8, x_title, kAxisTitlePx, kInk, HAlign::Center, VAlign::Bottom);
   return img;
 }
 

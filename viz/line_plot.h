@@ -32,8 +32,13 @@ struct PlotOptions {
 Image render_plot(const std::vector<Panel>& panels, const PlotOptions& options);
 
 // Tick positions covering [lo, hi] at a step of 1, 2 or 5 × 10^k, at most about max_ticks of
-// them, all inside [lo, hi].
+// them (never more than 2 × max_ticks, whatever the values), all inside [lo, hi], increasing.
 std::vector<double> nice_ticks(double lo, double hi, int max_ticks);
+// What an axis over [lo, hi] shows its ticks relative to: 0, unless the span is so small
+// against the values (iterations 9e18 .. 9e18 + 1024, losses 1e17 .. 1e17 + 64) that ticks of
+// the values themselves would print alike; then a round number at or below lo, which the
+// axis title names ("step (+ 9e+18)").
+double axis_offset(double lo, double hi);
 // A tick value printed with the digits its step needs ("0.5", "2000", "3e-04").
 std::string tick_label(double v, double step);
 

@@ -1,19 +1,27 @@
 #include "viz/loss_plot.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "autograd/input_file.h"
 
 #include "viz/line_plot.h"
 
 namespace ag::viz {
 
 std::vector<MetricsRow> read_metrics(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open file (is it a run folder written by attograd train?)");
+  const std::string text = read_input_file({path, path, int64_t(256) << 20, "a metrics file read here may have at most 256 MiB",
+                                            "is it a run folder written by attograd train?"});
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = text.find('\n', at);
+    // attograd writes each line with its newline in one write: a last line without one is
+    // where a run was cut (killed, or the disk full mid-write), not data.
+    if (nl == std::string::npos) break;
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
   std::vector<MetricsRow> rows;
   for (size_t k = 0; k < lines.size(); ++k) {
     if (lines[k].find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -26,7 +34,6 @@ std::vector<MetricsRow> read_metrics(const std::string& path) {
       r.lr = j.contains("lr") && !j["lr"].is_null() ? j["lr"].get<double>() : NAN;
       rows.push_back(r);
     } catch (const std::exception& e) {
-      if (k + 1 == lines.size() && !lines[k].ends_with("}")) break;  // torn last line
       throw std::runtime_error(path + ":" + std::to_string(k + 1) + ": not a metrics line: " + e.what());
     }
   }

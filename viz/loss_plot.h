@@ -18,8 +18,10 @@ struct MetricsRow {
   double lr = 0;
 };
 
-// Reads a metrics.jsonl. A malformed line throws std::runtime_error "<path>:<line>: <problem>",
-// except a torn last line (a run killed mid-write), which is skipped. No rows is an error.
+// Reads a metrics.jsonl (a regular file only: autograd/input_file.h). A malformed line throws
+// std::runtime_error "<path>:<line>: <problem>". A last line without its newline is where the
+// file was cut (a run killed mid-write, a full disk): the lines before it are the data, it is
+// not. No rows is an error.
 std::vector<MetricsRow> read_metrics(const std::string& path);
 
 // Two panels against the step: the loss (train loss of each logged batch as a thin line, and

@@ -1,4 +1,5 @@
-// Fused, numerically stable ops: softmax, log_softmax, cross_entropy, layer_norm, dropout.
+// Fused, numerically stable ops: softmax, log_softmax, layer_norm, dropout (cross_entropy is
+// with the other losses, in loss.cpp).
 // Each is one node with a hand-written backward, so no intermediate is stored twice. When the
 // backward pass is recorded (create_graph, GradMode on), each backward instead computes the
 // same formula with differentiable ops (engine.h).
@@ -98,83 +99,6 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
     });
   }
   return y;
-}
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore_index) {
-  kernels::check_float(logits, "cross_entropy");
-  if (logits.dim() != 2)
-    throw std::invalid_argument("cross_entropy: logits must be (N, C), got " + describe(logits));
-  if (!targets.defined() || targets.dtype() != DType::Int64 || targets.dim() != 1 || targets.size(0) != logits.size(0))
-    throw std::invalid_argument("cross_entropy: targets must be int64 (" + std::to_string(logits.size(0)) + "), got " +
-                                describe(targets) + " for logits " + describe(logits));
-  const int64_t N = logits.size(0), C = logits.size(1);
-  const Tensor X = kernels::dense(logits), T = kernels::dense(targets);
-  const int64_t* pt = T.data<int64_t>();
-  int64_t n_valid = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    if (ignore_index && pt[i] == *ignore_index) continue;
-    if (pt[i] < 0 || pt[i] >= C)
-      throw std::out_of_range("cross_entropy: target " + std::to_string(pt[i]) + " at row " + std::to_string(i) +
-                              " out of range [0, " + std::to_string(C) + ")");
-    ++n_valid;
-  }
-  if (n_valid == 0) throw std::invalid_argument("cross_entropy: every target equals ignore_index; the mean is undefined");
-
-  // Forward keeps the softmax probabilities for the backward: (N, C).
-  Tensor probs = Tensor::empty({N, C}, logits.dtype());
-  double total = 0;
-  AG_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] {
-    const scalar_t* px = X.data<scalar_t>();
-    scalar_t* pp = probs.data<scalar_t>();
-    for (int64_t i = 0; i < N; ++i) {
-      const scalar_t* xr = px + i * C;
-      scalar_t m = -std::numeric_limits<scalar_t>::infinity();
-      for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
-      scalar_t* pr = pp + i * C;
-      for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast(xr[j] - m);  // vectorises
-      double s = 0;
-      for (int64_t j = 0; j < C; ++j) s += pr[j];
-      const scalar_t inv = static_cast<scalar_t>(1.0 / s);
-      for (int64_t j = 0; j < C; ++j) pr[j] *= inv;
-      if (ignore_index && pt[i] == *ignore_index) continue;
-      // loss_i = −log softmax(x)_t = log Σ exp(x − m) + m − x_t
-      total += std::log(s) + static_cast<double>(m) - static_cast<double>(xr[pt[i]]);
-    }
-  });
-  Tensor loss = Tensor::scalar(total / static_cast<double>(n_valid), logits.dtype());
-  if (should_record({&logits})) {
-    record(loss, "cross_entropy", {logits}, [probs, sx = SavedTensor::save(logits), T = T.detach(), ignore_index, N, C,
-                                             n_valid](const Tensor& g) {
-      // loss = mean_i −log p_i[t_i]  =>  dlogits_i = g · (p_i − onehot(t_i)) / n_valid, 0 for ignored rows
-      const int64_t* pt = T.data<int64_t>();
-      if (GradMode::enabled()) {  // p recomputed with ops from the graph-connected logits
-        const Tensor x = sx.unpack();
-        Tensor onehot = Tensor::zeros({N, C}, x.dtype()), keep = Tensor::zeros({N, 1}, x.dtype());  // constants
-        AG_DISPATCH_FLOAT(x.dtype(), "cross_entropy_backward", [&] {
-          for (int64_t i = 0; i < N; ++i) {
-            if (ignore_index && pt[i] == *ignore_index) continue;
-            onehot.data<scalar_t>()[i * C + pt[i]] = 1;
-            keep.data<scalar_t>()[i] = 1;
-          }
-        });
-        return Grads{mul(mul(sub(softmax(x), onehot), keep), mul(g, 1.0 / static_cast<double>(n_valid)))};
-      }
-      Tensor dx = Tensor::empty({N, C}, probs.dtype());
-      const double scale = g.item() / static_cast<double>(n_valid);
-      AG_DISPATCH_FLOAT(probs.dtype(), "cross_entropy_backward", [&] {
-        const scalar_t* pp = probs.data<scalar_t>();
-        scalar_t* pd = dx.data<scalar_t>();
-        const scalar_t sc = static_cast<scalar_t>(scale);
-        for (int64_t i = 0; i < N; ++i) {
-          const bool ignored = ignore_index && pt[i] == *ignore_index;
-          for (int64_t j = 0; j < C; ++j) pd[i * C + j] = ignored ? scalar_t(0) : sc * pp[i * C + j];
-          if (!ignored) pd[i * C + pt[i]] -= sc;
-        }
-      });
-      return Grads{dx};
-    });
-  }
-  return loss;
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

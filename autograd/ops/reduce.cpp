@@ -1,5 +1,6 @@
 // Reductions: sum and mean over any dims; max and min along one dim (the gradient goes to the
-// selected element); argmax (indices, no gradient).
+// selected element); argmax and argmin (indices, no gradient); amax and amin over any dims
+// (ties share the gradient); the 2-norm over any dims.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,6 +39,14 @@ Shape squeezed_shape(const Shape& s, const std::vector<bool>& m) {
   for (size_t i = 0; i < s.size(); ++i)
     if (!m[i]) k.push_back(s[i]);
   return k;
+}
+
+// A reduction's result in the keepdim shape (contiguous), as keepdim asks: itself, or a view
+// without the reduced dims of `in_shape`.
+Tensor apply_keepdim(const Tensor& kept, const Shape& in_shape, const std::vector<bool>& m, bool keepdim) {
+  if (keepdim) return kept;
+  const Shape s = squeezed_shape(in_shape, m);
+  return make_view(kept, s, contiguous_strides(s), 0);
 }
 
 // Sums a (any float tensor) into the keepdim shape, accumulating in double so that float32
@@ -203,6 +212,97 @@ Tensor argmax(const Tensor& a, int64_t dim, bool keepdim) {
   Tensor i = Tensor::empty(reduced_shape_one(a, d, keepdim), DType::Int64);
   max_kernel(a, d, nullptr, &i, false, "argmax");
   return i;
+}
+
+Tensor argmin(const Tensor& a, int64_t dim, bool keepdim) {
+  const int64_t d = check_extreme(a, dim, "argmin");
+  Tensor i = Tensor::empty(reduced_shape_one(a, d, keepdim), DType::Int64);
+  max_kernel(a, d, nullptr, &i, true, "argmin");
+  return i;
+}
+
+// ---- amax, amin, norm: over any dims -------------------------------------------------------------
+
+namespace {
+// The largest (or smallest) value over the dims of mask m, in the keepdim shape; NaN wins.
+Tensor extreme_kernel(const Tensor& a, const std::vector<bool>& m, bool is_min, const char* op) {
+  // The reduced dims are moved last (a permuted copy), so each output is one contiguous row.
+  std::vector<int64_t> perm;
+  int64_t R = 1;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (!m[d]) perm.push_back(d);
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (m[d]) {
+      perm.push_back(d);
+      R *= a.shape()[d];
+    }
+  if (R == 0) throw std::invalid_argument(std::string(op) + ": reducing over an empty dim of " + describe(a));
+  const Tensor x = kernels::dense(permute(a.detach(), perm));  // (kept..., reduced...)
+  Tensor out = Tensor::empty(keepdim_shape(a.shape(), m), a.dtype());
+  AG_DISPATCH_FLOAT(a.dtype(), op, [&] {
+    const scalar_t* px = x.data<scalar_t>();
+    scalar_t* po = out.data<scalar_t>();
+    for (int64_t o = 0, n_out = out.numel(); o < n_out; ++o) {
+      const scalar_t* row = px + o * R;
+      scalar_t v = row[0];
+      for (int64_t j = 1; j < R && !std::isnan(v); ++j)
+        if (std::isnan(row[j]) || (is_min ? row[j] < v : row[j] > v)) v = row[j];
+      po[o] = v;
+    }
+  });
+  return out;
+}
+
+// amax (or amin) over dims. Backward: g shared equally among the elements equal to the
+// extreme, as PyTorch's amax (and its max() over all elements) does.
+Tensor extreme_over(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim, bool is_min, const char* op) {
+  kernels::check_float(a, op);
+  const std::vector<bool> m = reduced_mask(a, dims, op);
+  const Shape ks = keepdim_shape(a.shape(), m);
+  const Tensor ok = extreme_kernel(a, m, is_min, op);  // keepdim shape
+  Tensor out = apply_keepdim(ok, a.shape(), m, keepdim);
+  if (should_record({&a})) {
+    record(out, op, {a}, [sa = SavedTensor::save(a), sy = SavedTensor::save_output(out), m, ks](const Tensor& g) {
+      // out = max over dims  =>  da = g / count where a == out, 0 elsewhere (count = the number
+      // of elements tied for the extreme in that slice). The share is piecewise constant in a:
+      // computed from the values alone, so its own derivative is 0.
+      const Tensor a = sa.unpack().detach(), y = sy.unpack().detach();
+      const Tensor hit = eq(a, reshape(y, ks)).to(a.dtype());  // 1 where a is the extreme
+      const Tensor share = div(hit, sum_kernel(hit, m));
+      return Grads{mul(reshape(g, ks), share)};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor amax(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return extreme_over(a, dims, keepdim, false, "amax");
+}
+Tensor amin(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  return extreme_over(a, dims, keepdim, true, "amin");
+}
+
+Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  kernels::check_float(a, "norm");
+  if (p != 2.0) throw std::invalid_argument("norm: only p = 2 is supported, got p = " + std::to_string(p));
+  const std::vector<bool> m = reduced_mask(a, dims, "norm");
+  const Shape ks = keepdim_shape(a.shape(), m);
+  // out = √(Σ a²) over the dims (accumulated in double by sum_kernel)
+  const Tensor sq = kernels::map_float(a, "norm", [](auto x) { return x * x; });
+  const Tensor ok = kernels::map_float(sum_kernel(sq, m), "norm", [](auto x) { return std::sqrt(x); });
+  Tensor out = apply_keepdim(ok, a.shape(), m, keepdim);
+  if (should_record({&a})) {
+    record(out, "norm", {a}, [sa = SavedTensor::save(a), sy = SavedTensor::save_output(out), ks](const Tensor& g) {
+      // out = ‖a‖  =>  da = g · a / out, and 0 where out = 0, as PyTorch (a subgradient). The
+      // zero test is piecewise constant; dividing by 1 there keeps higher orders finite.
+      const Tensor a = sa.unpack(), y = reshape(sy.unpack(), ks);
+      const Tensor zero = eq(y.detach(), 0.0), one = Tensor::ones({}, y.dtype()), nil = Tensor::zeros({}, y.dtype());
+      const Tensor scale = where(zero, nil, div(reshape(g, ks), where(zero, one, y)));
+      return Grads{mul(a, scale)};
+    });
+  }
+  return out;
 }
 
 }  // namespace ag

@@ -1,5 +1,6 @@
 // Shape ops. Most are views on the input's storage (no copy); their backward maps the
 // gradient back to the input's shape.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -198,10 +199,48 @@ Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   const int64_t d = wrap_dim(dim, a.dim(), "split", a);
   if (split_size <= 0) throw std::invalid_argument("split: split_size must be positive, got " + std::to_string(split_size));
+  if (a.shape()[d] == 0) return {narrow(a, d, 0, 0)};  // one empty piece, as PyTorch
   std::vector<Tensor> parts;
   for (int64_t start = 0; start < a.shape()[d]; start += split_size)
     parts.push_back(narrow(a, d, start, std::min(split_size, a.shape()[d] - start)));
   return parts;
+}
+
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  const int64_t d = wrap_dim(dim, a.dim(), "chunk", a);
+  if (chunks <= 0) throw std::invalid_argument("chunk: chunks must be positive, got " + std::to_string(chunks));
+  const int64_t n = a.shape()[d];
+  if (n == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), narrow(a, d, 0, 0));  // as PyTorch
+  return split(a, (n + chunks - 1) / chunks, d);  // pieces of ceil(n / chunks)
+}
+
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
+  const int64_t d = wrap_dim(dim, a.dim(), "unbind", a);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < a.shape()[d]; ++i) parts.push_back(squeeze(narrow(a, d, i, 1), d));  // views
+  return parts;
+}
+
+Tensor flip(const Tensor& a, const std::vector<int64_t>& dims) {
+  if (!a.defined()) throw std::invalid_argument("flip: undefined input tensor");
+  std::vector<bool> flipped(static_cast<size_t>(a.dim()), false);
+  Shape st = a.strides();
+  int64_t offset = a.impl().offset;
+  for (int64_t dim : dims) {
+    const int64_t d = wrap_dim(dim, std::max<int64_t>(a.dim(), 1), "flip", a);  // a 0-d tensor takes dim 0
+    if (a.dim() == 0) continue;
+    if (flipped[d]) throw std::invalid_argument("flip: dim " + std::to_string(dim) + " listed twice");
+    flipped[d] = true;
+    // A view that walks d backwards (negative stride), from its last element; copied at once,
+    // so no tensor with a negative stride escapes.
+    if (a.shape()[d] > 0) offset += (a.shape()[d] - 1) * st[d];
+    st[d] = -st[d];
+  }
+  Tensor out = make_view(a, a.shape(), st, offset).clone();  // a fresh copy, as PyTorch
+  if (should_record({&a}))
+    // out = a reversed along dims  =>  da = g reversed along the same dims
+    record(out, "flip", {a}, [dims](const Tensor& g) { return Grads{flip(g, dims)}; });
+  return out;
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {

@@ -7,7 +7,10 @@
 # Markers in the README (each around one fenced code block):
 #   <!-- begin readme_example.cpp --> ... <!-- end readme_example.cpp -->
 #   <!-- begin readme_example output --> ... <!-- end readme_example output -->
-foreach(var README SOURCE EXAMPLE)
+#
+# The same for any command's output, in the block marked "<!-- begin NAME -->":
+#   cmake -DREADME=README.md -DBLOCK=NAME -P check_readme.cmake -- <command>...
+foreach(var README)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check_readme.cmake: set -D${var}=...")
   endif()
@@ -31,6 +34,28 @@ function(readme_block text name out)
 endfunction()
 
 file(READ "${README}" readme)
+
+if(DEFINED BLOCK)
+  include(${CMAKE_CURRENT_LIST_DIR}/command_after_dashes.cmake)
+  attograd_command_after_dashes(command)
+  readme_block("${readme}" "${BLOCK}" shown_output)
+  execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+  if(NOT status STREQUAL "0")
+    message(FATAL_ERROR "${command} exited ${status}\n${output}${errors}")
+  endif()
+  if(NOT shown_output STREQUAL output)
+    message(FATAL_ERROR "README.md's block '${BLOCK}' differs from what the command prints; paste the real output\n"
+                        "--- README\n${shown_output}--- real\n${output}---")
+  endif()
+  message(STATUS "README.md shows the output of the '${BLOCK}' command as it is")
+  return()
+endif()
+
+foreach(var SOURCE EXAMPLE)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_readme.cmake: set -D${var}=...")
+  endif()
+endforeach()
 file(READ "${SOURCE}" source)
 readme_block("${readme}" "readme_example.cpp" shown_source)
 readme_block("${readme}" "readme_example output" shown_output)

@@ -1,19 +1,7 @@
 # ctest install.consumer: install the build tree into a fresh prefix, then configure, build and
 # run tests/consumer against it with CMake, and compile it once more with pkg-config.
 #   cmake -DBUILD_DIR=<attograd build> -DSOURCE_DIR=<attograd source> -DWORK=<scratch dir> -P check_install.cmake
-foreach(var BUILD_DIR SOURCE_DIR WORK)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "check_install.cmake: set -D${var}=...")
-  endif()
-endforeach()
-
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT status STREQUAL "0")
-    message(FATAL_ERROR "failed (${status}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/install_prefix.cmake)
 
 function(expect_seed output what)
   foreach(line "softmax\\(QK\\^T/sqrt\\(2\\)\\) = \\[\\[0\\.401, 0\\.401, 0\\.198\\], \\[0\\.198, 0\\.401, 0\\.401\\]\\]"
@@ -24,9 +12,6 @@ function(expect_seed output what)
   endforeach()
 endfunction()
 
-set(prefix ${WORK}/prefix)
-file(REMOVE_RECURSE ${WORK})
-run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(f bin/attograd lib/libattograd_core.a lib/libattograd_viz.a include/attograd/autograd/ops.h
           include/attograd/models/language_model.h lib/cmake/attograd/attogradConfig.cmake
           lib/pkgconfig/attograd.pc lib/pkgconfig/attograd-core.pc)

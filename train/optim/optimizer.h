@@ -1,0 +1,224 @@
+// The optimizers' common part, after torch.optim.Optimizer (libtorch's torch::optim):
+// parameter groups each with its own options, per-parameter state created by the first step
+// that updates the parameter, zero_grad(), and state_dict()/load_state_dict().
+//
+//   optim::AdamW opt(model.parameters(), {.lr = 1e-3});
+//   optim::AdamW opt({{decay, {.lr = 1e-3, .weight_decay = 0.1}},      // parameter groups
+//                     {no_decay, {.lr = 1e-3, .weight_decay = 0.0}}});
+//
+// A group's options are all of its options: a field the group does not set takes torch's
+// default, not another group's value (libtorch's rule; torch's Python API fills unset keys
+// from the constructor's defaults, which a plain struct cannot tell apart).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace ag::optim {
+
+template <class Options>
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options{};
+};
+
+// torch's optimizer.state_dict(): each parameter's state by its position over all groups in
+// order ("step", "exp_avg", ... as torch names them), and each group's options with the
+// positions of its parameters.
+template <class Options>
+struct OptimizerStateDict {
+  struct Group {
+    Options options{};
+    std::vector<int64_t> params;
+    std::optional<double> initial_lr;  // set when a scheduler was made on the optimizer
+  };
+  std::map<int64_t, std::map<std::string, Tensor>> state;
+  std::vector<Group> param_groups;
+};
+
+// What every optimizer has, whatever its options: used by schedulers and by code that only
+// steps and clears gradients.
+class Optimizer {
+ public:
+  Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  virtual ~Optimizer() = default;
+
+  // One update of every parameter that has a .grad (the others are skipped, as torch's).
+  virtual void step() = 0;
+  // set_to_none (torch 2's default) drops each .grad; otherwise it is zeroed in place.
+  void zero_grad(bool set_to_none = true);
+  // Every group's parameters, in order.
+  std::vector<Tensor> parameters() const;
+
+  virtual size_t num_param_groups() const = 0;
+  virtual const std::vector<Tensor>& group_params(size_t group) const = 0;
+  virtual double get_lr(size_t group) const = 0;
+  virtual void set_lr(size_t group, double lr) = 0;
+  // The lr a scheduler starts from (torch's group["initial_lr"]), set by the first scheduler
+  // made on this optimizer.
+  virtual std::optional<double>& initial_lr(size_t group) = 0;
+};
+
+// The part of an optimizer that depends on its options and per-parameter state.
+template <class Options, class State>
+class OptimizerBase : public Optimizer {
+ public:
+  using ParamGroup = optim::ParamGroup<Options>;
+  using StateDict = OptimizerStateDict<Options>;
+
+  // Options may be changed between steps (torch's opt.param_groups[0]["lr"] = ...).
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  // Checks the options and that no parameter is in a group already.
+  void add_param_group(ParamGroup group);
+
+  // A parameter's state: nullptr until a step updated it.
+  const State* state(const Tensor& p) const;
+  State* state(const Tensor& p);
+  void set_state(const Tensor& p, State s);
+
+  StateDict state_dict() const;
+  // As torch: the same number of groups with the same sizes; the groups' options and the
+  // state are replaced by the loaded ones, state tensors converted to their parameter's dtype.
+  // Throws std::invalid_argument naming what does not fit (a state tensor's shape included).
+  void load_state_dict(const StateDict& sd);
+
+  size_t num_param_groups() const override { return groups_.size(); }
+  const std::vector<Tensor>& group_params(size_t g) const override { return groups_.at(g).params; }
+  double get_lr(size_t g) const override { return groups_.at(g).options.lr; }
+  void set_lr(size_t g, double lr) override { groups_.at(g).options.lr = lr; }
+  std::optional<double>& initial_lr(size_t g) override {
+    initial_lrs_.resize(groups_.size());
+    return initial_lrs_.at(g);
+  }
+
+ protected:
+  explicit OptimizerBase(const char* name) : name_(name) {}
+  // Adds the groups (the constructors' common part): at least one parameter in all.
+  void init(std::vector<ParamGroup> groups);
+  virtual void check_options(const Options& o) const = 0;  // throws torch's message
+  virtual std::map<std::string, Tensor> state_to_map(const State& s) const = 0;
+  virtual State state_from_map(const std::map<std::string, Tensor>& m, const Tensor& p) const = 0;
+
+  const char* name_;  // "SGD", "Adam", "AdamW": the start of every message
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::vector<std::optional<double>> initial_lrs_;
+  std::unordered_map<const TensorImpl*, State> state_;  // by parameter identity, as torch's dict
+};
+
+// ---- implementation ----------------------------------------------------------------------
+
+// Parameters an optimizer can take: float leaves, contiguous (the updates write through
+// data<T>()). Throws std::invalid_argument naming the optimizer and the parameter.
+void check_param(const char* optimizer, const Tensor& p, size_t group, size_t index);
+// Converts one state tensor on loading: same shape as the parameter, the parameter's dtype.
+Tensor state_tensor_for(const char* optimizer, const std::string& key, const Tensor& value, const Tensor& p);
+// The shortest text that reads back as v, as Python prints a float ("0.1", "-1e-08").
+std::string repr(double v);
+
+template <class O, class S>
+void OptimizerBase<O, S>::init(std::vector<ParamGroup> groups) {
+  for (auto& g : groups) add_param_group(std::move(g));
+  if (parameters().empty()) throw std::invalid_argument(std::string(name_) + ": optimizer got an empty parameter list");
+}
+
+template <class O, class S>
+void OptimizerBase<O, S>::add_param_group(ParamGroup group) {
+  check_options(group.options);
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const Tensor& p = group.params[i];
+    check_param(name_, p, groups_.size(), i);
+    for (size_t j = 0; j < i; ++j)
+      if (group.params[j].same(p))
+        throw std::invalid_argument(std::string(name_) + ": parameter group " + std::to_string(groups_.size()) +
+                                    " holds parameter " + std::to_string(j) + " twice (at " + std::to_string(i) + ")");
+    for (const auto& other : groups_)
+      for (const Tensor& q : other.params)
+        if (q.same(p)) throw std::invalid_argument(std::string(name_) + ": some parameters appear in more than one parameter group");
+  }
+  groups_.push_back(std::move(group));
+  initial_lrs_.resize(groups_.size());
+}
+
+template <class O, class S>
+const S* OptimizerBase<O, S>::state(const Tensor& p) const {
+  auto it = state_.find(&p.impl());
+  return it == state_.end() ? nullptr : &it->second;
+}
+
+template <class O, class S>
+S* OptimizerBase<O, S>::state(const Tensor& p) {
+  auto it = state_.find(&p.impl());
+  return it == state_.end() ? nullptr : &it->second;
+}
+
+template <class O, class S>
+void OptimizerBase<O, S>::set_state(const Tensor& p, S s) {
+  for (const auto& g : groups_)
+    for (const Tensor& q : g.params)
+      if (q.same(p)) {
+        state_[&p.impl()] = std::move(s);
+        return;
+      }
+  throw std::invalid_argument(std::string(name_) + ": set_state for a tensor that is not one of its parameters");
+}
+
+template <class O, class S>
+typename OptimizerBase<O, S>::StateDict OptimizerBase<O, S>::state_dict() const {
+  StateDict sd;
+  int64_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    typename StateDict::Group group{groups_[g].options, {}, g < initial_lrs_.size() ? initial_lrs_[g] : std::nullopt};
+    for (const Tensor& p : groups_[g].params) {
+      if (const S* s = state(p)) sd.state[index] = state_to_map(*s);
+      group.params.push_back(index++);
+    }
+    sd.param_groups.push_back(std::move(group));
+  }
+  return sd;
+}
+
+template <class O, class S>
+void OptimizerBase<O, S>::load_state_dict(const StateDict& sd) {
+  const std::string who = std::string(name_) + ".load_state_dict: ";
+  if (sd.param_groups.size() != groups_.size())
+    throw std::invalid_argument(who + "loaded state dict has a different number of parameter groups (" +
+                                std::to_string(sd.param_groups.size()) + ", the optimizer has " + std::to_string(groups_.size()) + ")");
+  std::map<int64_t, const Tensor*> by_index;
+  int64_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& saved = sd.param_groups[g];
+    if (saved.params.size() != groups_[g].params.size())
+      throw std::invalid_argument(who + "loaded state dict contains a parameter group that doesn't match the size of optimizer's group (group " +
+                                  std::to_string(g) + ": " + std::to_string(saved.params.size()) + " parameters, the optimizer's " +
+                                  std::to_string(groups_[g].params.size()) + ")");
+    check_options(saved.options);
+    for (size_t i = 0; i < saved.params.size(); ++i) by_index[saved.params[i]] = &groups_[g].params[i];
+    index += static_cast<int64_t>(saved.params.size());
+  }
+  if (static_cast<int64_t>(by_index.size()) != index) throw std::invalid_argument(who + "a parameter index appears twice in param_groups");
+  std::unordered_map<const TensorImpl*, S> loaded;  // everything is checked before anything changes
+  for (const auto& [i, m] : sd.state) {
+    auto it = by_index.find(i);
+    if (it == by_index.end()) throw std::invalid_argument(who + "state for parameter " + std::to_string(i) + ", which no group holds");
+    loaded[&it->second->impl()] = state_from_map(m, *it->second);
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g].options = sd.param_groups[g].options;
+    initial_lr(g) = sd.param_groups[g].initial_lr;
+  }
+  state_ = std::move(loaded);
+}
+
+}  // namespace ag::optim

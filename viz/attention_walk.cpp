@@ -1,0 +1,415 @@
+#include "viz/attention_walk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+
+namespace ag::viz {
+
+Matrix::Matrix(std::initializer_list<std::initializer_list<double>> rows_) {
+  rows = static_cast<int>(rows_.size());
+  cols = rows ? static_cast<int>(rows_.begin()->size()) : 0;
+  for (const auto& r : rows_) {
+    if (static_cast<int>(r.size()) != cols) throw std::invalid_argument("Matrix: ragged rows");
+    v.insert(v.end(), r.begin(), r.end());
+  }
+}
+
+double max_abs_diff(const Matrix& a, const Matrix& b) {
+  if (a.rows != b.rows || a.cols != b.cols) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (size_t i = 0; i < a.v.size(); ++i) m = std::max(m, std::fabs(a.v[i] - b.v[i]));
+  return m;
+}
+
+AttentionWalkInput AttentionWalkInput::seed() {
+  AttentionWalkInput in;
+  in.q = Matrix{{1, 0}, {0, 1}};
+  in.k = Matrix{{1, 0}, {1, 1}, {0, 1}};
+  in.v = Matrix{{10, 0}, {0, 5}, {0, 1}};
+  in.g = Matrix{{1, 0}, {0, 1}};
+  return in;
+}
+
+bool AttentionWalkInput::hidden(int i, int j) const {
+  if (causal && j > i) return true;
+  return !mask.empty() && mask[static_cast<size_t>(i) * k.rows + j];
+}
+
+void check_attention_walk_input(const AttentionWalkInput& in) {
+  auto shape = [](const Matrix& m) { return "(" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + ")"; };
+  auto finite = [](const Matrix& m, const char* name) {
+    for (double x : m.v)
+      if (!std::isfinite(x)) throw std::invalid_argument(std::string(name) + " holds a value that is not finite");
+  };
+  if (in.q.rows < 1 || in.q.cols < 1) throw std::invalid_argument("Q must have at least one row and one column");
+  if (in.k.rows < 1) throw std::invalid_argument("K must have at least one row");
+  if (in.k.cols != in.q.cols)
+    throw std::invalid_argument("K " + shape(in.k) + " must have as many columns as Q " + shape(in.q) + " (d)");
+  if (in.v.rows != in.k.rows || in.v.cols < 1)
+    throw std::invalid_argument("V " + shape(in.v) + " must have one row per key: K is " + shape(in.k));
+  if (in.g.rows != in.q.rows || in.g.cols != in.v.cols)
+    throw std::invalid_argument("G " + shape(in.g) + " must be shaped like the context (" + std::to_string(in.q.rows) +
+                                ", " + std::to_string(in.v.cols) + ")");
+  if (!in.mask.empty() && in.mask.size() != static_cast<size_t>(in.q.rows) * in.k.rows)
+    throw std::invalid_argument("mask must be (" + std::to_string(in.q.rows) + ", " + std::to_string(in.k.rows) +
+                                "): one row per query, one column per key");
+  finite(in.q, "Q"), finite(in.k, "K"), finite(in.v, "V"), finite(in.g, "G");
+  for (int i = 0; i < in.q.rows; ++i) {
+    bool any = false;
+    for (int j = 0; j < in.k.rows; ++j) any = any || !in.hidden(i, j);
+    if (!any)
+      throw std::invalid_argument("mask" + std::string(in.causal ? " (with the causal rule)" : "") + " hides every key from query " +
+                                  std::to_string(i) + "; its softmax would have nothing to normalise");
+  }
+}
+
+namespace {
+
+Matrix transpose(const Matrix& a) {
+  Matrix t(a.cols, a.rows);
+  for (int i = 0; i < a.rows; ++i)
+    for (int j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
+  return t;
+}
+
+Matrix matmul(const Matrix& a, const Matrix& b) {
+  Matrix c(a.rows, b.cols);
+  for (int i = 0; i < a.rows; ++i)
+    for (int j = 0; j < b.cols; ++j) {
+      double s = 0;
+      for (int p = 0; p < a.cols; ++p) s += a(i, p) * b(p, j);
+      c(i, j) = s;
+    }
+  return c;
+}
+
+Matrix scaled(Matrix a, double s) {
+  for (double& x : a.v) x *= s;
+  return a;
+}
+
+// The forward pass in plain double loops, from the scaled scores on.
+Matrix softmax_rows(const AttentionWalkInput& in, const Matrix& s) {
+  Matrix a(s.rows, s.cols);
+  for (int i = 0; i < s.rows; ++i) {
+    double m = -std::numeric_limits<double>::infinity(), z = 0;
+    for (int j = 0; j < s.cols; ++j)
+      if (!in.hidden(i, j)) m = std::max(m, s(i, j));
+    for (int j = 0; j < s.cols; ++j)
+      if (!in.hidden(i, j)) z += a(i, j) = std::exp(s(i, j) - m);
+    for (int j = 0; j < s.cols; ++j) a(i, j) /= z;
+  }
+  return a;
+}
+Matrix scores_of(const Matrix& q, const Matrix& k) { return scaled(matmul(q, transpose(k)), 1 / std::sqrt(double(q.cols))); }
+double loss_of_context(const Matrix& c, const Matrix& g) {
+  double l = 0;
+  for (size_t i = 0; i < c.v.size(); ++i) l += c.v[i] * g.v[i];
+  return l;
+}
+
+// Central differences of f at x, entry by entry.
+Matrix finite_differences(const Matrix& x, double h, const std::function<double(const Matrix&)>& f) {
+  Matrix d(x.rows, x.cols), xp = x;
+  for (size_t i = 0; i < x.v.size(); ++i) {
+    xp.v[i] = x.v[i] + h;
+    const double up = f(xp);
+    xp.v[i] = x.v[i] - h;
+    const double down = f(xp);
+    xp.v[i] = x.v[i];
+    d.v[i] = (up - down) / (2 * h);
+  }
+  return d;
+}
+
+Tensor to_tensor(const Matrix& m) {
+  return Tensor::from_vector(m.v, {m.rows, m.cols}, DType::Float64);
+}
+Matrix from_tensor(const Tensor& t) {
+  if (!t.defined()) throw std::logic_error("explain attention: the engine computed no gradient for a quantity");
+  Matrix m(static_cast<int>(t.size(0)), static_cast<int>(t.size(1)));
+  m.v = t.to_double_vector();
+  return m;
+}
+
+// MathML pieces.
+std::string mi(const std::string& s) { return "<mi>" + s + "</mi>"; }
+std::string mo(const std::string& s) {  // parentheses keep their size: they wrap one line
+  return (s == "(" || s == ")" ? "<mo stretchy=\"false\">" : "<mo>") + s + "</mo>";
+}
+std::string dl(const std::string& x) {  // ∂L/∂x
+  return "<mfrac><mrow><mo>∂</mo><mi>L</mi></mrow><mrow><mo>∂</mo>" + x + "</mrow></mfrac>";
+}
+std::string sup_t(const std::string& x) { return "<msup>" + x + "<mi>T</mi></msup>"; }
+const std::string kSqrtD = "<msqrt><mi>d</mi></msqrt>";
+
+}  // namespace
+
+double AttentionWalkStep::scale() const {
+  double m = 1;
+  for (double x : by_hand.v) m = std::max(m, std::fabs(x));
+  return m;
+}
+bool AttentionWalkStep::agrees() const {
+  return engine_diff <= kEngineTolerance * scale() && fd_diff <= kFiniteDiffTolerance * scale();
+}
+bool AttentionWalk::agrees() const {
+  return std::all_of(steps.begin(), steps.end(), [](const AttentionWalkStep& s) { return s.agrees(); });
+}
+
+double AttentionWalk::worst_engine_diff() const {
+  double m = 0;
+  for (const auto& s : steps) m = std::max(m, s.engine_diff);
+  return m;
+}
+double AttentionWalk::worst_fd_diff() const {
+  double m = 0;
+  for (const auto& s : steps) m = std::max(m, s.fd_diff);
+  return m;
+}
+
+AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
+  check_attention_walk_input(in);
+  AttentionWalk w;
+  w.in = in;
+  const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(in.q.cols));
+  // ---- by hand -----------------------------------------------------------------------------------
+  w.scores = scores_of(in.q, in.k);              // S = Q·Kᵀ/√d           (L, S)
+  w.weights = softmax_rows(in, w.scores);        // A = softmax(S)         (L, S)
+  w.context = matmul(w.weights, in.v);           // C = A·V                (L, dv)
+  w.loss = loss_of_context(w.context, in.g);     // L = Σ C ⊙ G
+  const Matrix& A = w.weights;
+  const Matrix dC = in.g;                         // dL/dC = G
+  const Matrix dV = matmul(transpose(A), dC);     // dL/dV = Aᵀ·G
+  const Matrix dA = matmul(dC, transpose(in.v));  // dL/dA = G·Vᵀ
+  Matrix dS(A.rows, A.cols);                      // dL/dS = A ⊙ (dL/dA − rowsum(A ⊙ dL/dA))
+  for (int i = 0; i < A.rows; ++i) {
+    double r = 0;
+    for (int j = 0; j < A.cols; ++j) r += A(i, j) * dA(i, j);
+    for (int j = 0; j < A.cols; ++j) dS(i, j) = A(i, j) * (dA(i, j) - r);
+  }
+  const Matrix dQ = scaled(matmul(dS, in.k), inv_sqrt_d);             // dL/dQ = dL/dS·K/√d
+  const Matrix dK = scaled(matmul(transpose(dS), in.q), inv_sqrt_d);  // dL/dK = (dL/dS)ᵀ·Q/√d
+
+  // ---- the engine: a float64 forward built from ops, intermediates kept with retain_grad ---------
+  Matrix eC, eV, eA, eS, eQ, eK;
+  {
+    EnableGradGuard grad_on;
+    const Tensor Q = to_tensor(in.q).requires_grad_(), K = to_tensor(in.k).requires_grad_(),
+                 V = to_tensor(in.v).requires_grad_();
+    const Tensor S = mul(matmul(Q, ag::transpose(K, 0, 1)), inv_sqrt_d);  // (L, S)
+    Tensor Sm = S;
+    bool any_hidden = false;
+    std::vector<bool> hide(static_cast<size_t>(in.q.rows) * in.k.rows);
+    for (int i = 0; i < in.q.rows; ++i)
+      for (int j = 0; j < in.k.rows; ++j) any_hidden |= (hide[static_cast<size_t>(i) * in.k.rows + j] = in.hidden(i, j));
+    if (any_hidden)
+      Sm = masked_fill(S, Tensor::from_vector(hide, {in.q.rows, in.k.rows}), -std::numeric_limits<double>::infinity());
+    const Tensor Aw = softmax(Sm, -1);  // (L, S)
+    const Tensor C = matmul(Aw, V);     // (L, dv)
+    S.retain_grad(), Aw.retain_grad(), C.retain_grad();
+    sum(mul(C, to_tensor(in.g))).backward();
+    eC = from_tensor(C.grad()), eV = from_tensor(V.grad()), eA = from_tensor(Aw.grad());
+    eS = from_tensor(S.grad()), eQ = from_tensor(Q.grad()), eK = from_tensor(K.grad());
+  }
+
+  // ---- finite differences of L as a function of each quantity, downstream recomputed ------------
+  const double h = w.fd_step;
+  const Matrix fC = finite_differences(w.context, h, [&](const Matrix& c) { return loss_of_context(c, in.g); });
+  const Matrix fV = finite_differences(in.v, h, [&](const Matrix& v) { return loss_of_context(matmul(A, v), in.g); });
+  const Matrix fA = finite_differences(A, h, [&](const Matrix& a) { return loss_of_context(matmul(a, in.v), in.g); });
+  auto from_scores = [&](const Matrix& s) { return loss_of_context(matmul(softmax_rows(in, s), in.v), in.g); };
+  const Matrix fS = finite_differences(w.scores, h, from_scores);
+  const Matrix fQ = finite_differences(in.q, h, [&](const Matrix& q) { return from_scores(scores_of(q, in.k)); });
+  const Matrix fK = finite_differences(in.k, h, [&](const Matrix& k) { return from_scores(scores_of(in.q, k)); });
+
+  auto step = [&](std::string q, std::string f, std::string mml, Matrix hand, Matrix eng, Matrix fd) {
+    AttentionWalkStep s{std::move(q), std::move(f), std::move(mml), std::move(hand), std::move(eng), std::move(fd), 0, 0};
+    s.engine_diff = max_abs_diff(s.by_hand, s.engine);
+    s.fd_diff = max_abs_diff(s.by_hand, s.finite_diff);
+    w.steps.push_back(std::move(s));
+  };
+  const std::string dA_m = dl(mi("A"));
+  step("dL/dcontext", "G", dl(mi("C")) + mo("=") + mi("G"), dC, eC, fC);
+  step("dL/dV", "Aᵀ·G", dl(mi("V")) + mo("=") + sup_t(mi("A")) + mo("·") + mi("G"), dV, eV, fV);
+  step("dL/dA", "G·Vᵀ", dA_m + mo("=") + mi("G") + mo("·") + sup_t(mi("V")), dA, eA, fA);
+  step("dL/dS", "A ⊙ (dL/dA − rowsum(A ⊙ dL/dA))",
+       dl(mi("S")) + mo("=") + mi("A") + mo("⊙") + "<mrow>" + mo("(") + dA_m + mo("−") + mi("rowsum") + mo("(") + mi("A") +
+           mo("⊙") + dA_m + mo(")") + mo(")") + "</mrow>",
+       dS, eS, fS);
+  step("dL/dQ", "dL/dS·K/√d", dl(mi("Q")) + mo("=") + "<mfrac><mrow>" + dl(mi("S")) + mo("·") + mi("K") + "</mrow>" + kSqrtD + "</mfrac>",
+       dQ, eQ, fQ);
+  step("dL/dK", "(dL/dS)ᵀ·Q/√d",
+       dl(mi("K")) + mo("=") + "<mfrac><mrow>" + sup_t("<mrow>" + mo("(") + dl(mi("S")) + mo(")") + "</mrow>") + mo("·") +
+           mi("Q") + "</mrow>" + kSqrtD + "</mfrac>",
+       dK, eK, fK);
+  return w;
+}
+
+// ---- text --------------------------------------------------------------------------------------
+
+namespace {
+std::string num(double x, int decimals = 4) {
+  if (x == 0) x = 0;  // no "-0.0000"
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  std::string s = buf;
+  if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);  // -0.0000 (rounded) -> 0.0000
+  return s;
+}
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", x);
+  return buf;
+}
+// The engine runs BLAS, whose kernels (chosen by the CPU) may round the last bit differently:
+// a difference at the level of rounding prints the same everywhere.
+std::string engine_diff_text(double diff, double scale) { return diff <= 1e-15 * scale ? "≤ 1e-15" : sci(diff); }
+std::string shape_of(const Matrix& m) { return "(" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + ")"; }
+
+const char* kWhyLoss =
+    "The loss: L = Σ context ⊙ G. Its gradient dL/dcontext is G itself, so the walk starts from a\n"
+    "known upstream gradient, which is what attention receives from the layers above it. Any\n"
+    "other loss on the context only changes G (a cross-entropy on it gives G = softmax(context) −\n"
+    "onehot(target)); choosing G keeps every number readable. --g sets another G.\n";
+}  // namespace
+
+std::string format_matrix(const Matrix& m, int indent) {
+  std::vector<std::string> cells;
+  size_t width = 0;
+  for (double x : m.v) width = std::max(width, (cells.emplace_back(num(x))).size());
+  std::string out, pad(static_cast<size_t>(indent), ' ');
+  for (int i = 0; i < m.rows; ++i) {
+    out += pad + (i == 0 ? "[[" : " [");
+    for (int j = 0; j < m.cols; ++j) {
+      const std::string& c = cells[static_cast<size_t>(i) * m.cols + j];
+      out += std::string(width - c.size(), ' ') + c + (j + 1 < m.cols ? ", " : "");
+    }
+    out += i + 1 < m.rows ? "],\n" : "]]\n";
+  }
+  return out;
+}
+
+std::string attention_walk_text(const AttentionWalk& w) {
+  std::ostringstream os;
+  const auto& in = w.in;
+  os << "one attention head, d = " << in.q.cols << ", no projections, float64";
+  if (in.causal) os << ", causal";
+  if (!in.mask.empty()) os << ", masked";
+  os << "\n\ninputs\n";
+  os << "  Q " << shape_of(in.q) << " =\n" << format_matrix(in.q, 4);
+  os << "  K " << shape_of(in.k) << " =\n" << format_matrix(in.k, 4);
+  os << "  V " << shape_of(in.v) << " =\n" << format_matrix(in.v, 4);
+  os << "\nforward\n";
+  os << "  S = Q·Kᵀ/√d " << shape_of(w.scores) << " =\n" << format_matrix(w.scores, 4);
+  if (in.causal || !in.mask.empty()) {
+    os << "  hidden keys (S → −∞ before the softmax; x = hidden):\n";
+    for (int i = 0; i < w.scores.rows; ++i) {
+      os << "    query " << i << ": ";
+      for (int j = 0; j < w.scores.cols; ++j) os << (in.hidden(i, j) ? "x" : ".");
+      os << "\n";
+    }
+  }
+  os << "  A = softmax(S), row by row =\n" << format_matrix(w.weights, 4);
+  os << "  context = A·V " << shape_of(w.context) << " =\n" << format_matrix(w.context, 4);
+  os << "  L = Σ context ⊙ G = " << num(w.loss) << ", with G =\n" << format_matrix(in.g, 4);
+  os << "\n" << kWhyLoss;
+  os << "\nbackward: each gradient by hand (its formula, in plain loops), then the difference from\n"
+        "attograd's engine (retain_grad on a float64 forward built from ops) and from central finite\n"
+        "differences of L (h = "
+     << sci(w.fd_step) << ")\n";
+  int n = 1;
+  for (const auto& s : w.steps) {
+    os << "\n" << n++ << ". " << s.quantity << " = " << s.formula << " " << shape_of(s.by_hand) << " =\n"
+       << format_matrix(s.by_hand, 4);
+    os << "   engine: max |difference| " << engine_diff_text(s.engine_diff, s.scale())
+       << "   finite differences: max |difference| " << sci(s.fd_diff) << "\n";
+  }
+  double scale = 1;
+  for (const auto& s : w.steps) scale = std::max(scale, s.scale());
+  os << "\nevery gradient equals the engine's to " << engine_diff_text(w.worst_engine_diff(), scale)
+     << " and finite differences to " << sci(w.worst_fd_diff()) << "\n";
+  return os.str();
+}
+
+// ---- HTML --------------------------------------------------------------------------------------
+
+namespace {
+std::string mathml_matrix(const Matrix& m, const AttentionWalkInput* hide = nullptr) {
+  std::string s = "<mrow><mo>[</mo><mtable>";
+  for (int i = 0; i < m.rows; ++i) {
+    s += "<mtr>";
+    for (int j = 0; j < m.cols; ++j) {
+      const bool h = hide && hide->hidden(i, j);
+      s += h ? "<mtd class=\"hidden\"><mn>" : "<mtd><mn>";
+      s += num(m(i, j)) + "</mn></mtd>";
+    }
+    s += "</mtr>";
+  }
+  return s + "</mtable><mo>]</mo></mrow>";
+}
+std::string math(const std::string& body) { return "<math display=\"block\">" + body + "</math>"; }
+std::string escape(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  return o;
+}
+}  // namespace
+
+std::string attention_walk_html(const AttentionWalk& w) {
+  const auto& in = w.in;
+  const bool masked = in.causal || !in.mask.empty();
+  std::ostringstream os;
+  os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<title>attograd explain attention: the backward pass, step by step</title>\n<style>\n"
+        "body{font-family:'DejaVu Sans',sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\n"
+        "math{font-size:1.15em} .hidden{color:#aaa;background:#eee}\n"
+        ".step{border-top:1px solid #ccc;margin-top:1.5em;padding-top:.5em}\n"
+        "table.three{border-collapse:collapse} table.three td{padding:0 1.5em 0 0;vertical-align:top}\n"
+        ".ok{color:#1a7f37} .bad{color:#b00020;font-weight:bold} .small{font-size:.9em;color:#555}\n"
+        "</style></head><body>\n";
+  os << "<h1>The backward pass of one attention head</h1>\n<p>One head, d = " << in.q.cols
+     << ", no projections, float64" << (in.causal ? ", causal" : "") << (!in.mask.empty() ? ", with a mask" : "")
+     << ". Written by <code>attograd explain attention --html</code>; every number below was computed by the program "
+        "that wrote this page.</p>\n";
+  os << "<h2>Forward</h2>\n";
+  os << math(mi("Q") + mo("=") + mathml_matrix(in.q) + mo(",") + mi("K") + mo("=") + mathml_matrix(in.k) + mo(",") + mi("V") +
+             mo("=") + mathml_matrix(in.v));
+  os << math(mi("S") + mo("=") + "<mfrac><mrow>" + mi("Q") + sup_t(mi("K")) + "</mrow>" + kSqrtD + "</mfrac>" + mo("=") +
+             mathml_matrix(w.scores, masked ? &in : nullptr));
+  if (masked) os << "<p class=\"small\">Grey entries are hidden keys: they become −∞ before the softmax, so their weight is 0.</p>\n";
+  os << math(mi("A") + mo("=") + mi("softmax") + mo("(") + mi("S") + mo(")") + mo("=") +
+             mathml_matrix(w.weights, masked ? &in : nullptr));
+  os << math(mi("C") + mo("=") + mi("A") + mo("·") + mi("V") + mo("=") + mathml_matrix(w.context));
+  os << math(mi("L") + mo("=") + "<munder><mo>∑</mo><mrow></mrow></munder>" + mi("C") + mo("⊙") + mi("G") + mo("=") + "<mn>" +
+             num(w.loss) + "</mn>" + mo(",") + mi("G") + mo("=") + mathml_matrix(in.g));
+  os << "<p>" << escape(kWhyLoss) << "</p>\n";
+  os << "<h2>Backward</h2>\n<p>Each gradient three ways: by hand (its formula, in plain loops), as attograd's engine "
+        "computed it (<code>retain_grad()</code> on a float64 forward built from ops), and by central finite differences "
+        "of L (h = "
+     << sci(w.fd_step) << ").</p>\n";
+  int n = 1;
+  for (const auto& s : w.steps) {
+    const bool ok = s.agrees();
+    os << "<div class=\"step\" id=\"step" << n << "\"><h3>" << n << ". " << escape(s.quantity) << "</h3>\n"
+       << math(s.formula_mathml) << "<table class=\"three\"><tr><td>by hand" << math(mathml_matrix(s.by_hand))
+       << "</td><td>engine" << math(mathml_matrix(s.engine)) << "</td><td>finite differences"
+       << math(mathml_matrix(s.finite_diff)) << "</td></tr></table>\n<p class=\"" << (ok ? "ok" : "bad")
+       << "\">max |by hand − engine| " << engine_diff_text(s.engine_diff, s.scale())
+       << ", max |by hand − finite differences| " << sci(s.fd_diff)
+       << "</p></div>\n";
+    ++n;
+  }
+  os << "</body></html>\n";
+  return os.str();
+}
+
+}  // namespace ag::viz
