@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/kernels/dispatch.h"
+#include "autograd/ops.h"  // sum_to: the broadcast reduction of a gradient (reduce_to_input)
 #include "autograd/parallel.h"
 
 namespace ag {
@@ -293,6 +294,28 @@ static std::runtime_error graph_freed(const Node& node) {
       "saved tensors after calling backward.");
 }
 
+// True when `shape` broadcasts to `to`: aligned from the right, each dim of `shape` equals
+// the dim of `to` or is 1, and `to` may have more (leading) dims.
+static bool broadcasts_to(const Shape& shape, const Shape& to) {
+  if (shape.size() > to.size()) return false;
+  const size_t lead = to.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && shape[i] != to[lead + i]) return false;
+  return true;
+}
+
+// Broadcast reduction, in one place for every op (PyTorch's validate_outputs): a backward
+// function returns the gradient of an input that was broadcast in the forward in the
+// broadcast shape, and the engine sums it back to the input's shape (recorded under
+// create_graph, as sum_to is an op). Any other shape is a bug in that backward: it throws.
+static Tensor reduce_to_input(const Tensor& g, const Shape& input_shape, const Node& node, size_t i) {
+  if (!broadcasts_to(input_shape, g.shape()))
+    throw std::logic_error("backward of '" + node.op + "' produced a gradient " + describe(g) + " for input " +
+                           std::to_string(i) + " of shape " + shape_str(input_shape) + " (" +
+                           shape_str(input_shape) + " does not broadcast to " + shape_str(g.shape()) + ")");
+  return sum_to(g, input_shape);
+}
+
 namespace {
 
 // Where one backward pass puts the gradients that reach the graph's ends.
@@ -450,9 +473,7 @@ struct BackwardPass {
         if (!e.active()) continue;
         if (gi.defined()) {
           const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
-          if (gi.shape() != expect)
-            throw std::logic_error("backward of '" + node->op + "' produced a gradient " + describe(gi) +
-                                   " for input " + std::to_string(i) + " of shape " + shape_str(expect));
+          if (gi.shape() != expect) gi = reduce_to_input(gi, expect, *node, i);
           if (AnomalyMode::enabled()) check_finite(*node, i, gi);
         }
         if (e.leaf) deliver_leaf(e.leaf, std::move(gi));

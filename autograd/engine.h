@@ -9,13 +9,17 @@
 //
 // Higher-order gradients (create_graph). The signature of a backward function stays
 // Grads(const Tensor& grad_output). The engine runs backward functions with GradMode on
-// exactly when create_graph is set, and off otherwise. Inside a backward function:
-//   * GradMode::enabled(): compute the input gradients with the differentiable ops of ops.h,
-//     from SavedTensor::unpack() values (which then carry their graph identity), so the
-//     backward pass is itself recorded and can be differentiated again, to any order;
-//   * otherwise: the fast fused kernels, exactly as before (the float32 training step does
-//     not change a bit; unpack() then returns the plain detached data).
-// Backward functions that are written with ops need nothing more than unpack().
+// exactly when create_graph is set, and off otherwise. A backward function is written once,
+// with ops of ops.h on SavedTensor::unpack() values (which under create_graph carry their graph
+// identity), so the backward pass is itself recorded and can be differentiated again, to any
+// order; without create_graph the same ops just compute (unpack() returns the plain data). A
+// fused kernel in a backward is an op of its own (tanh_backward, softmax_backward: ops.h) or
+// goes through fused_backward (autograd/ops/fused_backward.h): either runs only the kernel
+// without create_graph.
+//
+// Broadcasting. A backward function returns the gradient of an input that its forward
+// broadcast in the broadcast shape; the engine sums it back to the input's shape (sum_to,
+// recorded under create_graph), as PyTorch's validate_outputs does. Any other shape throws.
 //
 // In-place safety. Every Storage has a version counter that every in-place write through the
 // public API bumps (Tensor::fill_, copy_, bump_version(); views and detach() share the

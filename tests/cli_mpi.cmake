@@ -9,9 +9,9 @@ set(ATTOGRAD_MPIRUN_LO ${ATTOGRAD_MPIRUN} --oversubscribe --bind-to none --mca b
 add_test(NAME mpi.unit_tests
          COMMAND ${ATTOGRAD_MPIRUN_LO} -np 2 $<TARGET_FILE:attograd_tests> --gtest_filter=Distributed.*)
 set_tests_properties(mpi.unit_tests PROPERTIES ENVIRONMENT "${ATTOGRAD_MPI_ENV}" TIMEOUT 60
-                     PASS_REGULAR_EXPRESSION "PASSED.*5 tests.*PASSED.*5 tests" FAIL_REGULAR_EXPRESSION "FAILED")
+                     PASS_REGULAR_EXPRESSION "PASSED.*6 tests.*PASSED.*6 tests" FAIL_REGULAR_EXPRESSION "FAILED")
 
-foreach(scenario equivalence sigterm_mpirun sigint_group interrupt signal_one_rank rank_dies)
+foreach(scenario equivalence sigterm_mpirun sigint_group interrupt signal_one_rank rank_dies hung_peer)
   add_test(NAME mpi.train.${scenario}
            COMMAND bash ${ATTOGRAD_CLI_SRC}/mpi_train.sh ${scenario} $<TARGET_FILE:attograd> ${ATTOGRAD_SMALL_CORPUS}
                    ${ATTOGRAD_CLI_OUT}/mpi_${scenario} $<TARGET_FILE:compare_safetensors> ${ATTOGRAD_MPIRUN})

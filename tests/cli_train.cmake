@@ -173,3 +173,9 @@ set_tests_properties(cli.train.init_from_same_weights PROPERTIES DEPENDS cli.tra
 set_tests_properties(cli.train.init_from cli.train.init_from_shape_flag cli.train.init_from_with_resume
                      cli.train.init_from_zero_steps cli.train.init_from_same_weights
                      PROPERTIES FIXTURES_REQUIRED small_run)
+
+# --comm-timeout (docs/distributed.md): 0 waits forever; a timeout shorter than 1 s would count
+# a rank lost between two heartbeats.
+attograd_cli_test(cli.train.comm_timeout_range EXIT 2
+                  STDERR "--comm-timeout must be 0 \\(wait forever\\) or at least 1 second\nTry 'attograd train --help'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --comm-timeout 0.5)

@@ -9,6 +9,7 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${guide})
   file(READ ${guide} text)
   set(functions "")
+  set(includes "")
   set(calls "")
   set(n 0)
   while(TRUE)
@@ -23,6 +24,13 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
       message(FATAL_ERROR "${guide}: a ```cpp block is not closed")
     endif()
     string(SUBSTRING "${text}" 0 ${end} block)
+    # A block's #include lines go to the top of the program: a header cannot open a namespace
+    # inside the function the block becomes.
+    string(REGEX MATCHALL "#include [^\n]*\n" block_includes "${block}")
+    string(REGEX REPLACE "#include [^\n]*\n" "" block "${block}")
+    foreach(include ${block_includes})
+      string(APPEND includes "${include}")
+    endforeach()
     string(SUBSTRING "${text}" ${end} -1 text)
     math(EXPR n "${n} + 1")
     string(APPEND functions "// ---- ${stem}.md, C++ block ${n}\nstatic void block_${n}() {\n${block}}\n\n")
@@ -52,7 +60,7 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include \"train/optim/adam.h\"
 #include \"train/optim/lr_scheduler.h\"
 #include \"train/optim/sgd.h\"
-
+${includes}
 using namespace ag;
 
 ${functions}static void run(int n, void (*block)()) {

@@ -83,6 +83,7 @@ void check_config(const TrainConfig& c, Comm& comm) {
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1))
     throw ConfigError("train: --beta1 and --beta2 must be in [0, 1)");
   if (!(c.grad_clip >= 0)) throw ConfigError("train: --grad-clip must be ≥ 0 (0 disables it)");
+  if (!(c.comm_timeout == 0 || c.comm_timeout >= 1)) throw ConfigError("train: --comm-timeout must be 0 (wait forever) or at least 1 second");
   if (c.out_dir.empty()) throw ConfigError("train: --out is required");
   if (c.tensorboard && c.loggers.empty() && comm.is_root())  // never silently without the logs asked for
     throw std::invalid_argument("train: tensorboard is set but no writer is attached (tensorboard/train_logger.h)");
@@ -273,6 +274,12 @@ class Run {
   std::string pending_report_;
   std::string pending_summary_;
   int64_t pending_report_iter_ = -1;
+  // Under mpirun: a collective that waits for a lost peer ends the job (exit status 75)
+  // instead of hanging, and the message says where (train/distributed.h).
+  CommTimeout comm_timeout_{comm_, cfg_.comm_timeout, [this] {
+    return "at iter " + std::to_string(pos_.iter) + "; the last checkpoint in " + dir_.string() +
+           " is intact (attograd train --resume " + dir_.string() + ")";
+  }};
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses

@@ -120,18 +120,9 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
   });
   if (should_record({&a})) {
     record(out, "masked_fill", {a}, [sm = SavedTensor::save(m)](const Tensor& g) {
-      // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true
-      const Tensor m = sm.unpack();
-      if (GradMode::enabled()) return Grads{masked_fill(g, m, 0.0)};
-      const Tensor G = kernels::dense(g);
-      Tensor da = Tensor::empty(g.shape(), g.dtype());
-      const bool* pm = m.data<bool>();
-      AG_DISPATCH_FLOAT(g.dtype(), "masked_fill_backward", [&] {
-        const scalar_t* pg = G.data<scalar_t>();
-        scalar_t* pd = da.data<scalar_t>();
-        for (int64_t i = 0, n = da.numel(); i < n; ++i) pd[i] = pm[i] ? scalar_t(0) : pg[i];
-      });
-      return Grads{da};
+      // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true: masked_fill
+      // itself (the mask is already expanded to a's shape, so nothing is copied again)
+      return Grads{masked_fill(g, sm.unpack(), 0.0)};
     });
   }
   return out;

@@ -60,12 +60,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     record(out, "where", {a, b},
-           [scond = SavedTensor::save(cond), sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
-             // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond; summed
-             // over the dims a and b were broadcast along
+           [scond = SavedTensor::save(cond), ga, gb](const Tensor& g) {
+             // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond (the
+             // engine sums them over the dims a and b were broadcast along)
              const Tensor cond = scond.unpack(), zero = zero_like_scalar(g);
-             return Grads{ga ? sum_to(where(cond, g, zero), sa) : Tensor(),
-                          gb ? sum_to(where(cond, zero, g), sb) : Tensor()};
+             return Grads{ga ? where(cond, g, zero) : Tensor(), gb ? where(cond, zero, g) : Tensor()};
            });
   }
   return out;
@@ -92,8 +91,7 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
              const Tensor a_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x < y : x > y; });
              const Tensor b_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x > y : x < y; });
              const Tensor zero = zero_like_scalar(g), split = where(eq, mul(g, 0.5), g);
-             return Grads{ga ? sum_to(where(a_lost, zero, split), a.shape()) : Tensor(),
-                          gb ? sum_to(where(b_lost, zero, split), b.shape()) : Tensor()};
+             return Grads{ga ? where(a_lost, zero, split) : Tensor(), gb ? where(b_lost, zero, split) : Tensor()};
            });
   }
   return out;

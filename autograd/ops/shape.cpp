@@ -101,22 +101,32 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
     record(out, "narrow", {a}, [in_shape = a.shape(), d, start, length](const Tensor& g) {
       // out = a[start : start+length] along d  =>  da is g placed there, zeros elsewhere
       if (length == in_shape[d]) return Grads{g};
-      if (GradMode::enabled()) {  // recorded: zeros | g | zeros along d
-        std::vector<Tensor> parts;
-        Shape before = in_shape, after = in_shape;
-        before[d] = start;
-        after[d] = in_shape[d] - start - length;
-        if (start > 0) parts.push_back(Tensor::zeros(before, g.dtype()));
-        parts.push_back(g);
-        if (after[d] > 0) parts.push_back(Tensor::zeros(after, g.dtype()));
-        return Grads{concat(parts, d)};
-      }
-      Tensor da = Tensor::zeros(in_shape, g.dtype());
-      make_view(da, g.shape(), da.strides(), start * da.strides()[d]).copy_(g);
-      return Grads{da};
+      return Grads{slice_backward(g, in_shape, d, start, start + length)};
     });
   }
   return out;
+}
+
+Tensor slice_backward(const Tensor& grad, const Shape& input_shape, int64_t dim, int64_t start, int64_t end) {
+  kernels::check_float(grad, "slice_backward");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(input_shape.size()), "slice_backward", grad);
+  Shape expect = input_shape;
+  if (start >= 0 && start <= end && end <= input_shape[d]) expect[d] = end - start;
+  if (grad.shape() != expect || start < 0 || start > end || end > input_shape[d])
+    throw std::invalid_argument("slice_backward: grad " + describe(grad) + " is not the slice [" + std::to_string(start) +
+                                ", " + std::to_string(end) + ") along dim " + std::to_string(dim) + " of " +
+                                shape_str(input_shape));
+  Tensor da = Tensor::zeros(input_shape, grad.dtype());
+  {
+    NoGradGuard values_only;  // a plain copy into the zeros: recorded below as one node
+    make_view(da, grad.shape(), da.strides(), start * da.strides()[d]).copy_(grad);
+  }
+  if (should_record({&grad})) {
+    // da = zeros with g at [start, end) along d  =>  dg = u[start : end] along d
+    record(da, "slice_backward", {grad},
+           [d, start, end](const Tensor& u) { return Grads{narrow(u, d, start, end - start)}; });
+  }
+  return da;
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
@@ -250,8 +260,9 @@ Tensor expand(const Tensor& a, const Shape& shape) {
   // Read a through stride-0 dims, then copy into fresh storage.
   Tensor out = make_view(a, shape, kernels::broadcast_strides(a, shape), a.impl().offset).contiguous();
   if (should_record({&a})) {
-    // out = a broadcast to shape  =>  da = g summed over the broadcast dims
-    record(out, "expand", {a}, [in_shape = a.shape()](const Tensor& g) { return Grads{sum_to(g, in_shape)}; });
+    // out = a broadcast to shape  =>  da = g summed over the broadcast dims, which is the
+    // engine's broadcast reduction (engine.cpp, reduce_to_input): g is returned as it is
+    record(out, "expand", {a}, [](const Tensor& g) { return Grads{g}; });
   }
   return out;
 }
