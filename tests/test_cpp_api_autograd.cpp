@@ -201,7 +201,7 @@ std::map<std::string, std::string> snippets() {
 // The ```cpp blocks of the guide's autograd part.
 std::vector<std::string> cpp_blocks_of_the_guide() {
   std::string doc;
-  for (const char* name : {"/docs/cpp_api_autograd.md", "/docs/cpp_api.md"}) {
+  for (const char* name : {"/docs/cpp_api.md"}) {
     std::ifstream in(std::string(ATTOGRAD_SOURCE_DIR) + name);
     if (!in.good()) continue;
     std::stringstream ss;
