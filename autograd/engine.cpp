@@ -7,6 +7,7 @@
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"  // sum_to: the broadcast reduction of a gradient (reduce_to_input)
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -453,6 +454,8 @@ struct BackwardPass {
         continue;
       }
       if (!node->backward) throw graph_freed(*node);
+      // The profiler's event for this node: its backward and the delivery of what it returned.
+      const profiler::RecordScope profile(node->op, profiler::Category::Backward);
       Node* const outer = g_running_node;
       g_running_node = node;
       Grads grads;

@@ -4,10 +4,12 @@
 #include <algorithm>
 
 #include "autograd/engine.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
 Tensor Tensor::clone() const {
+  AG_PROFILE_OP("clone");
   Tensor out = copy_to_contiguous(*this, dtype());
   // out = a  =>  da = g
   if (should_record({this})) record(out, "clone", {*this}, [](const Tensor& g) { return Grads{g}; });
@@ -15,6 +17,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType to_dtype) const {
+  AG_PROFILE_OP("to");
   if (to_dtype == dtype()) return *this;
   Tensor out = copy_to_contiguous(*this, to_dtype);
   if (is_floating(to_dtype) && should_record({this})) {

@@ -15,6 +15,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 #include "bench/gemm_floor.h"
 #include "cli/bench_sample.h"
 #include "cli/blas_core.h"
@@ -26,6 +27,7 @@
 #include "nn/utils/clip_grad.h"
 #include "train/optim/adam.h"
 #include "train/param_groups.h"
+#include "train/profile.h"
 
 namespace ag::cli {
 
@@ -175,6 +177,8 @@ int bench_command(int argc, char** argv) {
     ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
     ("batch", "sample: batch sizes, comma-separated (one line each)", cxxopts::value<std::string>()->default_value("1,8"))
     ("grad-accum", "train: micro-batches per step (batch/(ranks*K) rows each); under mpirun -np N the batch is split over ranks and the allreduce is timed", cxxopts::value<int64_t>()->default_value("1"))
+    ("profile", "train: then profile 5 more steps into DIR/trace.json and DIR/profile_table.txt (as train --profile-steps)",
+     cxxopts::value<std::string>()->implicit_value("."), "DIR")
     ("json", "one JSON object per line")
     ("h,help", "show this help");
   // clang-format on
@@ -217,9 +221,13 @@ int bench_command(int argc, char** argv) {
       model.train();
       optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
       auto step = [&] {
+        profiler::ScopeSequence phase("forward", profiler::Category::Phase);
         Tensor loss = model.loss(x, y);
+        phase.next("zero_grad");
         opt.zero_grad();
+        phase.next("backward");
         loss.backward();
+        phase.next("optimizer");
         nn::utils::clip_grad_norm_(model.parameters(), 1.0);
         opt.step();
       };
@@ -231,6 +239,14 @@ int bench_command(int argc, char** argv) {
       const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps);
       out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
                   {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
+      if (r.count("profile")) {  // after the timing, so the numbers above are the unprofiled step's
+        train::ProfileSession profile(5, r["profile"].as<std::string>(), "attograd bench train (" + bc.name + ")");
+        for (int64_t i = 0; i < 6; ++i) {  // a warm-up step, then the 5 profiled
+          profile.begin_step(i);
+          step();
+          profile.end_step(std::cerr);
+        }
+      }
     } else {
       model.eval();
       NoGradGuard no_grad;

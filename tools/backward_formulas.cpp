@@ -64,7 +64,9 @@ std::vector<Entry> scan(const std::string& rel, const std::vector<std::string>& 
     // 1b. The comment block at the top of the backward lambda.
     if (e.text.empty()) {
       size_t j = i;
-      while (j < lines.size() && j < i + 8 && lines[j].find("(const Tensor& g") == std::string::npos) ++j;
+      while (j < lines.size() && j < i + 8 && lines[j].find("(const Tensor& g") == std::string::npos &&
+             lines[j].find("(const Tensor& G") == std::string::npos)
+        ++j;
       for (size_t k = j + 1; k < lines.size() && is_comment(lines[k]); ++k)
         if (lines[k].find("=>") != std::string::npos) {
           e.text = block_from(lines, k), e.text_line = k + 1;

@@ -60,7 +60,8 @@ enum class OnResume {
   X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse) \
   X(bool,        tensorboard,    "tensorboard",    false, "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of every weight and gradient, attention maps and a sample", Fresh) \
   X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh) \
-  X(double,      comm_timeout,   "comm-timeout",   60,    "under mpirun: end the job (exit status 75, peer lost) when a rank sends no heartbeat for this many seconds while another waits for it in a collective (a cut link, a lost host, a stopped process); a slow rank keeps sending them, so a long first step, evaluation or checkpoint never trips it (0: wait forever; see docs/distributed.md)", Fresh)
+  X(double,      comm_timeout,   "comm-timeout",   60,    "under mpirun: end the job (exit status 75, peer lost) when a rank sends no heartbeat for this many seconds while another waits for it in a collective (a cut link, a lost host, a stopped process); a slow rank keeps sending them, so a long first step, evaluation or checkpoint never trips it (0: wait forever; see docs/distributed.md)", Fresh) \
+  X(int64_t,     profile_steps,  "profile-steps",  0,     "profile N steps after the run's first (warm-up) step: DIR/trace.json (Chrome trace: each op, backward node, GEMM and pool task; open it in ui.perfetto.dev) and DIR/profile_table.txt (time per op, forward and backward), also printed", Fresh)
 // clang-format on
 
 struct TrainConfig {

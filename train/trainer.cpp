@@ -21,6 +21,7 @@
 #include "autograd/memory_limit.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/text_file.h"
@@ -37,6 +38,7 @@
 #include "train/memory_check.h"
 #include "train/optim/adam.h"
 #include "train/param_groups.h"
+#include "train/profile.h"
 #include "train/progress.h"
 #include "train/rank_agreement.h"
 #include "train/schedule.h"
@@ -70,6 +72,9 @@ void check_config(const TrainConfig& c, Comm& comm) {
   positive(c.lr, "lr");
   if (c.sample_every < 0) throw ConfigError("train: --sample-every must be ≥ 0");
   if (c.iters < 0) throw ConfigError("train: --iters must be ≥ 0");
+  if (c.profile_steps < 0 || (c.profile_steps > 0 && c.profile_steps >= c.iters))
+    throw ConfigError("train: --profile-steps must be in 0..--iters - 1 (the first step is a warm-up, not profiled), got " +
+                      std::to_string(c.profile_steps));
   if (c.warmup < 0) throw ConfigError("train: --warmup must be ≥ 0");
   // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
   if (c.model.block_size > data::kMaxTextFileBytes / 10)
@@ -192,7 +197,8 @@ class Run {
         model_(models::make_model(cfg.model, DType::Float32, model_gen_)),
         opt_(decay_groups(*model_, {.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay})),
         sched_{cfg.lr, cfg.min_lr, cfg.warmup, cfg.iters},
-        dir_(cfg.out_dir) {
+        dir_(cfg.out_dir),
+        profile_(comm.is_root() ? cfg.profile_steps : 0, cfg.out_dir, "attograd train") {
     model_->train();
     if (comm_.distributed()) {
       // Every rank built the same model from the same seed; rank 0's copy is the one.
@@ -280,6 +286,7 @@ class Run {
     return "at iter " + std::to_string(pos_.iter) + "; the last checkpoint in " + dir_.string() +
            " is intact (attograd train --resume " + dir_.string() + ")";
   }};
+  ProfileSession profile_;  // --profile-steps
 };
 
 // Mean loss over eval_iters random batches, in eval mode and without recording a graph. Uses
@@ -329,6 +336,7 @@ void Run::decorrelate_dropout() {
 // ranks) and takes rows [rank * B/N, (rank + 1) * B/N), in grad_accum micro-batches. Only
 // the last micro-batch's backward communicates (DDP's no_sync for the others).
 double Run::forward_backward() {
+  profiler::ScopeSequence phase("data", profiler::Category::Phase);  // then forward, backward per micro-batch
   auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
   const int64_t K = cfg_.grad_accum, per_rank = cfg_.batch_size / comm_.size(), micro = per_rank / K;
   opt_.zero_grad();
@@ -337,6 +345,7 @@ double Run::forward_backward() {
   if (cfg_.detect_anomaly) anomaly.emplace(), anomaly_step.emplace("training step " + std::to_string(pos_.iter));
   double loss_sum = 0;
   for (int64_t k = 0; k < K; ++k) {
+    phase.next("forward");
     Tensor xs = x, ys = y;  // one process, one micro-batch: the batch itself, as always
     if (micro != cfg_.batch_size) {
       const int64_t row = comm_.rank() * per_rank + k * micro;
@@ -348,6 +357,7 @@ double Run::forward_backward() {
     if (K > 1) loss = loss * (1.0 / static_cast<double>(K));  // the step's loss is the mean over micro-batches
     const bool communicate = reducer_ && k == K - 1;
     if (communicate) reducer_->prepare();
+    phase.next("backward");
     loss.backward();
   }
   if (reducer_) reducer_->finish();
@@ -434,7 +444,9 @@ TrainSummary Run::run(bool fresh_metrics) {
     if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !evaluate_and_checkpoint(it, lr))
       return stop_interrupted();
     if (it == cfg_.iters) break;
+    profile_.begin_step(it);
     const double loss = step(it, lr);
+    profile_.end_step(out_);
     log_step(it, loss, lr);
     if (cfg_.sample_every > 0 && comm_.is_root() && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters) {
       out_ << (tty_ ? "\r\033[K" : "") << "---- sample at iter " << it + 1 << " ----" << sample_text(100) << "\n----\n";
@@ -495,6 +507,8 @@ double Run::step(int64_t it, double lr) {
   const Clock::time_point t0 = Clock::now();
   for (auto& group : opt_.param_groups()) group.options.lr = lr;
   double loss_v = forward_backward();
+  // checks, clipping, AdamW (and with several ranks the agreement on the loss)
+  const profiler::RecordScope phase("optimizer", profiler::Category::Phase);
   // With several ranks: the step's loss is the mean of the ranks' losses, and a stop asked
   // of any rank (SIGINT/SIGTERM) is agreed on by all, so all stop after this same step.
   if (comm_.distributed()) {
@@ -613,6 +627,7 @@ TrainSummary Run::stop_interrupted() {
 }
 
 TrainSummary Run::finish() {
+  profile_.finish(out_);  // when the run ended before the last profiled step
   TrainSummary& summary = summary_;
   summary.iters = cfg_.iters;
   summary.seconds = seconds_since(t_start_);

@@ -13,6 +13,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/fused_backward.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -85,6 +86,7 @@ Tensor attention_probs_definition(const Tensor& q, const Tensor& k, const Tensor
 
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
                        int64_t causal_offset) {
+  AG_PROFILE_OP("attention_probs");
   kernels::check_same_dtype(q, k, "attention_probs");
   if (q.dim() != 3 || k.dim() != 3 || q.size(0) != k.size(0) || q.size(2) != k.size(2))
     throw std::invalid_argument("attention_probs: expected q (B, L, D) and k (B, S, D), got " + describe(q) + " and " +

@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/gelu_math.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -34,6 +35,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 // ---- binary ------------------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("add");
   Tensor out = zip_float(a, b, "add", [](auto x, auto y) { return x + y; });
   if (should_record({&a, &b})) {
     record(out, "add", {a, b}, [](const Tensor& g) {
@@ -45,6 +47,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("sub");
   Tensor out = zip_float(a, b, "sub", [](auto x, auto y) { return x - y; });
   if (should_record({&a, &b})) {
     record(out, "sub", {a, b}, [](const Tensor& g) {
@@ -56,6 +59,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("mul");
   Tensor out = zip_float(a, b, "mul", [](auto x, auto y) { return x * y; });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
@@ -70,6 +74,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("div");
   Tensor out = zip_float(a, b, "div", [](auto x, auto y) { return x / y; });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
@@ -89,18 +94,21 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // ---- unary and scalar forms ----------------------------------------------------------------------
 
 Tensor neg(const Tensor& a) {
+  AG_PROFILE_OP("neg");
   Tensor out = map_float(a, "neg", [](auto x) { return -x; });
   if (should_record({&a})) record(out, "neg", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
   return out;
 }
 
 Tensor add(const Tensor& a, double s) {
+  AG_PROFILE_OP("add_scalar");
   Tensor out = map_float(a, "add_scalar", [s](auto x) { return x + static_cast<decltype(x)>(s); });
   if (should_record({&a})) record(out, "add_scalar", {a}, [](const Tensor& g) { return Grads{g}; });
   return out;
 }
 
 Tensor mul(const Tensor& a, double s) {
+  AG_PROFILE_OP("mul_scalar");
   Tensor out = map_float(a, "mul_scalar", [s](auto x) { return x * static_cast<decltype(x)>(s); });
   // out = a * s  =>  da = g * s
   if (should_record({&a})) record(out, "mul_scalar", {a}, [s](const Tensor& g) { return Grads{mul(g, s)}; });
@@ -108,12 +116,14 @@ Tensor mul(const Tensor& a, double s) {
 }
 
 Tensor rsub(double s, const Tensor& a) {
+  AG_PROFILE_OP("rsub_scalar");
   Tensor out = map_float(a, "rsub_scalar", [s](auto x) { return static_cast<decltype(x)>(s) - x; });
   if (should_record({&a})) record(out, "rsub_scalar", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
   return out;
 }
 
 Tensor rdiv(double s, const Tensor& a) {
+  AG_PROFILE_OP("rdiv_scalar");
   Tensor out = map_float(a, "rdiv_scalar", [s](auto x) { return static_cast<decltype(x)>(s) / x; });
   if (should_record({&a})) {
     record(out, "rdiv_scalar", {a}, [sa = SavedTensor::save(a), s](const Tensor& g) {
@@ -126,6 +136,7 @@ Tensor rdiv(double s, const Tensor& a) {
 }
 
 Tensor pow(const Tensor& a, double e) {
+  AG_PROFILE_OP("pow");
   Tensor out = map_float(a, "pow", [e](auto x) { return static_cast<decltype(x)>(std::pow(x, e)); });
   if (should_record({&a})) {
     record(out, "pow", {a}, [sa = SavedTensor::save(a), e](const Tensor& g) {
@@ -139,6 +150,7 @@ Tensor pow(const Tensor& a, double e) {
 }
 
 Tensor exp(const Tensor& a) {
+  AG_PROFILE_OP("exp");
   Tensor out = map_float(a, "exp", [](auto x) { return std::exp(x); });
   // out = exp(a)  =>  da = g * out   (the output is saved detached: no cycle)
   if (should_record({&a}))
@@ -147,6 +159,7 @@ Tensor exp(const Tensor& a) {
 }
 
 Tensor log(const Tensor& a) {
+  AG_PROFILE_OP("log");
   Tensor out = map_float(a, "log", [](auto x) { return std::log(x); });
   // out = log(a)  =>  da = g / a
   if (should_record({&a}))
@@ -155,6 +168,7 @@ Tensor log(const Tensor& a) {
 }
 
 Tensor sqrt(const Tensor& a) {
+  AG_PROFILE_OP("sqrt");
   Tensor out = map_float(a, "sqrt", [](auto x) { return std::sqrt(x); });
   if (should_record({&a})) {
     record(out, "sqrt", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
@@ -166,6 +180,7 @@ Tensor sqrt(const Tensor& a) {
 }
 
 Tensor tanh(const Tensor& a) {
+  AG_PROFILE_OP("tanh");
   Tensor out = map_float(a, "tanh", [](auto x) { return std::tanh(x); });
   if (should_record({&a})) {
     record(out, "tanh", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
@@ -177,6 +192,7 @@ Tensor tanh(const Tensor& a) {
 }
 
 Tensor tanh_backward(const Tensor& grad, const Tensor& output) {
+  AG_PROFILE_OP("tanh_backward");
   // da = g ⊙ (1 − y²) in one pass
   Tensor da = map2_float(grad, output, "tanh_backward", [](auto gv, auto yv) { return gv * (1 - yv * yv); });
   if (should_record({&grad, &output})) {
@@ -190,6 +206,7 @@ Tensor tanh_backward(const Tensor& grad, const Tensor& output) {
 }
 
 Tensor relu(const Tensor& a) {
+  AG_PROFILE_OP("relu");
   Tensor out = map_float(a, "relu", [](auto x) { return x > 0 ? x : decltype(x)(0); });
   if (should_record({&a})) {
     record(out, "relu", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {
@@ -201,6 +218,7 @@ Tensor relu(const Tensor& a) {
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, double threshold) {
+  AG_PROFILE_OP("threshold_backward");
   Tensor da = map2_float(grad, self, "threshold_backward",
                          [threshold](auto gv, auto x) { return x > decltype(x)(threshold) ? gv : decltype(x)(0); });
   if (should_record({&grad, &self})) {
@@ -235,6 +253,7 @@ Tensor gelu_second_derivative(const Tensor& x, bool approx) {
 }  // namespace
 
 Tensor gelu(const Tensor& a, bool approximate) {
+  AG_PROFILE_OP(approximate ? "gelu_tanh" : "gelu");
   kernels::check_float(a, "gelu");
   const bool fast = !approximate && a.dtype() == DType::Float32;  // the vectorised float32 kernel
   Tensor out;
@@ -258,6 +277,7 @@ Tensor gelu(const Tensor& a, bool approximate) {
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool approximate) {
+  AG_PROFILE_OP(approximate ? "gelu_tanh_backward" : "gelu_backward");
   kernels::check_same_dtype(grad, self, "gelu_backward");
   if (grad.shape() != self.shape())
     throw std::invalid_argument("gelu_backward: shapes differ, " + describe(grad) + " and " + describe(self));

@@ -117,8 +117,10 @@ std::vector<Tensor> record_values(std::vector<Tensor> values, const std::string&
   Tensor packed;
   {
     NoGradGuard values_only;
-    packed = out.pack(values).detach();  // a handle of its own: record() marks it as the node's output
+    packed = out.pack(values).detach();  // a handle of its own, which recording marks as the node's output
   }
+  // outs = f(inputs)  =>  d inputs = vjpᶠ(inputs, u), u the packed output gradients: the kernel's
+  //   gradients, recorded by record_values as a node whose own backward is f's vjp again
   packed = record(packed, op.c_str(), inputs, [saved, vjp = vjp_of(f, wrt, out), op](const Tensor& u) {
     std::vector<Tensor> xu;
     for (const SavedTensor& s : saved) xu.push_back(s.unpack());

@@ -23,6 +23,7 @@
 #include "autograd/ops/fused_backward.h"
 #include "autograd/ops/gelu_math.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -127,6 +128,7 @@ Tensor gelu_mlp_definition(const std::vector<Tensor>& in) {
 }  // namespace
 
 Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  AG_PROFILE_OP("gelu_mlp");
   check_mlp_args(x, w1, b1, w2, b2);
   const int64_t E = w1.size(1), H = w1.size(0), O = w2.size(0), rows = x.numel() / std::max<int64_t>(E, 1);
   if (rows == 0 || E == 0 || H == 0 || O == 0)  // degenerate sizes: the composition handles them

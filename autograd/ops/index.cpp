@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -45,6 +46,7 @@ void scatter_add_rows(const T* g, const int64_t* idx, int64_t n_idx, int64_t out
 // selects the rows again.
 Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape, int64_t outer, int64_t n,
                          int64_t inner, int64_t n_idx) {
+  AG_PROFILE_OP("index_select_backward");
   Tensor da = Tensor::zeros(a_shape, g.dtype());
   const Tensor G = kernels::dense(g);
   AG_DISPATCH_FLOAT(g.dtype(), "index_select_backward", [&] {
@@ -62,6 +64,7 @@ Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape,
 
 // index_select and embedding share this: select n_idx entries along dim d of a.
 Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape& out_shape, const char* op) {
+  AG_PROFILE_OP(op);
   kernels::check_float(a, op);
   check_index(index, a.shape()[d], op);
   int64_t outer = 1, inner = 1;
@@ -101,6 +104,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+  AG_PROFILE_OP("masked_fill");
   kernels::check_float(a, "masked_fill");
   if (!mask.defined() || mask.dtype() != DType::Bool)
     throw std::invalid_argument("masked_fill: mask must be bool, got " + describe(mask));

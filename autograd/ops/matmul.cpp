@@ -4,6 +4,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -37,6 +38,7 @@ std::pair<Tensor, MatLayout> blas_operand(const Tensor& t) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("matmul");
   kernels::check_same_dtype(a, b, "matmul");
   if (a.dim() == 0 || b.dim() == 0)
     throw std::invalid_argument("matmul: both operands need at least 1 dim, got " + describe(a) + " @ " + describe(b));
@@ -125,6 +127,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  AG_PROFILE_OP("linear");
   kernels::check_same_dtype(x, weight, "linear");
   if (weight.dim() != 2) throw std::invalid_argument("linear: weight must be 2-d (out, in), got " + describe(weight));
   const int64_t out_f = weight.size(0), in_f = weight.size(1);

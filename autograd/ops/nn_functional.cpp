@@ -16,6 +16,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/fused_backward.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -51,6 +52,7 @@ Tensor last_dim_rows(const Tensor& grad, const Tensor& output, const char* op, R
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("softmax");
   // Another dim is swapped with the last (a view), normalised there, and swapped back; the
   // two transposes carry the gradient, so the fused last-dim kernel is the only one.
   if (!is_last_dim(a, dim, "softmax")) return transpose(softmax(transpose(a, dim, -1), -1), dim, -1);
@@ -75,6 +77,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  AG_PROFILE_OP("softmax_backward");
   if (!check_backward_args(grad, output, dim, "softmax_backward"))
     return transpose(softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
   Tensor dx = last_dim_rows(grad, output, "softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
@@ -95,6 +98,7 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("log_softmax");
   if (!is_last_dim(a, dim, "log_softmax")) return transpose(log_softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
@@ -124,6 +128,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  AG_PROFILE_OP("log_softmax_backward");
   if (!check_backward_args(grad, output, dim, "log_softmax_backward"))
     return transpose(log_softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
   Tensor dx = last_dim_rows(grad, output, "log_softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
@@ -222,6 +227,7 @@ Tensor layer_norm_definition(const Tensor& x, const Tensor& w, const Tensor& b, 
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  AG_PROFILE_OP("layer_norm");
   kernels::check_float(x, "layer_norm");
   if (x.dim() == 0) throw std::invalid_argument("layer_norm: needs at least a 1-d input, got " + describe(x));
   const int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
@@ -289,6 +295,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 }
 
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
+  AG_PROFILE_OP("dropout");
   kernels::check_float(a, "dropout");
   if (!(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0.0) return a;

@@ -14,6 +14,7 @@
 #include "autograd/kernels/flash.h"
 #include "autograd/ops.h"
 #include "autograd/ops/fused_backward.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -87,6 +88,7 @@ double default_scale(int64_t D, std::optional<double> scale) {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
                                     std::optional<double> scale_opt, int64_t causal_offset) {
+  AG_PROFILE_OP("scaled_dot_product_attention");
   const char* op = "scaled_dot_product_attention";
   kernels::check_same_dtype(q, k, op);
   kernels::check_same_dtype(q, v, op);
@@ -150,6 +152,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 Tensor self_attention_qkv(const Tensor& qkv, int64_t H, bool is_causal, std::optional<double> scale_opt) {
+  AG_PROFILE_OP("self_attention_qkv");
   const char* op = "self_attention_qkv";
   kernels::check_float(qkv, op);
   if (H <= 0 || qkv.dim() != 3 || qkv.size(2) == 0 || qkv.size(2) % (3 * H) != 0)
