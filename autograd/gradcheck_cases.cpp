@@ -292,8 +292,7 @@ std::vector<OpCase> op_cases() {
 }
 
 const std::vector<std::string>& ops_without_gradient() {
-  static const std::vector<std::string> names = {"argmax", "argmin", "broadcast_shapes", "eq", "ne",
-                                                 "lt",     "le",     "gt",               "ge"};
+  static const std::vector<std::string> names = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"};
   return names;
 }
 

@@ -64,8 +64,6 @@ inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
 inline Tensor operator/(const Tensor& a, double s) { return mul(a, 1.0 / s); }
 inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
 
-// The shape two shapes broadcast to; throws naming `op` when they do not.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Sums g over the dims that were broadcast to turn `shape` into g's shape (backward of
 // broadcasting). Returns g itself when the shapes already match. Backward functions do not call
 // it: they return a broadcast input's gradient in the broadcast shape, and the engine reduces it

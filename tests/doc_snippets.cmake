@@ -1,6 +1,6 @@
 # Keeps the C++ API guides true: every ```cpp block of docs/cpp_api*.md is compiled and run.
 # Each block becomes the body of a function of one program per guide (doc_<guide>, e.g.
-# doc_cpp_api_modules), with the library's headers included and `using namespace ag;`; the test
+# doc_cpp_api for docs/cpp_api.md), with the library's headers included and `using namespace ag;`; the test
 # docs.<guide> runs them all in order and fails on a compile error, an exception or a crash.
 # The program is regenerated when a guide changes (the guides are configure dependencies).
 file(GLOB ATTOGRAD_API_GUIDES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/cpp_api*.md)
@@ -45,10 +45,14 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include <memory>
 
 #include \"autograd/engine.h\"
+#include \"autograd/function.h\"
+#include \"autograd/functional.h\"
+#include \"autograd/gradcheck.h\"
 #include \"autograd/ops.h\"
 #include \"nn/activation.h\"
 #include \"nn/attention.h\"
 #include \"nn/embedding.h\"
+#include \"nn/functional.h\"
 #include \"nn/layer_norm.h\"
 #include \"nn/linear.h\"
 #include \"nn/module_dict.h\"

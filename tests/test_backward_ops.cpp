@@ -58,9 +58,9 @@ TEST(BackwardOps, CreateGraphRecordsTheBackwardOpWithTheKernelsValues) {
     const Tensor y = c.f(x);
     // The upstream gradient requires grad too, so that a backward linear in it (narrow's) is recorded.
     const Tensor up = Tensor::randn(y.shape(), DType::Float64, gen()).requires_grad_();
-    const Tensor plain = grad({y}, {x}, {up}, /*retain_graph=*/true)[0];
+    const Tensor plain = grad({y}, {x}, {up}, {.retain_graph = true})[0];
     EXPECT_FALSE(plain.requires_grad()) << c.name << ": recorded without create_graph";
-    const Tensor recorded = grad({y}, {x}, {up}, false, /*create_graph=*/true)[0];
+    const Tensor recorded = grad({y}, {x}, {up}, {.create_graph = true})[0];
     ASSERT_TRUE(recorded.requires_grad()) << c.name;
     EXPECT_NE(first_path(recorded).find(c.backward_op), std::string::npos) << c.name << ": " << first_path(recorded);
     EXPECT_EQ(recorded.to_double_vector(), plain.to_double_vector()) << c.name << ": not the kernel's values";
@@ -98,8 +98,8 @@ TEST(BackwardOps, ThirdDerivativesEqualThoseOfTheCompositions) {
     const Tensor v = Tensor::randn({3, 4}, DType::Float64, gen());
     auto third = [&](const std::function<Tensor(const Tensor&)>& f) {
       const Tensor x = x0.detach().clone().requires_grad_();
-      const Tensor g1 = grad({sum(mul(f(x), c))}, {x}, {}, false, true)[0];
-      const Tensor g2 = grad({sum(mul(g1, v))}, {x}, {}, false, true)[0];
+      const Tensor g1 = grad({sum(mul(f(x), c))}, {x}, {}, {.create_graph = true})[0];
+      const Tensor g2 = grad({sum(mul(g1, v))}, {x}, {}, {.create_graph = true})[0];
       return grad({sum(mul(g2, v))}, {x})[0];
     };
     EXPECT_LT(max_rel(third(p.fused), third(p.plain)), 1e-9) << p.name;

@@ -63,7 +63,7 @@ TEST(BroadcastReduction, UnderCreateGraphTheReductionIsRecorded) {
   // derivative with respect to x is 2 everywhere, which needs the reduction in the graph.
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3}), b = leaf({0.5, -1, 2}, {3});
   const Tensor s = add(x, b);
-  const Tensor db = grad({sum(mul(s, s))}, {b}, {}, false, /*create_graph=*/true)[0];
+  const Tensor db = grad({sum(mul(s, s))}, {b}, {}, {.create_graph = true})[0];
   EXPECT_EQ(db.shape(), (Shape{3}));
   EXPECT_EQ(db.to_double_vector(), (std::vector<double>{2 * (1 + 4 + 1), 2 * (2 + 5 - 2), 2 * (3 + 6 + 4)}));
   ASSERT_TRUE(db.requires_grad());

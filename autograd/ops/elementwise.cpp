@@ -22,21 +22,6 @@ using kernels::map2_float;
 using kernels::map_float;
 using kernels::zip_float;
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-  const size_t nd = std::max(a.size(), b.size());
-  Shape out(nd);
-  for (size_t i = 0; i < nd; ++i) {
-    const int64_t da = i < nd - a.size() ? 1 : a[i - (nd - a.size())];
-    const int64_t db = i < nd - b.size() ? 1 : b[i - (nd - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                                  " cannot be broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
-                                  " vs " + std::to_string(db) + ")");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());

@@ -94,8 +94,8 @@ Fn vjp_of(Fn f, std::vector<bool> wrt, Layout out) {
       }
     std::vector<Tensor> d(n);
     if (roots.empty() || inputs.empty()) return d;
-    const std::vector<Tensor> gs = grad(roots, inputs, seeds, /*retain_graph=*/false, /*create_graph=*/true,
-                                        /*allow_unused=*/true);
+    const std::vector<Tensor> gs = grad(roots, inputs, seeds,
+                                        {.create_graph = true, .allow_unused = true});  // retained: d's graph runs through f's
     for (size_t k = 0; k < at.size(); ++k) d[at[k]] = gs[k];
     return d;
   };

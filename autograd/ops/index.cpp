@@ -53,9 +53,9 @@ Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape,
     scatter_add_rows(G.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, da.data<scalar_t>());
   });
   if (should_record({&g})) {
-    record(da, "index_select_backward", {g}, [I, g_shape = g.shape(), outer, inner](const Tensor& gg) {
+    record(da, "index_select_backward", {g}, [sI = SavedTensor::save(I), g_shape = g.shape(), outer, inner](const Tensor& gg) {
       // da[..., index[i], ...] += g[..., i, ...]  =>  dg[..., i, ...] = gg[..., index[i], ...]
-      Tensor sel = index_select(reshape(gg, {outer, gg.numel() / std::max<int64_t>(outer * inner, 1), inner}), 1, I);
+      Tensor sel = index_select(reshape(gg, {outer, gg.numel() / std::max<int64_t>(outer * inner, 1), inner}), 1, sI.unpack());
       return Grads{reshape(sel, g_shape)};
     });
   }
@@ -77,9 +77,9 @@ Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape
     gather_rows(A.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, out.data<scalar_t>());
   });
   if (should_record({&a})) {
-    record(out, op, {a}, [I = make_view(I, {n_idx}, {1}, I.impl().offset), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
+    record(out, op, {a}, [sI = SavedTensor::save(make_view(I, {n_idx}, {1}, I.impl().offset)), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
       // out = a[..., index, ...]  =>  da[..., index[i], ...] += g[..., i, ...]
-      return Grads{scatter_add_along(g, I, a_shape, outer, n, inner, n_idx)};
+      return Grads{scatter_add_along(g, sI.unpack(), a_shape, outer, n, inner, n_idx)};
     });
   }
   return out;
@@ -123,10 +123,10 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
     for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pm[i] ? v : pa[i];
   });
   if (should_record({&a})) {
-    record(out, "masked_fill", {a}, [m](const Tensor& g) {
+    record(out, "masked_fill", {a}, [sm = SavedTensor::save(m)](const Tensor& g) {
       // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true: masked_fill
-      // itself (m is the mask already expanded to a's shape, so nothing is copied again)
-      return Grads{masked_fill(g, m, 0.0)};
+      // itself (the mask is already expanded to a's shape, so nothing is copied again)
+      return Grads{masked_fill(g, sm.unpack(), 0.0)};
     });
   }
   return out;

@@ -309,7 +309,7 @@ Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
   Tensor out = kernels::zip_float(a, mask, "dropout", [](auto x, auto m) { return x * m; });
   if (should_record({&a}))
     // out = a ⊙ mask  =>  da = g ⊙ mask
-    record(out, "dropout", {a}, [mask](const Tensor& g) { return Grads{mul(g, mask)}; });
+    record(out, "dropout", {a}, [sm = SavedTensor::save(mask)](const Tensor& g) { return Grads{mul(g, sm.unpack())}; });
   return out;
 }
 

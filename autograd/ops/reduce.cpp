@@ -197,10 +197,10 @@ Tensor extreme_along(const Tensor& a, int64_t dim, bool keepdim, bool is_min, co
   Tensor idx = Tensor::empty(reduced_shape_one(a, d, /*keepdim=*/true), DType::Int64);  // a's shape, 1 along d
   max_kernel(a, d, &v, &idx, is_min, op);
   if (should_record({&a})) {
-    record(v, op, {a}, [idx, d, keepdim, a_shape = a.shape()](const Tensor& g) {
+    record(v, op, {a}, [sidx = SavedTensor::save(idx), d, keepdim, a_shape = a.shape()](const Tensor& g) {
       // out = a[..., idx, ...] along d  =>  da = zeros with g at idx (scatter_add: differentiable)
       const Tensor gk = keepdim ? g : unsqueeze(g, d);
-      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, idx, gk)};
+      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, sidx.unpack(), gk)};
     });
   }
   return v;

@@ -78,7 +78,7 @@ TEST(ArchitectureFusedOp, OnlyCreateGraphRecordsTheBackward) {
   Tensor b = Tensor::from_vector(std::vector<double>{2.0, 3.0}, {2}, DType::Float64).requires_grad_();
   const Tensor plain = grad({sum(example::swiglu(a, b))}, {a})[0];
   EXPECT_FALSE(plain.requires_grad());  // the kernel's values, nothing recorded
-  const Tensor recorded = grad({sum(example::swiglu(a, b))}, {a}, {}, false, /*create_graph=*/true)[0];
+  const Tensor recorded = grad({sum(example::swiglu(a, b))}, {a}, {}, {.create_graph = true})[0];
   ASSERT_TRUE(recorded.requires_grad());
   EXPECT_EQ(recorded.to_double_vector(), plain.to_double_vector());  // the same kernel ran
 }
