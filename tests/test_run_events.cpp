@@ -223,7 +223,7 @@ TEST(PeakFlops, MeasuredOnceThenKeptPerMachineAndKernel) {
   EXPECT_EQ(second.gflops, 3 * first.per_thread_gflops);
   // Another machine's entry (a shared home folder) is kept beside this one's.
   auto j = nlohmann::json::parse(read_bytes(path));
-  j["Other CPU | 64 cores | openblas SkylakeX"] = {{"gflops_per_thread", 99.0}};
+  j["Other CPU | 64 cores | openblas SkylakeX"] = {{"gflops_per_thread_cpu_time", 99.0}};
   std::ofstream(path) << j.dump();
   EXPECT_EQ(train::kept_peak_flops(1).per_thread_gflops, first.per_thread_gflops);
   // A damaged file is measured again and rewritten.

@@ -38,7 +38,8 @@ std::string peak_cache_path();
 // so in `source`, and the peak measured now is used.
 PeakFlops kept_peak_flops(int threads);
 
-// The measurement itself: best of several timings of single-threaded sgemm 1024³, GFLOP/s.
+// The measurement itself: best of several timings of single-threaded sgemm 1024³, GFLOP/s of
+// the thread's CPU time (so that a busy machine does not lower it).
 double measure_sgemm_gflops_per_thread();
 
 }  // namespace ag::train
