@@ -267,7 +267,7 @@ TrainSummary Run::stop_interrupted() {
 
 // The profile's table, when it has one to give, goes to the loggers as a note.
 void Run::note_profile(void (ProfileSession::*report)(std::ostream&)) {
-  if (cfg_.profile_steps == 0 || !comm_.is_root() || profile_.done()) return;  // off: no stream per step
+  if (cfg_.profile_steps == 0 || profile_.done()) return;  // off: no stream per step
   std::ostringstream table;
   (profile_.*report)(table);
   std::string text = table.str();
