@@ -191,7 +191,7 @@ elastic)
   [ -n "$stop" ] || fail "the restart did not resume"
   # By hand: the same checkpoint (the 3 hosts to iter $stop, bit for bit the elastic run's first
   # part), resumed on the same 2 hosts to the end.
-  bed_heal "$victim"
+  bed_heal "$victim" || fail "$victim did not come back after its link was healed"
   bed_hostfile h0 h1 h2
   bed_mpirun -np 3 "$ag" train "${run[@]}" --iters "$stop" --out "$work/hand" >"$work/hand3.log" 2>&1 ||
     fail "the 3-host run to iter $stop failed"

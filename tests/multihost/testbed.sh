@@ -172,7 +172,33 @@ bed_hostfile() {
 bed_cut() { touch "$BED_DIR/down.$1"; ip link set "${BED}$1" down; }
 # A blackhole: the link stays up but every packet is lost (a failed switch port).
 bed_blackhole() { touch "$BED_DIR/down.$1"; ip link set "${BED}$1" nomaster; }
-bed_heal() { ip link set "${BED}$1" master "${BED}br" up; rm -f "$BED_DIR/down.$1"; }
+# Heals host $1's link, and returns once the host reaches every other host again: the link and
+# its bridge port come back asynchronously, and an MPI job started before then failed to wire up
+# ("connect() ... Operation now in progress") and hung. A refused connection (port 9 is closed)
+# proves the way there and back.
+bed_heal() {
+  ip link set "${BED}$1" master "${BED}br" up
+  rm -f "$BED_DIR/down.$1"
+  local h addrs="" i
+  for h in $BED_HOSTS; do [ "$h" = "$1" ] || addrs+="$BED_SUBNET.$((10 + ${h#h})) "; done
+  for ((i = 0; i < 100; i++)); do
+    ip netns exec "$BED-$1" python3 -c '
+import socket, sys
+for a in sys.argv[1:]:
+    s = socket.socket()
+    s.settimeout(0.5)
+    try:
+        s.connect((a, 9))
+    except ConnectionRefusedError:
+        pass
+    except OSError:
+        sys.exit(1)
+' $addrs && return 0
+    sleep 0.2
+  done
+  echo "bed_heal: $1 does not reach the other hosts" >&2
+  return 1
+}
 
 # The pids of processes running in host $1's namespace (empty when none are left).
 bed_pids() { ip netns pids "$BED-$1" 2>/dev/null; }
