@@ -5,20 +5,21 @@
 #include <unordered_set>
 
 #include "autograd/kernels/dispatch.h"
-#include "autograd/ops.h"
+#include "autograd/ops.h"  // sum_to: the broadcast reduction of a gradient (reduce_to_input)
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
 namespace {
 std::atomic<int64_t> g_live_nodes{0};
-thread_local bool g_grad_enabled = true;
-thread_local bool g_anomaly = false;
-thread_local std::vector<std::string> g_anomaly_scopes;
 thread_local Node* g_running_node = nullptr;  // the node whose backward function is running
 thread_local NodeGradObserver g_observer;
 thread_local NodeBackwardObserver g_backward_observer;
 thread_local NodeRecordObserver g_record_observer;
+// SavedTensors made since the last record() on this thread: an op saves its tensors in the
+// capture list of the backward function it hands to record(), so they belong to that node.
+thread_local int64_t g_saved_since_record = 0;
 }  // namespace
 
 Node::Node(std::string op_name, Shape shape, DType dtype)
@@ -51,18 +52,7 @@ Node::~Node() {
 
 int64_t Node::live_count() { return g_live_nodes.load(); }
 
-bool GradMode::enabled() { return g_grad_enabled; }
-void GradMode::set_enabled(bool on) { g_grad_enabled = on; }
-
-bool AnomalyMode::enabled() { return g_anomaly; }
-DetectAnomalyGuard::DetectAnomalyGuard() : prev_(g_anomaly) { g_anomaly = true; }
-DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
-AnomalyScope::AnomalyScope(std::string_view label) : active_(g_anomaly) {
-  if (active_) g_anomaly_scopes.emplace_back(label);
-}
-AnomalyScope::~AnomalyScope() {
-  if (active_) g_anomaly_scopes.pop_back();
-}
+const std::string& op_name(const Node& node) { return node.op; }
 
 ObserveNodeGradsGuard::ObserveNodeGradsGuard(NodeGradObserver fn) : prev_(std::move(g_observer)) {
   g_observer = std::move(fn);
@@ -78,14 +68,14 @@ ObserveRecordGuard::ObserveRecordGuard(NodeRecordObserver fn) : prev_(std::move(
 ObserveRecordGuard::~ObserveRecordGuard() { g_record_observer = std::move(prev_); }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {
-  if (!g_grad_enabled) return false;
+  if (!GradMode::enabled()) return false;
   for (const Tensor* t : inputs)
     if (t->defined() && t->requires_grad()) return true;
   return false;
 }
 
 bool should_record(const std::vector<Tensor>& inputs) {
-  if (!g_grad_enabled) return false;
+  if (!GradMode::enabled()) return false;
   for (const Tensor& t : inputs)
     if (t.defined() && t.requires_grad()) return true;
   return false;
@@ -94,10 +84,12 @@ bool should_record(const std::vector<Tensor>& inputs) {
 Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward,
               SourceLocation where) {
   auto node = std::make_shared<Node>(op, out.shape(), out.dtype());
-  if (g_anomaly) {
-    node->anomaly_trace = std::string(where.file) + ":" + std::to_string(where.line) + " (" +
-                          where.function + ")";
-    if (!g_anomaly_scopes.empty()) node->anomaly_trace += ", in scope '" + g_anomaly_scopes.back() + "'";
+  node->saved_tensors = g_saved_since_record > 0;
+  g_saved_since_record = 0;
+  if (AnomalyMode::enabled()) {
+    node->anomaly_trace = std::string(where.file) + ":" + std::to_string(where.line) + " (" + where.function + ")";
+    if (const std::string* scope = current_anomaly_scope()) node->anomaly_trace += ", in scope '" + *scope + "'";
+    node->forward_stack = capture_forward_stack();
   }
   node->next.reserve(inputs.size());
   for (const Tensor& in : inputs) {
@@ -122,6 +114,7 @@ SavedTensor SavedTensor::save(const Tensor& t) {
   if (!t.defined()) return s;
   s.data_ = t.detach();
   s.version_ = t.impl().storage->version;
+  ++g_saved_since_record;
   if (t.requires_grad()) {
     if (t.is_leaf()) s.leaf_ = t.impl_ptr();
     else s.node_ = t.grad_fn();
@@ -135,6 +128,7 @@ SavedTensor SavedTensor::save_output(const Tensor& out) {
   s.data_ = out.detach();
   s.version_ = out.impl().storage->version;
   s.is_output_ = true;
+  ++g_saved_since_record;
   return s;
 }
 
@@ -148,7 +142,7 @@ Tensor SavedTensor::unpack() const {
                              " of '" + op + "' is at version " + std::to_string(now) + "; expected version " +
                              std::to_string(version_) + " instead");
   }
-  if (!g_grad_enabled) return data_;
+  if (!GradMode::enabled()) return data_;
   // create_graph: the value with its place in the graph, so that ops on it are recorded.
   if (leaf_) return Tensor(leaf_);
   std::shared_ptr<Node> node = node_;
@@ -190,13 +184,36 @@ static std::vector<Node*> topological_order_of(const std::vector<Node*>& roots) 
 
 std::vector<Node*> topological_order(const Node* root) { return topological_order_of({const_cast<Node*>(root)}); }
 
-// acc += g in place. Only for an accumulator nobody else can see: its handle and its storage
-// are held by the engine alone (so no view or user handle observes the change).
-static bool add_in_place(Tensor& acc, const Tensor& g) {
-  if (acc.impl_ptr().use_count() != 1 || acc.impl().storage.use_count() != 1 || !acc.is_contiguous() ||
-      acc.dtype() != g.dtype() || acc.shape() != g.shape())
-    return false;
-  const Tensor gd = g.is_contiguous() ? g : g.contiguous();
+// a + b for two gradients of one shape and dtype, as a new tensor; recorded (an "add" node) when
+// the backward pass is, so that create_graph differentiates through the accumulation too.
+static Tensor sum_of(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    throw std::logic_error("backward: cannot add gradients " + describe(a) + " and " + describe(b));
+  const Tensor ad = a.is_contiguous() ? a : copy_to_contiguous(a, a.dtype());
+  const Tensor bd = b.is_contiguous() ? b : copy_to_contiguous(b, b.dtype());
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  AG_DISPATCH_FLOAT(a.dtype(), "accumulate", [&] {
+    const scalar_t* x = ad.data<scalar_t>();
+    const scalar_t* y = bd.data<scalar_t>();
+    scalar_t* z = out.data<scalar_t>();
+    parallel::parallel_for(out.numel(), 32768, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) z[i] = x[i] + y[i];
+    });
+  });
+  // out = a + b  =>  da = g, db = g
+  if (should_record({&a, &b})) record(out, "add", {a, b}, [](const Tensor& g) { return Grads{g, g}; });
+  return out;
+}
+
+// acc += g in place (acc any layout; g converted to acc's dtype), bumping acc's version: the
+// same sums, element by element, as sum_of.
+static void add_into(Tensor& acc, const Tensor& g) {
+  const Tensor gd = g.dtype() == acc.dtype() && g.is_contiguous() ? g : copy_to_contiguous(g, acc.dtype());
+  if (!acc.is_contiguous()) {
+    acc.copy_(sum_of(copy_to_contiguous(acc, acc.dtype()), gd));
+    return;
+  }
+  acc.bump_version();
   AG_DISPATCH_FLOAT(acc.dtype(), "accumulate", [&] {
     scalar_t* a = acc.data<scalar_t>();
     const scalar_t* b = gd.data<scalar_t>();
@@ -204,37 +221,37 @@ static bool add_in_place(Tensor& acc, const Tensor& g) {
       for (int64_t i = lo; i < hi; ++i) a[i] += b[i];
     });
   });
-  return true;
 }
 
-// acc += g: in place when that is invisible (and no graph is being recorded), else a new sum.
+// True when t is a plain dense tensor that only the engine's own handle sees: no other handle
+// to it, no other tensor on its storage, no history. The engine may then write into it, or hand
+// it over as a leaf's .grad, as PyTorch steals an unshared gradient instead of copying it.
+static bool engine_owned_dense(const Tensor& t, DType dtype) {
+  const TensorImpl& i = t.impl();
+  return t.impl_ptr().use_count() == 1 && i.storage.use_count() == 1 && i.dtype == dtype && i.offset == 0 &&
+         t.is_contiguous() && i.storage->nbytes == static_cast<size_t>(t.numel()) * dtype_size(dtype) &&
+         !i.requires_grad && !i.grad_fn;
+}
+
+// acc += g for the engine's own sums (a node's output gradient, a leaf's buffer): in place when
+// nobody else can see acc and no graph is being recorded, else a new sum.
 static void accumulate(Tensor& acc, const Tensor& g) {
   if (!acc.defined()) acc = g;
-  else if (g_grad_enabled || !add_in_place(acc, g)) acc = add(acc, g);
+  else if (!GradMode::enabled() && engine_owned_dense(acc, g.dtype()) && acc.shape() == g.shape()) add_into(acc, g);
+  else acc = sum_of(acc, g);
 }
 
-// True when g is a plain dense tensor that only the engine's own handle sees: no other handle
-// to it, no other tensor on its storage, no history. Such a gradient can become a leaf's .grad
-// as it is, as PyTorch steals an unshared gradient instead of copying it.
-static bool engine_owned_dense(const Tensor& g, DType dtype) {
-  const TensorImpl& t = g.impl();
-  return g.impl_ptr().use_count() == 1 && t.storage.use_count() == 1 && t.dtype == dtype && t.offset == 0 &&
-         g.is_contiguous() && t.storage->nbytes == static_cast<size_t>(g.numel()) * dtype_size(dtype) &&
-         !t.requires_grad && !t.grad_fn;
-}
-
-// Adds g into a leaf's .grad. The first gradient is stored as is when the engine alone holds
-// it, else as its own contiguous copy: either way a later in-place accumulation can never write
-// into a tensor that someone else still holds.
+// Adds g into a leaf's .grad, as torch's AccumulateGrad (engine.h): the first gradient is
+// stored as is when the engine alone holds it, else as its own contiguous copy; later ones are
+// added in place, or out of place when the backward pass is recorded.
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad) {
-    leaf.grad = !g_grad_enabled && engine_owned_dense(g, leaf.dtype) ? g.impl_ptr() : g.to(leaf.dtype).clone().impl_ptr();
+    leaf.grad = !GradMode::enabled() && engine_owned_dense(g, leaf.dtype) ? g.impl_ptr() : g.to(leaf.dtype).clone().impl_ptr();
     return;
   }
-  Tensor acc(std::move(leaf.grad));  // moved out: a user's handle is then the only other owner
-  const Tensor gl = g.to(leaf.dtype);
-  if (g_grad_enabled || !add_in_place(acc, gl)) acc = add(acc, gl);
-  leaf.grad = acc.impl_ptr();
+  Tensor acc(leaf.grad);
+  if (GradMode::enabled()) leaf.grad = sum_of(acc, g.to(acc.dtype())).impl_ptr();
+  else add_into(acc, g);
 }
 
 template <class F> static void run_grad_hooks(const std::shared_ptr<HookList<GradHook>>& hooks, Tensor& g, F describe_owner) {
@@ -254,24 +271,67 @@ static void check_finite(const Node& node, size_t i, const Tensor& g) {
   if (!is_floating(g.dtype())) return;
   for (double v : g.to_double_vector()) {
     if (std::isfinite(v)) continue;
+    std::string where;
+    if (node.forward_stack)
+      where = "; the forward call that made it (most recent call first):\n" + describe_user_frames(*node.forward_stack) +
+              "  (the op itself: " + node.anomaly_trace + ")";
+    else
+      where = "; the forward op was recorded at an unknown place (outside anomaly mode)";
     throw std::runtime_error("anomaly: function '" + node.op + "' (output " + dtype_name(node.out_dtype) +
                              shape_str(node.out_shape) + ") returned " + (std::isnan(v) ? "nan" : "inf") +
                              " values in its " + std::to_string(i) + "th output (the gradient of its input " +
-                             std::to_string(i) + ", " + describe(g) + "); the forward op was recorded at " +
-                             (node.anomaly_trace.empty() ? std::string("an unknown place (recorded outside anomaly mode)")
-                                                         : node.anomaly_trace));
+                             std::to_string(i) + ", " + describe(g) + ")" + where);
   }
+}
+
+// torch's text, with the spelling of the option in attograd.
+static std::runtime_error graph_freed(const Node& node) {
+  return std::runtime_error(
+      "backward through '" + node.op +
+      "': Trying to backward through the graph a second time (or directly access saved tensors after they have "
+      "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+      "autograd.grad(). Specify retain_graph=True (backward({}, {.retain_graph = true}), grad(..., "
+      "{.retain_graph = true})) if you need to backward through the graph a second time or if you need to access "
+      "saved tensors after calling backward.");
+}
+
+// True when `shape` broadcasts to `to`: aligned from the right, each dim of `shape` equals
+// the dim of `to` or is 1, and `to` may have more (leading) dims.
+static bool broadcasts_to(const Shape& shape, const Shape& to) {
+  if (shape.size() > to.size()) return false;
+  const size_t lead = to.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && shape[i] != to[lead + i]) return false;
+  return true;
+}
+
+// Broadcast reduction, in one place for every op (PyTorch's validate_outputs): a backward
+// function returns the gradient of an input that was broadcast in the forward in the
+// broadcast shape, and the engine sums it back to the input's shape (recorded under
+// create_graph, as sum_to is an op). Any other shape is a bug in that backward: it throws.
+static Tensor reduce_to_input(const Tensor& g, const Shape& input_shape, const Node& node, size_t i) {
+  if (!broadcasts_to(input_shape, g.shape()))
+    throw std::logic_error("backward of '" + node.op + "' produced a gradient " + describe(g) + " for input " +
+                           std::to_string(i) + " of shape " + shape_str(input_shape) + " (" +
+                           shape_str(input_shape) + " does not broadcast to " + shape_str(g.shape()) + ")");
+  return sum_to(g, input_shape);
 }
 
 namespace {
 
-// One backward pass over the graph behind `roots`. Without `inputs` it accumulates into the
-// leaves' .grad; with them (ag::grad) it captures their gradients instead and touches no .grad.
+// Where one backward pass puts the gradients that reach the graph's ends.
+enum class Target {
+  AllLeaves,   // Tensor::backward(): into every leaf's .grad
+  Inputs,      // backward(inputs=): into the .grad of the given tensors only
+  Capture,     // ag::grad: returned for the given tensors; no .grad is touched
+};
+
+// One backward pass over the graph behind `roots`.
 struct BackwardPass {
+  Target target = Target::AllLeaves;
   bool keep_graph = false;
-  bool create_graph = false;
-  const std::vector<Tensor>* inputs = nullptr;
-  std::vector<Tensor> captured;
+  std::vector<Tensor> inputs;    // Inputs and Capture: the tensors asked for
+  std::vector<Tensor> captured;  // Capture: their gradients
 
   struct LeafState {
     int64_t pending = 0;  // edges into this leaf not yet processed in this pass
@@ -283,8 +343,25 @@ struct BackwardPass {
   std::unordered_map<const TensorImpl*, size_t> input_leaf;
   std::unordered_map<const Node*, size_t> input_node;
 
+  void set_inputs(const std::vector<Tensor>& ts, const char* who) {
+    inputs = ts;
+    captured.assign(ts.size(), Tensor());
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const Tensor& in = ts[i];
+      if (!in.defined() || !in.requires_grad())
+        throw std::invalid_argument(std::string(who) + ": input " + std::to_string(i) + " (" + describe(in) +
+                                    ") does not require grad");
+      if (in.is_leaf()) input_leaf.emplace(in.impl_ptr().get(), i);
+      else input_node.emplace(in.grad_fn().get(), i);
+    }
+  }
+
+  // Does this leaf take part? Every leaf for backward(); only the inputs otherwise.
+  bool wanted(const TensorImpl* leaf) const { return target == Target::AllLeaves || input_leaf.count(leaf); }
+
   // g is taken over (moved in), so that a gradient nobody else holds stays unshared.
   void deliver_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g) {
+    if (!wanted(leaf.get())) return;
     LeafState& st = leaves[leaf.get()];
     if (g.defined()) {
       st.got = true;
@@ -301,9 +378,8 @@ struct BackwardPass {
       Tensor g = st.buffer;
       st.buffer = Tensor();
       run_grad_hooks(leaf->hooks, g, [&] { return "leaf " + describe(Tensor(leaf)); });
-      if (inputs) {
-        auto it = input_leaf.find(leaf.get());
-        if (it != input_leaf.end()) captured[it->second] = g;
+      if (target == Target::Capture) {
+        captured[input_leaf.at(leaf.get())] = g;
         return;
       }
       accumulate_leaf(*leaf, g);
@@ -314,6 +390,14 @@ struct BackwardPass {
     }
   }
 
+  // A non-leaf tensor asked for by grad() or backward(inputs=) has its gradient g.
+  void reached_input_node(const Node* node, const Tensor& g) {
+    auto it = input_node.find(node);
+    if (it == input_node.end()) return;
+    if (target == Target::Capture) captured[it->second] = g;
+    else accumulate_leaf(inputs[it->second].impl(), g);
+  }
+
   void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds) {
     std::vector<Node*> root_nodes;
     for (const Tensor& r : roots)
@@ -322,11 +406,12 @@ struct BackwardPass {
 
     // Count the edges into each leaf, so that a leaf's gradient is known complete (hooks,
     // capture, post-accumulate hooks). Leaves with tensor hooks, and ag::grad's inputs, get
-    // their gradients summed first; the others accumulate edge by edge into .grad as before.
+    // their gradients summed first; the others accumulate edge by edge into .grad.
     auto note_leaf = [&](const std::shared_ptr<TensorImpl>& leaf) {
+      if (!wanted(leaf.get())) return;
       LeafState& st = leaves[leaf.get()];
       ++st.pending;
-      st.buffered = inputs || (leaf->hooks && !leaf->hooks->entries.empty());
+      st.buffered = target == Target::Capture || (leaf->hooks && !leaf->hooks->entries.empty());
     };
     for (const Tensor& r : roots)
       if (r.is_leaf()) note_leaf(r.impl_ptr());
@@ -334,9 +419,9 @@ struct BackwardPass {
       for (const Edge& e : n->next)
         if (e.leaf) note_leaf(e.leaf);
 
-    // ag::grad: a node's backward runs only when an input lies below it.
+    // With inputs given, a node's backward runs only when an input lies below it.
     std::unordered_set<const Node*> below;
-    if (inputs) {
+    if (target != Target::AllLeaves) {
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
         for (const Edge& e : (*it)->next) {
           if ((e.leaf && input_leaf.count(e.leaf.get())) ||
@@ -358,25 +443,19 @@ struct BackwardPass {
       node->grad = Tensor();
       if (g.defined()) {
         run_grad_hooks(node->hooks, g, [&] { return "the output of '" + node->op + "'"; });
-        if (auto kept = node->retained.lock()) {
-          if (!kept->grad) kept->grad = g.impl_ptr();
-          else kept->grad = add(Tensor(kept->grad), g).impl_ptr();
-        }
+        if (auto kept = node->retained.lock()) kept->grad = kept->grad ? sum_of(Tensor(kept->grad), g).impl_ptr() : g.impl_ptr();
         if (g_observer) g_observer(*node, g);
-        if (inputs) {
-          auto it = input_node.find(node);
-          if (it != input_node.end()) captured[it->second] = g;
-        }
+        if (target != Target::AllLeaves) reached_input_node(node, g);
       }
-      const bool run_fn = g.defined() && (!inputs || below.count(node));
+      const bool run_fn = g.defined() && (target == Target::AllLeaves || below.count(node));
       if (!run_fn) {
         for (const Edge& e : node->next)
           if (e.leaf) deliver_leaf(e.leaf, Tensor());
         continue;
       }
-      if (!node->backward)
-        throw std::runtime_error("backward: the graph through '" + node->op +
-                                 "' was already freed; call backward(grad, /*retain_graph=*/true) the first time");
+      if (!node->backward) throw graph_freed(*node);
+      // The profiler's event for this node: its backward and the delivery of what it returned.
+      const profiler::RecordScope profile(node->op, profiler::Category::Backward);
       Node* const outer = g_running_node;
       g_running_node = node;
       Grads grads;
@@ -397,15 +476,14 @@ struct BackwardPass {
         if (!e.active()) continue;
         if (gi.defined()) {
           const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
-          if (gi.shape() != expect)
-            throw std::logic_error("backward of '" + node->op + "' produced a gradient " + describe(gi) +
-                                   " for input " + std::to_string(i) + " of shape " + shape_str(expect));
-          if (g_anomaly) check_finite(*node, i, gi);
+          if (gi.shape() != expect) gi = reduce_to_input(gi, expect, *node, i);
+          if (AnomalyMode::enabled()) check_finite(*node, i, gi);
         }
         if (e.leaf) deliver_leaf(e.leaf, std::move(gi));
         else if (gi.defined()) accumulate(e.node->grad, gi);
       }
-      if (!keep_graph) node->backward = nullptr;  // frees the saved tensors
+      // Frees the saved tensors (engine.h); a node that saved none can run again.
+      if (!keep_graph && node->saved_tensors) node->backward = nullptr;
     }
   }
 };
@@ -413,6 +491,7 @@ struct BackwardPass {
 // Checks roots and their seeds; fills in the implicit 1 for one-element roots.
 std::vector<Tensor> make_seeds(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_outputs,
                                const char* who) {
+  if (roots.empty()) throw std::invalid_argument(std::string(who) + ": no outputs given");
   if (!grad_outputs.empty() && grad_outputs.size() != roots.size())
     throw std::invalid_argument(std::string(who) + ": " + std::to_string(grad_outputs.size()) + " grad_outputs for " +
                                 std::to_string(roots.size()) + " outputs");
@@ -438,62 +517,49 @@ std::vector<Tensor> make_seeds(const std::vector<Tensor>& roots, const std::vect
   return seeds;
 }
 
-// Grad mode during a pass: on exactly when the backward pass itself is recorded.
-class GradModeScope {
- public:
-  explicit GradModeScope(bool on) : prev_(g_grad_enabled) { g_grad_enabled = on; }
-  ~GradModeScope() { g_grad_enabled = prev_; }
-
- private:
-  bool prev_;
-};
-
 }  // namespace
 
-void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph, bool create_graph) {
-  const std::vector<Tensor> seeds = make_seeds({root}, {grad_output}, "backward");
-  GradModeScope mode(create_graph);
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, const BackwardOptions& options) {
+  const std::vector<Tensor> seeds = make_seeds(tensors, grad_tensors, "backward");
   BackwardPass pass;
-  pass.keep_graph = retain_graph || create_graph;
-  pass.create_graph = create_graph;
-  pass.run({root}, seeds);
+  pass.keep_graph = options.retain_graph.value_or(options.create_graph);
+  if (!options.inputs.empty()) {
+    pass.target = Target::Inputs;
+    pass.set_inputs(options.inputs, "backward");
+  }
+  SetGradEnabledGuard mode(options.create_graph);  // the backward pass is recorded exactly then
+  pass.run(tensors, seeds);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
-                         bool allow_unused) {
-  if (outputs.empty()) throw std::invalid_argument("grad: no outputs given");
+                         const std::vector<Tensor>& grad_outputs, const GradOptions& options) {
   if (inputs.empty()) throw std::invalid_argument("grad: no inputs given");
   const std::vector<Tensor> seeds = make_seeds(outputs, grad_outputs, "grad");
   BackwardPass pass;
-  pass.keep_graph = retain_graph || create_graph;
-  pass.create_graph = create_graph;
-  pass.inputs = &inputs;
-  pass.captured.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& in = inputs[i];
-    if (!in.defined() || !in.requires_grad())
-      throw std::invalid_argument("grad: input " + std::to_string(i) + " (" + describe(in) + ") does not require grad");
-    if (in.is_leaf()) pass.input_leaf.emplace(in.impl_ptr().get(), i);
-    else pass.input_node.emplace(in.grad_fn().get(), i);
-  }
+  pass.target = Target::Capture;
+  pass.keep_graph = options.retain_graph.value_or(options.create_graph);
+  pass.set_inputs(inputs, "grad");
   {
-    GradModeScope mode(create_graph);
+    SetGradEnabledGuard mode(options.create_graph);
     pass.run(outputs, seeds);
   }
+  std::vector<Tensor>& captured = pass.captured;
   // The same tensor listed twice gets its gradient in both places.
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (pass.captured[i].defined()) continue;
+    if (captured[i].defined()) continue;
     for (size_t j = 0; j < inputs.size(); ++j)
-      if (j != i && pass.captured[j].defined() &&
+      if (j != i && captured[j].defined() &&
           (inputs[j].same(inputs[i]) || (!inputs[i].is_leaf() && inputs[j].grad_fn() == inputs[i].grad_fn())))
-        pass.captured[i] = pass.captured[j];
-    if (!pass.captured[i].defined() && !allow_unused)
+        captured[i] = captured[j];
+    if (captured[i].defined()) continue;
+    if (options.materialize_grads) captured[i] = Tensor::zeros(inputs[i].shape(), inputs[i].dtype());
+    else if (!options.allow_unused)
       throw std::invalid_argument("grad: input " + std::to_string(i) + " (" + describe(inputs[i]) +
-                                  ") was not used in the graph of the outputs; pass allow_unused=true to get an "
-                                  "undefined gradient for it");
+                                  ") was not used in the graph of the outputs (torch: \"One of the differentiated "
+                                  "Tensors appears to not have been used in the graph\"); pass {.allow_unused = true} "
+                                  "to get an undefined gradient for it, or {.materialize_grads = true} for zeros");
   }
-  return pass.captured;
+  return captured;
 }
 
 }  // namespace ag

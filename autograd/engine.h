@@ -9,13 +9,17 @@
 //
 // Higher-order gradients (create_graph). The signature of a backward function stays
 // Grads(const Tensor& grad_output). The engine runs backward functions with GradMode on
-// exactly when create_graph is set, and off otherwise. Inside a backward function:
-//   * GradMode::enabled(): compute the input gradients with the differentiable ops of ops.h,
-//     from SavedTensor::unpack() values (which then carry their graph identity), so the
-//     backward pass is itself recorded and can be differentiated again, to any order;
-//   * otherwise: the fast fused kernels, exactly as before (the float32 training step does
-//     not change a bit; unpack() then returns the plain detached data).
-// Backward functions that are written with ops need nothing more than unpack().
+// exactly when create_graph is set, and off otherwise. A backward function is written once,
+// with ops of ops.h on SavedTensor::unpack() values (which under create_graph carry their graph
+// identity), so the backward pass is itself recorded and can be differentiated again, to any
+// order; without create_graph the same ops just compute (unpack() returns the plain data). A
+// fused kernel in a backward is an op of its own (tanh_backward, softmax_backward: ops.h) or
+// goes through fused_backward (autograd/ops/fused_backward.h): either runs only the kernel
+// without create_graph.
+//
+// Broadcasting. A backward function returns the gradient of an input that its forward
+// broadcast in the broadcast shape; the engine sums it back to the input's shape (sum_to,
+// recorded under create_graph), as PyTorch's validate_outputs does. Any other shape throws.
 //
 // In-place safety. Every Storage has a version counter that every in-place write through the
 // public API bumps (Tensor::fill_, copy_, bump_version(); views and detach() share the
@@ -24,6 +28,17 @@
 // an in-place write to a tensor that requires grad throws (attograd does not record in-place
 // ops, so the written tensor's history would be wrong); under NoGradGuard it is allowed, as
 // optimizers and initialisers need.
+//
+// Accumulation into .grad, as torch's AccumulateGrad. A leaf's first gradient becomes its
+// .grad (taken over without a copy when the engine alone holds it, else copied); later ones are
+// added in place, so a .grad handle the user holds sees the sum (its version is bumped), unless
+// the backward pass is itself recorded (create_graph): then .grad = .grad + g, out of place.
+//
+// Freeing the graph. Without retain_graph, a node that saved tensors (SavedTensor::save or
+// save_output while it was being recorded) drops its backward function, and with it those
+// tensors, once it has run: a second backward through it throws torch's "Trying to backward
+// through the graph a second time". A node that saved nothing keeps its function, so
+// `b = a + 1; b.sum().backward(); b.sum().backward()` works, as in torch.
 //
 // Hooks. Tensor::register_hook(fn): fn sees the gradient of that tensor in every backward
 // pass (the sum over all its uses) and may return a replacement (an undefined Tensor keeps
@@ -36,13 +51,15 @@
 // data-parallel trainer needs to start reducing a bucket of gradients early. It does not run
 // for ag::grad (nothing is accumulated there).
 //
-// Anomaly detection. Inside DetectAnomalyGuard each new node records where it was made: the
-// op's own source location (captured by record(), as std::source_location would be) and the innermost
-// AnomalyScope label the caller set (e.g. "block 1.attn"). We deliberately do not thread a
-// std::source_location through every public op function: the inline operators (a * b) could
-// not carry one, and the label says more about *which* use of an op than a line number does.
-// When a backward function returns a NaN or an infinity, the engine throws naming the op, the
-// input position and that place. Outside the guard nothing is captured or checked.
+// Anomaly detection (torch.autograd.detect_anomaly). Inside DetectAnomalyGuard each new node
+// keeps the call stack of the forward call that made it (Boost.Stacktrace: return addresses
+// only, symbolised when an error needs them) and the innermost AnomalyScope label the caller
+// set (e.g. "block 1.attn"). When a backward function returns a NaN or an infinity, the engine
+// throws naming the op, the input position and the first frames of that stack outside
+// attograd's autograd/ sources: the user's line that called the op, as PyTorch prints the
+// Python traceback of the forward call. Line numbers need debug line tables (-g1 is enough;
+// Release builds of attograd carry them, see CMakeLists.txt). Outside the guard nothing is
+// captured or checked, so the cost there is one flag test per recorded op.
 //
 // Diagnostics. A NodeGradObserver (see ObserveNodeGradsGuard) sees every node's output
 // gradient during a backward pass; graph export installs one to label nodes with gradient
@@ -53,10 +70,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "autograd/anomaly.h"
+#include "autograd/grad_mode.h"
 #include "autograd/tensor.h"
 
 namespace ag {
@@ -84,74 +104,16 @@ struct Node : std::enable_shared_from_this<Node> {
   DType out_dtype;
   std::vector<Edge> next;  // one per input
   BackwardFn backward;     // null once the graph has been freed
+  bool saved_tensors = false;  // saved tensors when recorded: freed after one backward (above)
   Tensor grad;             // gradient of the output, accumulated during one backward pass
   std::shared_ptr<HookList<GradHook>> hooks;  // the output tensor's register_hook()s
   std::weak_ptr<TensorImpl> retained;         // set by retain_grad(): the output keeps its .grad
-  std::string anomaly_trace;                  // where it was recorded; only in anomaly mode
+  // Anomaly mode only: where the node was recorded (the op's source line and the
+  // AnomalyScope label) and the stack of the forward call.
+  std::string anomaly_trace;
+  std::shared_ptr<const ForwardStack> forward_stack;
 
   static int64_t live_count();  // nodes alive in this process, for leak tests
-};
-
-// Is the engine recording? Off inside NoGradGuard, and while backward functions run unless
-// create_graph was asked for.
-struct GradMode {
-  static bool enabled();
-  static void set_enabled(bool on);
-};
-
-// RAII: nothing is recorded while it lives (inference must not grow memory).
-class NoGradGuard {
- public:
-  NoGradGuard() : prev_(GradMode::enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(prev_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
-// RAII: recording on again (torch.enable_grad), e.g. for a function that calls ag::grad
-// while its caller holds a NoGradGuard.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : prev_(GradMode::enabled()) { GradMode::set_enabled(true); }
-  ~EnableGradGuard() { GradMode::set_enabled(prev_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
-// ---- anomaly detection ------------------------------------------------------------------------
-struct AnomalyMode {
-  static bool enabled();
-};
-
-// RAII: anomaly mode on while it lives (torch.autograd.detect_anomaly).
-class DetectAnomalyGuard {
- public:
-  DetectAnomalyGuard();
-  ~DetectAnomalyGuard();
-  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
-  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
-// RAII: a label for the nodes recorded while it lives, shown by anomaly errors ("block 1.mlp").
-// Scopes nest; the label is the innermost one. Outside anomaly mode it does nothing.
-class AnomalyScope {
- public:
-  explicit AnomalyScope(std::string_view label);
-  ~AnomalyScope();
-  AnomalyScope(const AnomalyScope&) = delete;
-  AnomalyScope& operator=(const AnomalyScope&) = delete;
-
- private:
-  bool active_;
 };
 
 // ---- recording --------------------------------------------------------------------------------
@@ -160,9 +122,6 @@ class AnomalyScope {
 bool should_record(std::initializer_list<const Tensor*> inputs);
 bool should_record(const std::vector<Tensor>& inputs);
 
-// Attaches a node to `out` (which must be freshly produced by the op) with edges to `inputs`.
-// Call only when should_record(...) is true. Returns out for convenience. `where` is kept
-// only in anomaly mode.
 // Where record() was called. The fields of std::source_location, filled by the builtins that
 // GCC and clang share: clang 14 (the fuzzing build) has no std::source_location with libstdc++ 12.
 // As a default argument they take the caller's place, as std::source_location::current() does.
@@ -172,11 +131,15 @@ struct SourceLocation {
   const char* function;
 };
 
+// Attaches a node to `out` (which must be freshly produced by the op) with edges to `inputs`.
+// Call only when should_record(...) is true. Returns out for convenience. `where` (the op's
+// own line) is kept only in anomaly mode, beside the stack of the forward call.
 Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward,
               SourceLocation where = {__builtin_FILE(), __builtin_LINE(), __builtin_FUNCTION()});
 
 // A tensor a backward function needs. Save inputs with save(), the op's own output with
-// save_output() (before record(); it keeps no reference to the node, so no cycle).
+// save_output() (before record(); it keeps no reference to the node, so no cycle). Saving
+// marks the node that record() makes next as one that saved tensors (freed after a backward).
 // unpack() checks the storage version and returns
 //   * GradMode off: the data, detached (what the fast kernels read);
 //   * GradMode on (create_graph): the same data with its place in the graph (the leaf itself,
@@ -200,18 +163,26 @@ class SavedTensor {
 
 // ---- backward -----------------------------------------------------------------------------------
 
-// Backpropagates `grad_output` (shaped like `root`; undefined means 1 for a one-element root)
-// through the graph that made `root`, in reverse topological order, visiting each node once,
-// and accumulates into the leaves' .grad. Frees the graph unless retain_graph or create_graph.
-void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph, bool create_graph = false);
+// torch.autograd.grad's keyword arguments, in torch's order and with torch's defaults (every
+// field initialised, as BackwardOptions's in tensor.h):
+//   grad(outputs, inputs, grad_outputs, {.retain_graph = true, .create_graph = true})
+struct GradOptions {
+  std::optional<bool> retain_graph{};  // keep the graph for another backward; default: create_graph
+  bool create_graph = false;           // record the backward pass, so the result can be differentiated
+  bool allow_unused = false;           // an input the outputs do not depend on gets an undefined Tensor
+  bool materialize_grads = false;      // ... or zeros of its shape (implies allow_unused)
+};
 
 // torch.autograd.grad: the gradients of `outputs` (weighted by grad_outputs, default 1 for
-// one-element outputs) with respect to `inputs`, returned without touching any .grad. The
-// graph is kept when retain_graph or create_graph. An input the outputs do not depend on
-// throws, unless allow_unused, which returns an undefined Tensor for it.
+// one-element outputs) with respect to `inputs`, returned without touching any .grad. An input
+// the outputs do not depend on throws, unless allow_unused or materialize_grads.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
-                         bool create_graph = false, bool allow_unused = false);
+                         const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
+
+// torch.autograd.backward: Tensor::backward for several roots at once (grad_tensors as grad()'s
+// grad_outputs).
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
+              const BackwardOptions& options = {});
 
 // The nodes reachable from root, in topological order (root first); for graph export.
 std::vector<Node*> topological_order(const Node* root);

@@ -60,7 +60,7 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     Tensor onehot = Tensor::zeros(out.shape(), DType::Float64);
     onehot.data<double>()[j] = 1.0;
     zero_grads();
-    out.backward(onehot, /*retain_graph=*/true);
+    out.backward(onehot, {.retain_graph = true});
     for (size_t c = 0; c < checked.size(); ++c) {
       const Tensor g = inputs[checked[c]].grad();
       if (!g.defined()) continue;  // no path from this input to out_j: zero row
@@ -77,7 +77,7 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     std::vector<std::vector<double>> first;
     for (int run = 0; run < 2; ++run) {
       zero_grads();
-      out.backward(up, /*retain_graph=*/true);
+      out.backward(up, {.retain_graph = true});
       for (size_t c = 0; c < checked.size(); ++c) {
         const Tensor g = inputs[checked[c]].grad();
         const auto gv = g.defined() ? g.to_double_vector() : std::vector<double>();
@@ -145,8 +145,7 @@ GradcheckReport gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
     std::vector<Tensor> wrt;
     for (size_t i : checked) wrt.push_back(xs[i]);
     const Tensor y = f(xs);
-    const std::vector<Tensor> gs = grad({y}, wrt, {all.back()}, /*retain_graph=*/true, /*create_graph=*/true,
-                                        /*allow_unused=*/true);
+    const std::vector<Tensor> gs = grad({y}, wrt, {all.back()}, {.create_graph = true, .allow_unused = true});
     std::vector<Tensor> flat;
     for (size_t c = 0; c < gs.size(); ++c)
       flat.push_back(gs[c].defined() ? reshape(gs[c], {-1}) : Tensor::zeros({wrt[c].numel()}, DType::Float64));

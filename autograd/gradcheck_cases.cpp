@@ -278,12 +278,30 @@ std::vector<OpCase> op_cases() {
        [](V x) { return self_attention_qkv(x[0], 2, /*is_causal=*/true); }},
       {"self_attention_qkv", "3 heads, scale 0.6", Args{{"qkv", {1, 4, 9}}}, Domain::Any,
        [](V x) { return self_attention_qkv(x[0], 3, false, 0.6); }},
+      // ---- backward ops: their own derivatives are the forward ops' second ones ----------------------
+      {"tanh_backward", "", Args{{"grad", {2, 3}}, {"output", {2, 3}}}, Domain::Any,
+       [](V x) { return tanh_backward(x[0], x[1]); }},
+      {"threshold_backward", "threshold 0, away from it", Args{{"grad", {2, 3}}, {"self", {2, 3}}},
+       Domain::AwayFromZero, [](V x) { return mul(threshold_backward(x[0], x[1], 0.0), x[1]); }},
+      {"gelu_backward", "exact", Args{{"grad", {2, 3}}, {"self", {2, 3}}}, Domain::Any,
+       [](V x) { return gelu_backward(x[0], mul(x[1], 2.0)); }},
+      {"gelu_backward", "tanh", Args{{"grad", {2, 3}}, {"self", {2, 3}}}, Domain::Any,
+       [](V x) { return gelu_backward(x[0], mul(x[1], 2.0), true); }},
+      {"softmax_backward", "last dim", Args{{"grad", {3, 5}}, {"output", {3, 5}}}, Domain::Any,
+       [](V x) { return softmax_backward(x[0], x[1]); }},
+      {"softmax_backward", "dim 0", Args{{"grad", {3, 4, 2}}, {"output", {3, 4, 2}}}, Domain::Any,
+       [](V x) { return softmax_backward(x[0], x[1], 0); }},
+      {"log_softmax_backward", "last dim", Args{{"grad", {3, 5}}, {"output", {3, 5}}}, Domain::Any,
+       [](V x) { return log_softmax_backward(x[0], x[1]); }},
+      {"log_softmax_backward", "dim 1", Args{{"grad", {2, 3, 2}}, {"output", {2, 3, 2}}}, Domain::Any,
+       [](V x) { return log_softmax_backward(x[0], x[1], 1); }},
+      {"slice_backward", "[1, 4) of dim 1", Args{{"grad", {2, 3, 2}}}, Domain::Any,
+       [](V x) { return mul(slice_backward(x[0], {2, 5, 2}, 1, 1, 4), slice_backward(x[0], {2, 5, 2}, -2, 1, 4)); }},
   };
 }
 
 const std::vector<std::string>& ops_without_gradient() {
-  static const std::vector<std::string> names = {"argmax", "argmin", "broadcast_shapes", "eq", "ne",
-                                                 "lt",     "le",     "gt",               "ge"};
+  static const std::vector<std::string> names = {"argmax", "argmin", "eq", "ne", "lt", "le", "gt", "ge"};
   return names;
 }
 

@@ -32,7 +32,7 @@ struct OpCase {
 std::vector<OpCase> op_cases();
 
 // The functions of ops.h that need no case because no gradient flows through them: their
-// results are integers, bools or shapes (argmax, argmin, the comparisons, broadcast_shapes).
+// results are integers or bools (argmax, argmin, the comparisons).
 const std::vector<std::string>& ops_without_gradient();
 
 // The case's inputs: float64 leaves that require grad, drawn from gen within its domain.

@@ -2,7 +2,7 @@
 //
 //   * one node per graph Node (an op), labelled "op" and its output shape, in the order of
 //     topological_order(root) (root first); when a NodeGradNorms recorder was alive during a
-//     backward(grad, /*retain_graph=*/true), also "|grad| = ..." (the L2 norm of the gradient
+//     backward(grad, {.retain_graph = true}), also "|grad| = ..." (the L2 norm of the gradient
 //     of the op's output). Ordinary backward passes compute no norms;
 //   * one box per leaf tensor that requires grad (reached through Edge::leaf), labelled with
 //     its TensorImpl::name (nn::name_parameters sets the parameters' dotted names), its shape

@@ -64,10 +64,10 @@ inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
 inline Tensor operator/(const Tensor& a, double s) { return mul(a, 1.0 / s); }
 inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
 
-// The shape two shapes broadcast to; throws naming `op` when they do not.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Sums g over the dims that were broadcast to turn `shape` into g's shape (backward of
-// broadcasting). Returns g itself when the shapes already match.
+// broadcasting). Returns g itself when the shapes already match. Backward functions do not call
+// it: they return a broadcast input's gradient in the broadcast shape, and the engine reduces it
+// (engine.cpp), as PyTorch's validate_outputs does.
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
 // ---- reductions (autograd/ops/reduce.cpp) ----------------------------------------------------
@@ -280,5 +280,24 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // writes the heads in place: no split or merge copies, forward or backward.
 Tensor self_attention_qkv(const Tensor& qkv, int64_t num_heads, bool is_causal = false,
                           std::optional<double> scale = std::nullopt);
+
+// ---- backward ops (PyTorch's *_backward) -------------------------------------------------------
+// A backward pass's fused kernel as an op of its own. The forward op's backward function calls it:
+// without create_graph it just runs the kernel; under create_graph it records itself, and its own
+// backward, written with ops beside it, makes the gradient differentiable again. So each
+// derivative is written once. (The multi-output fused ops, gelu_mlp, layer_norm and the attention
+// kernels, get theirs from their definitions instead: autograd/ops/fused_backward.h.)
+// grad ⊙ (1 − output²), for output = tanh(x) (autograd/ops/elementwise.cpp)
+Tensor tanh_backward(const Tensor& grad, const Tensor& output);
+// grad where self > threshold, else 0: relu's backward with threshold 0 (elementwise.cpp)
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, double threshold);
+// grad ⊙ gelu'(self), exact or tanh form (elementwise.cpp)
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool approximate = false);
+// output ⊙ (grad − Σ grad ⊙ output) over dim, for output = softmax(x, dim) (nn_functional.cpp)
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim = -1);
+// grad − exp(output) · Σ grad over dim, for output = log_softmax(x, dim) (nn_functional.cpp)
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim = -1);
+// Zeros of input_shape with grad at [start, end) along dim: narrow's backward (shape.cpp)
+Tensor slice_backward(const Tensor& grad, const Shape& input_shape, int64_t dim, int64_t start, int64_t end);
 
 }  // namespace ag

@@ -1,5 +1,7 @@
 #include "autograd/parallel.h"
 
+#include "autograd/profiler.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -99,6 +101,7 @@ class Pool {
   void chunk(int part) {
     const int64_t b = n_ * part / size(), e = n_ * (part + 1) / size();
     if (b >= e) return;
+    const profiler::RecordScope profile("pool task", profiler::Category::PoolTask, b, e);
     try {
       fn_(ctx_, b, e);
     } catch (...) {  // kept for run() to rethrow; an exception escaping a worker would terminate

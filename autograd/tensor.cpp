@@ -10,9 +10,8 @@
 #include <sstream>
 
 #include "autograd/buffer_cache.h"
-#include "autograd/dims.h"
-#include "autograd/engine.h"
-#include "autograd/ops.h"
+#include "autograd/for_each_row.h"
+#include "autograd/grad_mode.h"
 #include "autograd/kernels/dispatch.h"
 
 namespace ag {
@@ -267,8 +266,7 @@ static void strided_copy(const Tensor& src, D* dst) {
                   });
 }
 
-// Copies any tensor into a fresh contiguous one of dtype `to`, without autograd.
-static Tensor copy_to_contiguous(const Tensor& src, DType to) {
+Tensor copy_to_contiguous(const Tensor& src, DType to) {
   Tensor out = Tensor::empty(src.shape(), to);
   if (src.is_contiguous() && src.dtype() == to) {
     if (out.numel()) std::memcpy(out.raw_data(), src.raw_data(), static_cast<size_t>(out.numel()) * dtype_size(to));
@@ -286,22 +284,6 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
-Tensor Tensor::clone() const {
-  Tensor out = copy_to_contiguous(*this, dtype());
-  if (should_record({this})) record(out, "clone", {*this}, [](const Tensor& g) { return Grads{g}; });
-  return out;
-}
-
-Tensor Tensor::to(DType to_dtype) const {
-  if (to_dtype == dtype()) return *this;
-  Tensor out = copy_to_contiguous(*this, to_dtype);
-  if (is_floating(to_dtype) && should_record({this})) {
-    const DType from = dtype();
-    record(out, "to", {*this}, [from](const Tensor& g) { return Grads{g.to(from)}; });
-  }
-  return out;
-}
-
 // In grad mode an in-place write must not silently make a recorded history wrong, nor drop the
 // gradient of its source (engine.h); under NoGradGuard it is the caller's intent.
 static void check_in_place(const Tensor& dst, const Tensor* src, const char* op) {
@@ -311,7 +293,7 @@ static void check_in_place(const Tensor& dst, const Tensor* src, const char* op)
     if (dst.is_leaf())
       throw std::runtime_error(std::string(op) + ": a leaf tensor that requires grad (" + what +
                                ") is being used in an in-place operation; do it under NoGradGuard");
-    throw std::runtime_error(std::string(op) + ": in-place write to " + what + ", the output of '" + dst.grad_fn()->op +
+    throw std::runtime_error(std::string(op) + ": in-place write to " + what + ", the output of '" + op_name(*dst.grad_fn()) +
                              "', which requires grad: attograd does not record in-place ops, so its history would be "
                              "wrong; use an out-of-place op, or write under NoGradGuard");
   }
@@ -380,45 +362,6 @@ void Tensor::set_grad(const Tensor& g) {
 
 Tensor Tensor::detach() const { return make_view(*this, shape(), strides(), impl().offset); }
 
-void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
-  run_backward(*this, grad_output, retain_graph, create_graph);
-}
-
-template <class F> static HookHandle add_hook(std::shared_ptr<HookList<F>>& list, F fn) {
-  if (!fn) throw std::invalid_argument("register_hook: empty function");
-  if (!list) list = std::make_shared<HookList<F>>();
-  const uint64_t id = list->next_id++;
-  list->entries.emplace_back(id, std::move(fn));
-  return HookHandle([weak = std::weak_ptr<HookList<F>>(list), id] {
-    if (auto l = weak.lock())
-      std::erase_if(l->entries, [id](const auto& e) { return e.first == id; });
-  });
-}
-
-HookHandle Tensor::register_hook(GradHook fn) const {
-  if (!requires_grad())
-    throw std::invalid_argument("register_hook: cannot register a hook on a tensor that does not require grad (" +
-                                describe(*this) + ")");
-  if (is_leaf()) return add_hook(impl().hooks, std::move(fn));
-  return add_hook(grad_fn()->hooks, std::move(fn));
-}
-
-HookHandle Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook fn) const {
-  if (!requires_grad() || !is_leaf())
-    throw std::invalid_argument("register_post_accumulate_grad_hook: only leaf tensors that require grad accumulate a "
-                                "gradient, got " + describe(*this) + (is_leaf() ? "" : ", the output of '" + grad_fn()->op + "'"));
-  return add_hook(impl().post_accumulate_hooks, std::move(fn));
-}
-
-void Tensor::retain_grad() const {
-  if (!requires_grad())
-    throw std::invalid_argument("retain_grad: the tensor " + describe(*this) + " does not require grad");
-  if (is_leaf()) return;  // a leaf keeps its gradient anyway
-  grad_fn()->retained = impl_;
-}
-
-bool Tensor::retains_grad() const { return !is_leaf() && !grad_fn()->retained.expired(); }
-
 // ---- printing ------------------------------------------------------------------------------------
 
 static void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& s, size_t d, int64_t& pos,
@@ -452,7 +395,7 @@ std::string Tensor::to_string(int precision) const {
   std::ostringstream os;
   os << "Tensor(" << dtype_name(dtype()) << ", shape=" << shape_str(shape());
   if (requires_grad()) os << ", requires_grad";
-  if (grad_fn()) os << ", grad_fn=" << grad_fn()->op;
+  if (grad_fn()) os << ", grad_fn=" << op_name(*grad_fn());
   os << ")\n";
   const auto v = to_double_vector();
   int64_t pos = 0;

@@ -47,6 +47,7 @@ struct Storage {
 
 struct Node;
 class Tensor;
+struct BackwardOptions;  // below the class
 
 // Hooks (engine.h explains when they run). A GradHook returns a replacement gradient, or an
 // undefined Tensor to keep the one it was given.
@@ -154,10 +155,14 @@ class Tensor {
   void set_grad(const Tensor& g);
   Tensor detach() const;  // shares storage, no history
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
-  // Backpropagates from this tensor into the leaves' .grad. With no argument it must hold one
-  // element (gradient 1). create_graph records the backward pass itself, so .grad can be
-  // differentiated again (it implies retain_graph). See autograd/engine.h.
-  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  // Backpropagates from this tensor into the leaves' .grad (torch's Tensor.backward). With no
+  // gradient it must hold one element (gradient 1). Options by name, as torch's keywords:
+  //   loss.backward({}, {.retain_graph = true});
+  //   loss.backward({}, {.create_graph = true});     // .grad can be differentiated again
+  //   loss.backward({}, {.inputs = {w}});            // accumulate into w.grad only
+  // See autograd/engine.h.
+  void backward(const Tensor& grad_output = Tensor()) const;
+  void backward(const Tensor& grad_output, const BackwardOptions& options) const;
   // fn(grad) sees this tensor's gradient in each backward pass and may return a replacement.
   HookHandle register_hook(GradHook fn) const;
   // Leaves only: fn(*this) runs once this backward pass has accumulated into .grad.
@@ -225,13 +230,40 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// Tensor::backward's keyword arguments, in torch's order and with torch's defaults.
+// (Every field has an initializer, `{}` at least: for a field without one, GCC before 14 warns
+// -Wmissing-field-initializers at each designated initializer that omits it, GCC bug 96868.)
+struct BackwardOptions {
+  std::optional<bool> retain_graph{};  // keep the graph for another backward; default: create_graph
+  bool create_graph = false;           // record the backward pass (higher-order gradients)
+  std::vector<Tensor> inputs{};        // accumulate only into these tensors' .grad (empty: all leaves)
+};
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // Shapes and dtypes in error messages: "float32[2, 3]".
 std::string describe(const Tensor& t);
 
+// dim in [-ndim, ndim) -> [0, ndim). Throws std::invalid_argument naming the op and `t`.
+// Ops that accept a dim on a 0-d tensor (reductions, as PyTorch) pass ndim = max(dim(), 1);
+// unsqueeze and stack, which make a new dim, pass dim() + 1.
+inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Tensor& t) {
+  const int64_t w = dim < 0 ? dim + ndim : dim;
+  if (w < 0 || w >= ndim)
+    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(dim) + " out of range for " + describe(t) +
+                                " (valid: " + std::to_string(-ndim) + " to " + std::to_string(ndim - 1) + ")");
+  return w;
+}
+
 // Builds a view on t's storage (no copy, no autograd). Used by the view ops.
 Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset);
+// A fresh contiguous copy of src's values as `dtype`, without autograd (clone, to and copy_
+// copy through it).
+Tensor copy_to_contiguous(const Tensor& src, DType dtype);
+
+// The name of the op behind a node ("matmul"); the engine, which defines Node, provides it, so
+// that this layer can name a tensor's history without depending on the engine.
+const std::string& op_name(const Node& node);
 
 template <class T> T* Tensor::data() const {
   if (dtype_of<T> != dtype())

@@ -1,5 +1,5 @@
-// `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths,
-// measured in this process. bench/compare.py runs each in a fresh process next to
+// `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths
+// (`bench train` runs train::Step, the step `attograd train` runs), measured in this process. bench/compare.py runs each in a fresh process next to
 // bench/torch_baseline.py and prints the side-by-side table (`make bench`).
 #include <sys/resource.h>
 
@@ -15,17 +15,20 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 #include "bench/gemm_floor.h"
 #include "cli/bench_sample.h"
+#include "cli/bench_sgemm.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "models/registry.h"
 #include "nn/attention.h"
-#include "train/flops.h"
 #include "train/distributed.h"
-#include "nn/utils/clip_grad.h"
 #include "train/optim/adam.h"
 #include "train/param_groups.h"
+#include "train/peak_flops.h"
+#include "train/profile.h"
+#include "train/step.h"
 
 namespace ag::cli {
 
@@ -80,14 +83,17 @@ double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& 
   return since(t0) / static_cast<double>(steps);
 }
 
-// `attograd bench train` under mpirun -np N and/or with --grad-accum K: the data-parallel
-// step of attograd train (each rank its batch/N rows in K micro-batches, gradients averaged
-// by the bucketed reducer, started from hooks during the last backward). Reports the blocking
-// allreduce time of one step's gradients (alone, afterwards), the time rank 0 waited for the
-// reduction after its backward had ended, less the part spent waiting for a slower rank to
-// finish its backward (imbalance, not communication), and so the fraction of the allreduce
-// hidden behind backward. The ranks' clocks are compared, so that split holds on one machine.
-void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, nlohmann::json& out) {
+// `attograd bench train`: train::Step, the step `attograd train` runs (train/step.h), on a fixed
+// random batch. Under mpirun -np N and/or with --grad-accum K, each rank takes its batch/N rows
+// in K micro-batches and the Reducer averages the gradients, started from hooks during the
+// last backward; it then also reports the blocking allreduce time of one step's gradients
+// (alone, afterwards), the time rank 0 waited for the reduction after its backward had ended,
+// less the part spent waiting for a slower rank to finish its backward (imbalance, not
+// communication), and so the fraction of the allreduce hidden behind backward. The ranks'
+// clocks are compared after the timed steps, so that split holds on one machine.
+// profile_dir: empty, or where --profile writes trace.json and profile_table.txt.
+void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, const std::string& profile_dir,
+                 nlohmann::json& out) {
   train::Comm& comm = train::Comm::world();
   if (K < 1) throw UsageError("--grad-accum must be positive");
   if (bc.batch % (comm.size() * K) != 0)
@@ -100,53 +106,73 @@ void bench_data_parallel(const BenchConfig& bc, int64_t K, double seconds, int64
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
-  train::Reducer reducer(comm, model.parameters());
-  reducer.attach_hooks();
-  const int64_t per_rank = bc.batch / comm.size(), micro = per_rank / K;
-  double waited = 0, late = 0, early = 0;
-  int64_t reduced = 0;
-  std::vector<double> ends(static_cast<size_t>(comm.size()));
-  auto step = [&] {
-    opt.zero_grad();
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t row = comm.rank() * per_rank + k * micro;
-      Tensor loss = model.loss(narrow(x, 0, row, micro), narrow(y, 0, row, micro));
-      if (K > 1) loss = loss * (1.0 / static_cast<double>(K));
-      if (comm.distributed() && k == K - 1) reducer.prepare();
-      loss.backward();
-    }
-    if (comm.distributed()) {
-      // When backward ended on each rank (one clock on one machine): the time this rank then
-      // waits for slower ranks is imbalance, not communication.
-      std::fill(ends.begin(), ends.end(), 0.0);
-      ends[static_cast<size_t>(comm.rank())] = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-      reducer.finish();
-      waited += reducer.last_wait_seconds();
-      comm.allreduce_sum(ends.data(), static_cast<int>(ends.size()));
-      late += *std::max_element(ends.begin(), ends.end()) - ends[static_cast<size_t>(comm.rank())];
-      early += static_cast<double>(reducer.last_launched_early());
-      ++reduced;
-    }
-    nn::utils::clip_grad_norm_(model.parameters(), 1.0);
-    opt.step();
+  train::Step step(model, opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false});
+  int64_t iter = 0;
+  double waited = 0, early = 0;
+  std::vector<double> backward_ends;  // this rank's, per timed step
+  bool timing = false;
+  auto one_step = [&] {
+    const train::StepResult r = step.run(x, y, 1e-4, iter++);
+    if (!r.nonfinite.empty()) throw std::runtime_error("bench train: " + r.nonfinite);
+    if (!timing || !step.reducer()) return;
+    waited += step.reducer()->last_wait_seconds();
+    early += static_cast<double>(step.reducer()->last_launched_early());
+    backward_ends.push_back(std::chrono::duration<double>(r.backward_end.time_since_epoch()).count());
   };
+  for (int i = 0; i < 3; ++i) one_step();  // warmup
+  timing = true;
   int64_t steps = 0;
-  const double sec = time_steps(step, 3, seconds, max_steps, steps, comm);
+  reset_peak_memory();
+  const double sec = time_steps(one_step, 0, seconds, max_steps, steps, comm);
   const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
+  const double flops = 3 * model.forward_flops(bc.batch);
+  // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
+  train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads());
+  if (comm.distributed()) comm.allreduce_sum(&peak.gflops, 1);
   out.update({{"config", bc.name}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
-              {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"peak_rss_mb", peak_rss_mb()}});
-  if (comm.distributed()) {
+              {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
+              {"sgemm_peak_gflops", peak.gflops}, {"mfu", flops / sec / 1e9 / peak.gflops},
+              {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
+              {"peak_rss_mb", peak_rss_mb()}});
+  if (const train::Reducer* reducer = step.reducer()) {
+    // When backward ended on each rank, step by step (one clock on one machine): the time a
+    // rank then waits for slower ranks is imbalance, not communication.
+    const size_t n = backward_ends.size(), R = static_cast<size_t>(comm.size());
+    std::vector<double> ends(n * R, 0.0);
+    for (size_t i = 0; i < n; ++i) ends[i * R + static_cast<size_t>(comm.rank())] = backward_ends[i];
+    comm.allreduce_sum(ends.data(), static_cast<int>(ends.size()));
+    double late = 0;
+    for (size_t i = 0; i < n; ++i)
+      late += *std::max_element(ends.begin() + i * R, ends.begin() + (i + 1) * R) - backward_ends[i];
+    std::vector<int64_t> numels;
+    for (const Tensor& p : model.parameters()) numels.push_back(p.numel());  // the reducer's parameters
     double blocking = 0;
     const int reps = 5;
-    for (int i = 0; i < reps; ++i) blocking += reducer.time_blocking_allreduce();
+    for (int i = 0; i < reps; ++i) blocking += time_blocking_allreduce(comm, *reducer, numels);
     blocking /= reps;
-    const double n = static_cast<double>(reduced);
-    const double exposed = std::max(0.0, (waited - late) / n);  // waiting after backward, less waiting for others
-    out.update({{"grad_bytes_per_step", reducer.bytes_per_step()}, {"buckets", reducer.buckets().size()},
-                {"buckets_started_in_backward", early / n}, {"allreduce_ms", blocking * 1e3},
-                {"wait_after_backward_ms", waited / n * 1e3}, {"waiting_for_slower_ranks_ms", late / n * 1e3},
+    const double steps_d = static_cast<double>(n);
+    const double exposed = std::max(0.0, (waited - late) / steps_d);  // waiting after backward, less waiting for others
+    out.update({{"grad_bytes_per_step", reducer->bytes_per_step()}, {"buckets", reducer->buckets().size()},
+                {"buckets_started_in_backward", early / steps_d}, {"allreduce_ms", blocking * 1e3},
+                {"wait_after_backward_ms", waited / steps_d * 1e3}, {"waiting_for_slower_ranks_ms", late / steps_d * 1e3},
                 {"allreduce_exposed_ms", exposed * 1e3},
                 {"allreduce_hidden_fraction", std::clamp(1.0 - exposed / blocking, 0.0, 1.0)}});
+  } else {
+    // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
+    const auto calls = bench::record_gemms(one_step);
+    const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
+    const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps);
+    out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
+                {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
+  }
+  if (!profile_dir.empty()) {  // after the timing, so the numbers above are the unprofiled step's
+    // Every rank steps (the step's collectives need them all); rank 0 records.
+    train::ProfileSession profile(comm.is_root() ? 5 : 0, profile_dir, "attograd bench train (" + bc.name + ")");
+    for (int64_t i = 0; i < 6; ++i) {  // a warm-up step, then the 5 profiled
+      profile.begin_step(i);
+      one_step();
+      profile.end_step(std::cerr);  // the table on stderr: --json keeps stdout to its lines
+    }
   }
 }
 
@@ -175,6 +201,8 @@ int bench_command(int argc, char** argv) {
     ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
     ("batch", "sample: batch sizes, comma-separated (one line each)", cxxopts::value<std::string>()->default_value("1,8"))
     ("grad-accum", "train: micro-batches per step (batch/(ranks*K) rows each); under mpirun -np N the batch is split over ranks and the allreduce is timed", cxxopts::value<int64_t>()->default_value("1"))
+    ("profile", "train: then profile 5 more steps into DIR/trace.json and DIR/profile_table.txt (as train --profile-steps)",
+     cxxopts::value<std::string>()->implicit_value("."), "DIR")
     ("json", "one JSON object per line")
     ("h,help", "show this help");
   // clang-format on
@@ -196,48 +224,26 @@ int bench_command(int argc, char** argv) {
 
   if (what == "sgemm") {
     const int n = parallel::num_threads();
-    out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 10, 1);
-    out["gflops_2048"] = train::sgemm_gflops(2048, 10, n);
-    out["gflops_512"] = train::sgemm_gflops(512, 200, n);
-  } else if (what == "train" && (train::Comm::world().distributed() || r["grad-accum"].as<int64_t>() > 1)) {
-    bench_data_parallel(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
-                        out);
+    out["gflops_2048_1thread"] = sgemm_gflops(2048, 10, 1);
+    out["gflops_2048"] = sgemm_gflops(2048, 10, n);
+    out["gflops_512"] = sgemm_gflops(512, 200, n);
+  } else if (what == "train") {
+    bench_train(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
+                r.count("profile") ? r["profile"].as<std::string>() : std::string(), out);
     if (!train::Comm::world().is_root()) return 0;  // rank 0 reports
-  } else if (what == "train" || what == "forward") {
+  } else if (what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
     models::LanguageModel& model = *model_ptr;
     const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
-    const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
     const double tokens = static_cast<double>(bc.batch * bc.model.block_size);
     int64_t steps = 0;
-    double sec = 0, flops = 0;
     reset_peak_memory();
-    if (what == "train") {
-      model.train();
-      optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
-      auto step = [&] {
-        Tensor loss = model.loss(x, y);
-        opt.zero_grad();
-        loss.backward();
-        nn::utils::clip_grad_norm_(model.parameters(), 1.0);
-        opt.step();
-      };
-      sec = time_steps(step, 3, seconds, max_steps, steps);
-      flops = 3 * model.forward_flops(bc.batch);
-      // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
-      const auto calls = bench::record_gemms(step);
-      const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
-      const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps);
-      out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
-                  {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
-    } else {
-      model.eval();
-      NoGradGuard no_grad;
-      sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
-      flops = model.forward_flops(bc.batch);
-    }
-    const double peak = train::sgemm_peak_gflops(parallel::num_threads());  // what MFU is measured against
+    model.eval();
+    NoGradGuard no_grad;
+    const double sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
+    const double flops = model.forward_flops(bc.batch);
+    const double peak = train::kept_peak_flops(parallel::num_threads()).gflops;  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
                 {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},

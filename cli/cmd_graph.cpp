@@ -98,7 +98,7 @@ int cmd_graph(int argc, char** argv) {
   std::optional<NodeGradNorms> norms;
   if (backward) {
     norms.emplace();
-    root.backward(Tensor(), /*retain_graph=*/true);
+    root.backward({}, {.retain_graph = true});
   }
 
   GraphStats stats;

@@ -6,10 +6,8 @@
 #include <iostream>
 #include <memory>
 
-#include "autograd/parallel.h"
 #include "cli/commands.h"
 #include "cli/train_flags.h"
-#include "models/registry.h"
 #include "tensorboard/train_logger.h"
 #include "train/config_error.h"
 #include "train/distributed.h"
@@ -20,10 +18,24 @@ namespace ag::cli {
 
 namespace {
 // --tensorboard: the writer lives in a library of its own (protobuf stays out of the training
-// library), so the program attaches it. It observes only, so a resumed run may add or drop it.
-void attach_tensorboard(train::TrainConfig& c, const std::string& run_dir) {
-  if (!c.tensorboard || !train::Comm::world().is_root()) return;  // rank 0 alone writes files
-  c.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
+// library), so the program attaches it (the run uses it on rank 0 only). It observes only, so a
+// resumed run may add or drop it.
+train::RunHooks hooks_for(const train::TrainConfig& c, const std::string& run_dir) {
+  train::RunHooks hooks;
+  if (c.tensorboard)
+    hooks.loggers.push_back(std::make_shared<tensorboard::TrainLogger>((std::filesystem::path(run_dir) / "tb").string(), &std::cout));
+  return hooks;
+}
+
+// A configuration that cannot work is a usage error (exit status 2), whether it came from the
+// flags, the --config file or, with --resume, the saved run.
+template <class F>
+train::TrainSummary as_usage_errors(F run) {
+  try {
+    return run();
+  } catch (const train::ConfigError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // The exit status of a run that returned. When standard output failed meanwhile, the run's
@@ -48,46 +60,16 @@ int train_command(int argc, char** argv) {
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
   TrainFlags flags = read_train_flags(r);
-  const int threads = flags.config.threads;
-  if (threads < 0 || threads > parallel::kMaxThreads)
-    throw UsageError("--threads must be in 0.." + std::to_string(parallel::kMaxThreads) + " (0: one per core), got " +
-                     std::to_string(threads));
-
+  train::TrainSummary summary;
   if (r.count("resume")) {
     refuse_run_flags_on_resume(flags);
     if (flags.given.count("overwrite")) throw UsageError("--overwrite cannot be combined with --resume, which continues the run");
     const std::string dir = r["resume"].as<std::string>();
-    attach_tensorboard(flags.config, dir);
-    train::TrainSummary summary;
-    try {
-      summary = train::resume_lm(dir, flags.config, flags.given, std::cout);
-    } catch (const train::ConfigError& e) {  // as for a new run: a flag that cannot work is a usage error
-      throw UsageError(e.what());
-    }
+    summary = as_usage_errors([&] { return train::resume_lm(dir, flags.config, flags.given, std::cout, hooks_for(flags.config, dir)); });
     return stop_status(summary, dir);
   }
-  if (!flags.config.init_from.empty()) {
-    // The model is the checkpoint's: a shape flag (or config key) would silently mean nothing.
-#define AG_REFUSE_WITH_INIT_FROM(type, member, flag, def, help)                                                    \
-    if (std::string(flag) != "dropout" && (flags.given.count(flag) || flags.from_file.count(flag)))             \
-      throw UsageError(std::string("--") + flag + " cannot be combined with --init-from: the model comes from the checkpoint");
-    AG_MODEL_FIELDS(AG_REFUSE_WITH_INIT_FROM)
-#undef AG_REFUSE_WITH_INIT_FROM
-  }
-  try {
-    models::find_model(flags.config.model.name);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--model: ") + e.what());
-  }
-  if (flags.config.data_path.empty()) throw UsageError("--data FILE is required (or data = \"FILE\" in --config)");
-  if (flags.config.out_dir.empty()) throw UsageError("--out DIR is required (or out = \"DIR\" in --config)");
-  attach_tensorboard(flags.config, flags.config.out_dir);
-  train::TrainSummary summary;
-  try {
-    summary = train::train_lm(flags.config, std::cout);
-  } catch (const train::ConfigError& e) {  // the flags given cannot work: a usage error
-    throw UsageError(e.what());
-  }
+  refuse_model_flags_that_mean_nothing(flags);
+  summary = as_usage_errors([&] { return train::train_lm(flags.config, std::cout, hooks_for(flags.config, flags.config.out_dir)); });
   return stop_status(summary, flags.config.out_dir);
 }
 }  // namespace

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "cli/commands.h"
+#include "models/registry.h"
 #include "train/config_file.h"
 
 namespace ag::cli {
@@ -53,6 +54,37 @@ void refuse_run_flags_on_resume(const TrainFlags& flags) {
       throw UsageError(std::string("--") + f.flag +
                        " cannot be combined with --resume: the run continues with its saved configuration");
   });
+}
+
+void refuse_model_flags_that_mean_nothing(const TrainFlags& flags) {
+  const models::ModelConfig defaults;
+  if (!flags.config.init_from.empty()) {
+    models::visit_model_fields(flags.config.model, [&](const auto&, const char*, const char* flag) {
+      if (std::string(flag) != "dropout" && (flags.given.count(flag) || flags.from_file.count(flag)))
+        throw UsageError(std::string("--") + flag + " cannot be combined with --init-from: the model comes from the checkpoint");
+    });
+    return;
+  }
+  const models::ModelEntry* entry = nullptr;
+  try {
+    entry = &models::find_model(flags.config.model.name);
+  } catch (const std::invalid_argument&) {
+    return;  // an unknown --model: the run's validation says so, listing the known ones
+  }
+  std::string its_flags;
+  models::visit_model_fields(defaults, [&](const auto&, const char* key, const char* flag) {
+    if (entry->reads(key)) its_flags += std::string(its_flags.empty() ? "" : ", ") + "--" + flag;
+  });
+  auto check = [&](const auto& v, const auto& def, const char* key, const char* flag) {
+    if (std::string(key) == "name" || entry->reads(key)) return;
+    const bool given = flags.given.count(flag) > 0, in_file = flags.from_file.count(flag) && !(v == def);
+    if (given || in_file)
+      throw UsageError((given ? std::string("--") + flag : std::string("--config: ") + flag + " = " + train::format_value(v)) +
+                       ": the model " + entry->name + " has no such setting (it takes " + its_flags + ")");
+  };
+#define AG_CHECK_MODEL_FLAG(type, member, flag, def, help) check(flags.config.model.member, defaults.member, #member, flag);
+  AG_MODEL_FIELDS(AG_CHECK_MODEL_FLAG)
+#undef AG_CHECK_MODEL_FLAG
 }
 
 }  // namespace ag::cli

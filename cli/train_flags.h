@@ -25,4 +25,12 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r);
 // flag whose field is OnResume::Refuse.
 void refuse_run_flags_on_resume(const TrainFlags& flags);
 
+// A model flag must mean something (throws UsageError naming the flag otherwise):
+//   * with --init-from the model is the checkpoint's: of the model flags only --dropout may be
+//     given (on the command line or in the --config file);
+//   * else the chosen model must read it (models/registry.h: ModelEntry::fields), as --layers
+//     means nothing to --model mlp. A --config file may hold such a key at its default: the
+//     config.toml a run writes lists every field.
+void refuse_model_flags_that_mean_nothing(const TrainFlags& flags);
+
 }  // namespace ag::cli

@@ -1,7 +1,9 @@
 #include "models/char_mlp.h"
 
+#include <cmath>
 #include <stdexcept>
 
+#include "autograd/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 
@@ -21,19 +23,43 @@ void CharMLP::validate(const ModelConfig& c) {
 CharMLP::CharMLP(const ModelConfig& cfg, DType dtype, Generator& gen) : cfg_(cfg) {
   cfg_.name = "mlp";
   validate(cfg_);
-  wte = register_module("wte", std::make_shared<nn::Embedding>(cfg.vocab_size + 1, cfg.n_embd, dtype, gen));
-  fc = register_module("fc", std::make_shared<nn::Linear>(cfg.block_size * cfg.n_embd, cfg.hidden, true, dtype, gen));
-  head = register_module("head", std::make_shared<nn::Linear>(cfg.hidden, cfg.vocab_size, true, dtype, gen));
+  // The modules' own init draws from a generator of their own: the table's init (the same
+  // formulas, drawn in the same order) is the one that counts, and it draws from gen.
+  Generator scratch(0);
+  wte = register_module("wte", std::make_shared<nn::Embedding>(cfg.vocab_size + 1, cfg.n_embd, dtype, scratch));
+  fc = register_module("fc", std::make_shared<nn::Linear>(cfg.block_size * cfg.n_embd, cfg.hidden, true, dtype, scratch));
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.hidden, cfg.vocab_size, true, dtype, scratch));
+  init_parameters(*this, param_table(cfg_), gen);
+}
+
+ParamTable CharMLP::param_table(const ModelConfig& c) {
+  const int64_t CE = checked::mul(c.block_size, c.n_embd, "parameter shapes");
+  // PyTorch's defaults, as makemore's MLP: an embedding N(0, 1), a linear layer's weight and
+  // bias U(±1/√fan_in).
+  const Init fc_init = Init::uniform(1.0 / std::sqrt(static_cast<double>(CE)));
+  const Init head_init = Init::uniform(1.0 / std::sqrt(static_cast<double>(c.hidden)));
+  using G = OptimGroup;
+  ParamTable t;
+  t.first = {{"wte.weight", {checked::add(c.vocab_size, 1, "parameter shapes"), c.n_embd}, Init::normal(1.0), G::Decay, 0},
+             {"fc.weight", {c.hidden, CE}, fc_init, G::Matrix, 1},
+             {"fc.bias", {c.hidden}, fc_init, G::NoDecay, 0},
+             {"head.weight", {c.vocab_size, c.hidden}, head_init, G::Decay, 1},  // the output layer
+             {"head.bias", {c.vocab_size}, head_init, G::NoDecay, 0}};
+  return t;
+}
+
+int64_t CharMLP::activation_floats_per_position(const ModelConfig& c) {
+  const char* what = "memory estimate";
+  using checked::add;
+  using checked::mul;
+  // The concatenated context (block·E), the hidden layer before and after tanh (2·hidden),
+  // logits and log-softmax (2V).
+  return add(mul(c.block_size, c.n_embd, what), add(mul(2, c.hidden, what), mul(2, c.vocab_size, what), what), what);
 }
 
 std::string CharMLP::summary() const {
   return "mlp, context " + std::to_string(cfg_.block_size) + " characters of width " + std::to_string(cfg_.n_embd) +
          ", hidden " + std::to_string(cfg_.hidden);
-}
-
-double CharMLP::forward_flops(int64_t batch) const {
-  const double BT = static_cast<double>(batch * cfg_.block_size), H = static_cast<double>(cfg_.hidden);
-  return 2 * BT * static_cast<double>(cfg_.block_size * cfg_.n_embd) * H + 2 * BT * H * static_cast<double>(cfg_.vocab_size);
 }
 
 Tensor CharMLP::logits_of(const Tensor& ctx) const {

@@ -12,8 +12,9 @@
 // prompt shorter than the context does when sampling. Generation needs no cache: each new
 // character costs one pass over a context of fixed size.
 //
-// Parameters: wte.weight, fc.weight, fc.bias, head.weight, head.bias; PyTorch's default init
-// (embedding N(0, 1), linear layers U(±1/√fan_in)), as makemore's MLP. It has no dropout.
+// Parameters (param_table): wte.weight, fc.weight, fc.bias, head.weight, head.bias; PyTorch's
+// default init (embedding N(0, 1), linear layers U(±1/√fan_in)), as makemore's MLP. It has no
+// dropout.
 #pragma once
 #include <memory>
 
@@ -36,7 +37,12 @@ class CharMLP : public LanguageModel {
                                 Generator& gen) const override;
   ModelConfig model_config() const override { return cfg_; }
   std::string summary() const override;
-  double forward_flops(int64_t batch) const override;
+  ParamTable parameter_table() const override { return param_table(cfg_); }
+
+  // Its parameters (models/param_table.h), before anything is built; checked arithmetic.
+  static ParamTable param_table(const ModelConfig& c);
+  // Floats autograd keeps per position for a backward (the memory estimate's activations).
+  static int64_t activation_floats_per_position(const ModelConfig& c);
 
   std::shared_ptr<nn::Embedding> wte;
   std::shared_ptr<nn::Linear> fc, head;

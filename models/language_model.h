@@ -8,6 +8,8 @@
 //   generate(prompt, ...) appends sampled tokens, each seeing at most block_size tokens, with
 //                         whatever cache the model keeps (the GPT: a KV cache per layer)
 //   model_config()        what it was built from: name, vocab_size, block_size and its own fields
+//   parameter_table()     its parameters as one table (models/param_table.h): names, shapes,
+//                         init, optimizer groups; its size and FLOPs derive from it
 //
 // Capabilities that only some models have are queried, never assumed: attention() is nullptr
 // for a model without attention to show (`attograd attend` then says so).
@@ -20,6 +22,7 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "models/model_config.h"
+#include "models/param_table.h"
 #include "nn/module.h"
 
 namespace ag::models {
@@ -55,8 +58,11 @@ class LanguageModel : public nn::Module {
   virtual ModelConfig model_config() const = 0;
   // One line for logs: "4 layers, 4 heads, 128 wide, block 64".
   virtual std::string summary() const = 0;
-  // Matmul FLOPs of one forward pass over (batch, block_size); the backward costs twice that.
-  virtual double forward_flops(int64_t batch) const = 0;
+  // Its parameters: names, shapes, init, optimizer groups, FLOPs (models/param_table.h).
+  virtual ParamTable parameter_table() const = 0;
+  // Matmul FLOPs of one forward pass over (batch, block_size), from the parameter table; the
+  // backward costs twice that.
+  double forward_flops(int64_t batch) const { return parameter_table().forward_flops(batch * block_size()); }
   virtual const AttentionIntrospection* attention() const { return nullptr; }
 
   int64_t block_size() const { return model_config().block_size; }

@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "autograd/checked.h"
 #include "models/char_mlp.h"
+#include "models/model_size.h"
 #include "models/transformer_lm.h"
 
 namespace ag::models {
@@ -10,26 +12,39 @@ namespace ag::models {
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> table = {
       {"gpt", "attograd.TransformerLM", "a GPT-style transformer (models/transformer_lm.h)",
-       {"n_layer", "n_head", "n_embd", "block_size"}, [](const ModelConfig& c) { c.gpt().validate(); },
+       {"n_layer", "n_head", "n_embd", "block_size", "dropout"}, [](const ModelConfig& c) { c.gpt().validate(); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
        },
-       gpt_num_tensors, gpt_parameter_shapes, gpt_memory_bytes},
+       [](const ModelConfig& c) { return TransformerLM::param_table(c.gpt()); },
+       [](const ModelConfig& c) { return TransformerLM::activation_floats_per_position(c.gpt()); }},
       {"modern", "attograd.ModernTransformerLM",
        "the modded-nanogpt speedrun's transformer: RoPE, RMSNorm, QK-norm, relu², untied head (models/transformer_lm.h)",
-       {"n_layer", "n_head", "n_embd", "block_size", "softcap"}, [](const ModelConfig& c) { c.gpt().validate(); },
+       {"n_layer", "n_head", "n_embd", "block_size", "dropout", "softcap"}, [](const ModelConfig& c) { c.gpt().validate(); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
        },
-       gpt_num_tensors, gpt_parameter_shapes, gpt_memory_bytes},
+       [](const ModelConfig& c) { return TransformerLM::param_table(c.gpt()); },
+       [](const ModelConfig& c) { return TransformerLM::activation_floats_per_position(c.gpt()); }},
       {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
        {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<CharMLP>(c, dtype, gen);
        },
-       mlp_num_tensors, mlp_parameter_shapes, mlp_memory_bytes},
+       CharMLP::param_table, CharMLP::activation_floats_per_position},
   };
   return table;
+}
+
+bool ModelEntry::reads(const std::string& field) const {
+  for (const auto& f : fields)
+    if (f == field) return true;
+  return false;
+}
+
+int64_t ModelEntry::memory_bytes(const ModelConfig& cfg, int64_t batch, bool training) const {
+  return models::memory_bytes(parameters(cfg).num_parameters(), activation_floats_per_position(cfg),
+                              checked::mul(batch, cfg.block_size, "memory estimate"), training);
 }
 
 std::string model_names() {

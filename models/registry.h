@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/language_model.h"
-#include "models/model_size.h"
+#include "models/param_table.h"
 
 namespace ag::models {
 
@@ -15,16 +15,21 @@ struct ModelEntry {
   std::string name;     // --model NAME, and ModelConfig::name
   std::string format;   // the "format" of its model.safetensors' __metadata__
   std::string summary;  // one line for help texts
-  // The integer and number fields of ModelConfig (their keys, e.g. "n_layer") it reads besides vocab_size;
-  // checkpoints record them.
+  // The fields of ModelConfig (their keys, e.g. "n_layer") it reads besides vocab_size: the
+  // flags `attograd train --model NAME` accepts; checkpoints record the integer ones.
   std::vector<std::string> fields;
   std::function<void(const ModelConfig&)> validate;  // throws std::invalid_argument naming the field
   std::function<std::unique_ptr<LanguageModel>(const ModelConfig&, DType, Generator&)> make;
-  // Its sizes before anything is built, with checked arithmetic (models/model_size.h): the
-  // tensor count, the parameters as (name, shape), and a memory estimate (batch, training).
-  std::function<int64_t(const ModelConfig&)> num_tensors;
-  std::function<ParameterShapes(const ModelConfig&)> parameter_shapes;
-  std::function<int64_t(const ModelConfig&, int64_t, bool)> memory_bytes;
+  // Its parameter table (models/param_table.h) before anything is built, with checked
+  // arithmetic: tensor count, shapes, parameter count, init, optimizer groups and FLOPs.
+  std::function<ParamTable(const ModelConfig&)> parameters;
+  // Floats kept per position for a backward: the activations of the memory estimate.
+  std::function<int64_t(const ModelConfig&)> activation_floats_per_position;
+
+  bool reads(const std::string& field) const;  // one of `fields`
+  // Estimated peak bytes of training on batches of `batch` sequences (training), or of a no-grad
+  // forward of `batch` sequences (models/model_size.h). Throws std::overflow_error.
+  int64_t memory_bytes(const ModelConfig& cfg, int64_t batch, bool training) const;
 };
 
 const std::vector<ModelEntry>& model_registry();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "autograd/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "models/decode.h"
@@ -106,25 +107,69 @@ TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen) 
   if (!cfg.arch.tied_head)
     lm_head = register_module("lm_head", std::make_shared<nn::Linear>(cfg.n_embd, cfg.vocab_size, false, dtype, gen));
 
-  // In registration order, so that a seed fixes every value.
-  const bool modern = cfg.arch.zero_init_projections;
-  const double resid_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
-  const double bound = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(cfg.n_embd));  // modern: std 0.5/√E
-  for (auto& [name, p] : named_parameters()) {
-    const bool is_ln = name.find("ln1.") != std::string::npos || name.find("ln2.") != std::string::npos ||
-                       name.rfind("ln_f.", 0) == 0;
-    const bool is_resid = name.ends_with("attn.out_proj.weight") || name.ends_with("mlp.proj.weight");
-    if (is_ln) continue;  // weight 1, bias 0 already
-    if (modern) {
-      if (is_resid || name == "lm_head.weight") nn::init::zeros_(p);
-      else if (name == "tok_emb.weight") nn::init::normal_(p, 0.0, 1.0, gen);
-      else if (p.dim() >= 2) nn::init::uniform_(p, -bound, bound, gen);
-      else nn::init::zeros_(p);
-    } else {  // nanoGPT's
-      if (p.dim() >= 2) nn::init::normal_(p, 0.0, is_resid ? resid_std : 0.02, gen);
-      else nn::init::zeros_(p);
-    }
-  }
+  // The modules drew their default init from gen (the seed's stream has always included those
+  // draws); the table's init replaces it.
+  init_parameters(*this, param_table(cfg), gen);
+}
+
+ParamTable TransformerLM::param_table(const GPTConfig& c) {
+  const char* what = "parameter shapes";
+  const Architecture& a = c.arch;
+  const int64_t E = c.n_embd, E3 = checked::mul(3, E, what), E4 = checked::mul(4, E, what);
+  // nanoGPT: N(0, 0.02) for embeddings and matrices, the projections into the residual stream
+  // at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0. The speedrun (zero_init_projections):
+  // tok_emb N(0, 1), the matrices that read the residual stream U(−b, b) with b = √3·0.5/√E
+  // (std 0.5/√E), the projections into it and the head zero.
+  const bool speedrun = a.zero_init_projections;
+  const Init w = Init::normal(0.02), resid = Init::normal(0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)));
+  const Init zero = Init::zeros(), one = Init::ones();
+  const Init reads = speedrun ? Init::uniform(std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(E))) : w;
+  const Init writes = speedrun ? zero : resid;
+  using G = OptimGroup;
+  // A norm's rows: LayerNorm's gain and bias, RMSNorm's gain, or none without a gain.
+  auto norm = [&](const std::string& n) {
+    std::vector<ParamSpec> rows;
+    if (!a.norm_gain) return rows;
+    rows.push_back({n + ".weight", {E}, one, G::NoDecay, 0});
+    if (!a.rms_norm) rows.push_back({n + ".bias", {E}, zero, G::NoDecay, 0});
+    return rows;
+  };
+  auto append = [](std::vector<ParamSpec>& to, std::vector<ParamSpec> rows) { to.insert(to.end(), rows.begin(), rows.end()); };
+  ParamTable t;
+  // The tied head is tok_emb too: one matmul per position.
+  t.first = {{"tok_emb.weight", {c.vocab_size, E}, speedrun ? Init::normal(1.0) : w, G::Decay, a.tied_head ? 1 : 0}};
+  if (!a.rope) t.first.push_back({"pos_emb.weight", {c.block_size, E}, w, G::Decay, 0});
+  t.layer_prefix = "blocks.";
+  t.layers = c.n_layer;
+  append(t.per_layer, norm("ln1"));
+  t.per_layer.push_back({"attn.in_proj_weight", {E3, E}, reads, G::Matrix, 1});  // q, k, v
+  if (a.bias) t.per_layer.push_back({"attn.in_proj_bias", {E3}, zero, G::NoDecay, 0});
+  t.per_layer.push_back({"attn.out_proj.weight", {E, E}, writes, G::Matrix, 1});
+  if (a.bias) t.per_layer.push_back({"attn.out_proj.bias", {E}, zero, G::NoDecay, 0});
+  append(t.per_layer, norm("ln2"));
+  t.per_layer.push_back({"mlp.fc.weight", {E4, E}, reads, G::Matrix, 1});
+  if (a.bias) t.per_layer.push_back({"mlp.fc.bias", {E4}, zero, G::NoDecay, 0});
+  t.per_layer.push_back({"mlp.proj.weight", {E, E4}, writes, G::Matrix, 1});
+  if (a.bias) t.per_layer.push_back({"mlp.proj.bias", {E}, zero, G::NoDecay, 0});
+  append(t.last, norm("ln_f"));
+  if (!a.tied_head) t.last.push_back({"lm_head.weight", {c.vocab_size, E}, speedrun ? zero : w, G::Decay, 1});
+  // Each position's query against block_size keys, and the weights against as many values,
+  // all heads together (nanoGPT counts the full square, masked or not).
+  t.activation_matmul_flops_per_position =
+      static_cast<double>(c.n_layer) * 2 * 2 * static_cast<double>(c.block_size) * static_cast<double>(E);
+  return t;
+}
+
+int64_t TransformerLM::activation_floats_per_position(const GPTConfig& c) {
+  const char* what = "memory estimate";
+  using checked::add;
+  using checked::mul;
+  const int64_t E = c.n_embd;
+  // Per block about 21E (norms, q/k/v and their per-head copies, the attention output, the 4E
+  // MLP layer before and after its activation, residuals) plus 3·H·T (each head's scores,
+  // weights and mask); then logits and log-softmax (2V), embeddings (4E).
+  const int64_t per_layer = add(mul(21, E, what), mul(3, mul(c.n_head, c.block_size, what), what), what);
+  return add(mul(c.n_layer, per_layer, what), add(mul(2, c.vocab_size, what), mul(4, E, what), what), what);
 }
 
 Tensor TransformerLM::embed(const Tensor& idx, int64_t pos0) const {
@@ -180,18 +225,6 @@ std::string TransformerLM::summary() const {
   char cap[32];
   std::snprintf(cap, sizeof cap, "%g", cfg_.arch.softcap);
   return s + "; RoPE, RMSNorm, QK-norm, relu², untied head" + (cfg_.arch.softcap > 0 ? std::string(", soft-cap ") + cap : "");
-}
-
-// Matmul FLOPs of one forward pass over (batch, block_size) (the backward costs twice that).
-double TransformerLM::forward_flops(int64_t batch) const {
-  const auto& c = cfg_;
-  const double T = static_cast<double>(c.block_size), E = static_cast<double>(c.n_embd);
-  const double BT = static_cast<double>(batch) * T;
-  const double per_layer = 2 * BT * E * 3 * E       // q, k, v projections
-                           + 2 * 2 * BT * T * E      // scores and weights·v, all heads
-                           + 2 * BT * E * E          // out_proj
-                           + 2 * 2 * BT * E * 4 * E;  // MLP
-  return static_cast<double>(c.n_layer) * per_layer + 2 * BT * E * static_cast<double>(c.vocab_size);
 }
 
 std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,

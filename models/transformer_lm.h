@@ -64,10 +64,10 @@ class Block : public nn::Module {
 
 class TransformerLM : public LanguageModel, public AttentionIntrospection {
  public:
-  // The GPT initialised as nanoGPT: N(0, 0.02) for embeddings and matrices, residual
-  // projections at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0. The modern one as the
-  // speedrun: tok_emb N(0, 1), in_proj and mlp.fc U(−b, b) with b = √3·0.5/√E (std 0.5/√E),
-  // out_proj, mlp.proj and lm_head zero, gains 1. All draws from gen.
+  // Initialised as its parameter table says: the GPT as nanoGPT (N(0, 0.02) for embeddings
+  // and matrices, residual projections at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0),
+  // the modern one as the speedrun (tok_emb N(0, 1), in_proj and mlp.fc U(−b, b) with
+  // b = √3·0.5/√E, i.e. std 0.5/√E, out_proj, mlp.proj and lm_head zero). All draws from gen.
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
   Tensor forward(const Tensor& idx) const override;               // int64 (B, T) -> logits (B, T, V)
@@ -89,10 +89,15 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
 
   const GPTConfig& config() const { return cfg_; }
 
+  // Its parameters (models/param_table.h), before anything is built; checked arithmetic.
+  static ParamTable param_table(const GPTConfig& c);
+  // Floats autograd keeps per position for a backward (the memory estimate's activations).
+  static int64_t activation_floats_per_position(const GPTConfig& c);
+
   // LanguageModel
   ModelConfig model_config() const override { return ModelConfig(cfg_); }
   std::string summary() const override;
-  double forward_flops(int64_t batch) const override;
+  ParamTable parameter_table() const override { return param_table(cfg_); }
   const AttentionIntrospection* attention() const override { return this; }
 
   std::shared_ptr<nn::Embedding> tok_emb, pos_emb;  // pos_emb: null with rope

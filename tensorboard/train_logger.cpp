@@ -35,12 +35,13 @@ const std::string& TrainLogger::path() const {
 TrainLogger::TrainLogger(std::string dir, std::ostream* out, int64_t sample_chars)
     : dir_(std::move(dir)), out_(out), sample_chars_(sample_chars) {}
 
-void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
-                           int64_t start_iter) {
+void TrainLogger::on_start(const train::RunStart& e) {
+  const data::Corpus& corpus = e.corpus;
+  const models::LanguageModel& model = e.model;
   writer_ = std::make_unique<EventWriter>(dir_);
-  if (start_iter > 0) writer_->add_session_start(start_iter);
+  if (e.start_iter > 0) writer_->add_session_start(e.start_iter);
   writer_->flush();
-  seed_ = cfg.seed;
+  seed_ = e.cfg.seed;
   tokenizer_ = &corpus.tokenizer;
   const int64_t n = std::min<int64_t>({kPromptChars, model.block_size(), static_cast<int64_t>(corpus.val_ids.size())});
   prompt_ = corpus.tokenizer.decode(std::span<const int64_t>(corpus.val_ids.data(), static_cast<size_t>(n)));
@@ -51,16 +52,19 @@ void TrainLogger::on_start(const train::TrainConfig& cfg, const data::Corpus& co
   }
 }
 
-void TrainLogger::on_log(const train::LogStep& s) {
+void TrainLogger::on_step(const train::StepEnd& s) {
+  if (!s.logged) return;
   writer_->add_scalar("loss/train_batch", s.loss, s.iter);
   writer_->add_scalar("lr", s.lr, s.iter);
   writer_->add_scalar("grad_norm", s.grad_norm, s.iter);
   writer_->add_scalar("throughput/tokens_per_s", s.tokens_per_s, s.iter);
+  writer_->add_scalar("throughput/ms_per_step", s.ms_per_step, s.iter);
   writer_->add_scalar("throughput/mfu", s.mfu, s.iter);
   writer_->flush();
 }
 
-void TrainLogger::on_eval(const train::EvalStep& s, const models::LanguageModel& model) {
+void TrainLogger::on_eval(const train::EvalEnd& s) {
+  const models::LanguageModel& model = s.model;
   writer_->add_scalar("loss/train", s.train_loss, s.iter);
   writer_->add_scalar("loss/val", s.val_loss, s.iter);
   for (const auto& [name, p] : model.named_parameters()) {

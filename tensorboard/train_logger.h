@@ -1,7 +1,8 @@
 // `attograd train --tensorboard`: a RunLogger that writes RUN/tb/events.out.tfevents.* for
 // TensorBoard. Tags:
 //   loss/train_batch, lr, grad_norm,                 every logged step (--log-every)
-//   throughput/tokens_per_s, throughput/mfu
+//   throughput/tokens_per_s, throughput/ms_per_step,
+//   throughput/mfu
 //   loss/train, loss/val                             every evaluation (--eval-every)
 //   weights/<parameter>, grads/<parameter>           histograms, every evaluation (grads once
 //                                                    a step has run: its gradients after clipping)
@@ -25,13 +26,13 @@ namespace ag::tensorboard {
 class TrainLogger : public train::RunLogger {
  public:
   // dir: where the event file goes (RUN/tb). The file is created by on_start, which also
-  // says so on *out when out is given. throughput/mfu is the trainer's (LogStep::mfu).
+  // says so on *out when out is given. The scalars are the trainer's (train::StepEnd and
+  // train::EvalEnd), the same that metrics.jsonl holds.
   explicit TrainLogger(std::string dir, std::ostream* out = nullptr, int64_t sample_chars = 200);
 
-  void on_start(const train::TrainConfig& cfg, const data::Corpus& corpus, const models::LanguageModel& model,
-                int64_t start_iter) override;
-  void on_log(const train::LogStep& s) override;
-  void on_eval(const train::EvalStep& s, const models::LanguageModel& model) override;
+  void on_start(const train::RunStart& e) override;
+  void on_step(const train::StepEnd& e) override;  // the logged steps
+  void on_eval(const train::EvalEnd& e) override;
 
   const std::string& path() const;  // of the event file, once started
 

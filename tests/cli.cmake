@@ -152,11 +152,11 @@ attograd_cli_test(cli.gradcheck.attention.zero_length EXIT 2 STDERR "--len must 
                   COMMAND ${AG} gradcheck attention --len 0)
 attograd_cli_test(cli.gradcheck.attention.too_large EXIT 2 STDERR "the Jacobian would have"
                   COMMAND ${AG} gradcheck attention --len 1000)
-attograd_cli_test(cli.gradcheck.ops EXIT 0 STDOUT "\nself_attention_qkv \\([^\n]*\\) qkv [^\n]* PASS\n\nPASS\n$"
+attograd_cli_test(cli.gradcheck.ops EXIT 0 STDOUT "\nslice_backward \\([^\n]*\\) grad [^\n]* PASS\n\nPASS\n$"
                   NOT_OUTPUT "FAIL" COMMAND ${AG} gradcheck ops)
 # Order 2: the same report, with one more row per check for the upstream gradient.
 attograd_cli_test(cli.gradcheck.ops.order2 EXIT 0
-                  STDOUT "order 2.*\nself_attention_qkv \\([^\n]*\\) grad_output [^\n]* PASS\n\nPASS\n$" NOT_OUTPUT "FAIL"
+                  STDOUT "order 2.*\nslice_backward \\([^\n]*\\) grad_output [^\n]* PASS\n\nPASS\n$" NOT_OUTPUT "FAIL"
                   COMMAND ${AG} gradcheck ops --order 2)
 foreach(mask none causal padding both)
   attograd_cli_test(cli.gradcheck.attention.order2.${mask} EXIT 0

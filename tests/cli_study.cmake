@@ -91,3 +91,30 @@ else()
            "the explore page's browser test needs Debian's chromium, chromium-driver and python3-selenium (scripts/setup-deps.sh)")
   set_tests_properties(cli.explore.browser PROPERTIES PASS_REGULAR_EXPRESSION "PASS")
 endif()
+
+# ---- the profiler: train --profile-steps, bench train --profile ---------------------------------
+# Two threads and GEMMs big enough to be split, so that there are pool tasks. The first step is
+# a warm-up.
+attograd_cli_test(cli.train.profile EXIT 0
+                  STDOUT "profile of attograd train: 2 steps, [0-9.]+ ms per step\n.*Name +Fwd calls +Fwd total ms +Fwd self ms +Bwd calls +Bwd total ms +Bwd self ms +% step +Fwd GFLOP/s +Bwd GFLOP/s\n.*\nlinear .*phases: data [^\n]* forward [^\n]* backward [^\n]* optimizer [^\n]*together [0-9.]+% of the step time\nGEMMs: [0-9]+ calls.*trace: prof_run/trace\\.json \\(open it in https://ui\\.perfetto\\.dev or chrome://tracing\\).*done: 4 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out prof_run --overwrite --iters 4 --eval-every 4
+                          --sample-tokens 0 --threads 2 --layers 1 --heads 2 --embd 64 --block 32 --batch 8 --eval-iters 2
+                          --no-progress --profile-steps 2)
+set_tests_properties(cli.train.profile PROPERTIES FIXTURES_SETUP prof_run)
+# The graph of the same model, for the names of its ops.
+attograd_cli_test(cli.train.profile_graph EXIT 0 STDOUT "graph: [0-9]+ ops"
+                  COMMAND ${AG} graph --model --checkpoint prof_run --text "First Citi" --out prof_graph.dot)
+set_tests_properties(cli.train.profile_graph PROPERTIES FIXTURES_REQUIRED prof_run FIXTURES_SETUP prof_graph)
+if(ATTOGRAD_PYTHON3)
+  add_test(NAME cli.train.profile_trace
+           COMMAND ${ATTOGRAD_PYTHON3} ${ATTOGRAD_CLI_SRC}/check_trace.py ${ATTOGRAD_CLI_OUT}/prof_run
+                   ${ATTOGRAD_CLI_OUT}/prof_graph.dot 2)
+  set_tests_properties(cli.train.profile_trace PROPERTIES FIXTURES_REQUIRED "prof_run;prof_graph" TIMEOUT 120)
+endif()
+attograd_cli_test(cli.train.profile_negative EXIT 2 STDERR "attograd train: error: train: --profile-steps must be in 0\\.\\.--iters - 1 \\(the first step is a warm-up, not profiled\\), got -1\n"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out prof_bad --iters 4 --profile-steps -1)
+attograd_cli_test(cli.train.profile_too_many EXIT 2 STDERR "--profile-steps must be in 0\\.\\.--iters - 1 .*got 4\n"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out prof_bad --iters 4 --profile-steps 4)
+attograd_cli_test(cli.bench.profile EXIT 0
+                  STDERR "profile of attograd bench train \\(default\\): 5 steps.*phases: [^\n]*forward .*trace: bench_prof/trace\\.json"
+                  COMMAND ${AG} bench train --seconds 0.2 --max-steps 3 --profile=bench_prof)

@@ -11,9 +11,9 @@ attograd_cli_test(cli.train.small EXIT 0
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out small_run --overwrite --iters 40 --eval-every 20
                           --log-every 20 --sample-tokens 40 ${TINY_MODEL})
 set_tests_properties(cli.train.small PROPERTIES FIXTURES_SETUP small_run)
-# nanoGPT's MFU on every log line, against the sgemm peak the run measured and printed first.
+# nanoGPT's MFU and ms/step on every log line, against the sgemm peak kept for this machine (printed first).
 attograd_cli_test(cli.train.log_line_mfu EXIT 0
-                  STDOUT "mfu: of a measured sgemm peak of [0-9]+ GFLOP/s\n.*iter    10/20  loss [0-9]+\\.[0-9]+  lr [0-9.e+-]+  [0-9]+ tok/s  mfu [0-9]+\\.[0-9]%  ETA 0m0"
+                  STDOUT "mfu: against an sgemm peak of [0-9]+ GFLOP/s \\([^)]*kept[^)]*\\)\n.*iter    10/20  loss [0-9]+\\.[0-9]+  lr [0-9.e+-]+  [0-9]+\\.[0-9] ms/step  [0-9]+ tok/s  mfu [0-9]+\\.[0-9]%  ETA 0m0"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out log_mfu_run --overwrite --iters 20 --eval-every 20
                           --log-every 10 --sample-tokens 0 ${TINY_MODEL})
 attograd_cli_test(cli.sample.small EXIT 0 STDERR "generated 50 characters in .* tokens/s \\(KV cache\\)"
@@ -115,7 +115,23 @@ set_tests_properties(cli.train.refuse_setup PROPERTIES FIXTURES_SETUP refuse_run
 set_tests_properties(cli.train.resume_extend_refused PROPERTIES FIXTURES_REQUIRED refuse_run)
 attograd_cli_test(cli.train.resume_with_flags EXIT 2 STDERR "--lr cannot be combined with --resume"
                   COMMAND ${AG} train --resume small_run --lr 0.1)
-attograd_cli_test(cli.train.missing_data_flag EXIT 2 STDERR "--data FILE is required" COMMAND ${AG} train --out x)
+attograd_cli_test(cli.train.missing_data_flag EXIT 2 STDERR "--data is required" COMMAND ${AG} train --out x)
+# Every double of the field table is finite (TOML's inf and nan used to be taken, and to fail
+# much later with misleading advice).
+file(WRITE ${ATTOGRAD_CLI_OUT}/min_lr_inf.toml "min-lr = inf\n")
+file(WRITE ${ATTOGRAD_CLI_OUT}/weight_decay_inf.toml "weight-decay = inf\n")
+attograd_cli_test(cli.train.min_lr_inf EXIT 2 STDERR "--min-lr must be a finite number, got inf\nTry 'attograd train --help'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out inf_run --config min_lr_inf.toml)
+attograd_cli_test(cli.train.weight_decay_inf EXIT 2 STDERR "--weight-decay must be a finite number, got inf"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out inf_run --config weight_decay_inf.toml)
+# A flag the chosen model does not read is refused, not silently recorded.
+attograd_cli_test(cli.train.mlp_refuses_gpt_flags EXIT 2
+                  STDERR "--layers: the model mlp has no such setting \\(it takes --embd, --block, --hidden\\)"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out mlp_flags_run --model mlp --layers 7 --heads 3)
+# --resume takes the run's validation too: a configuration error is a usage error there as well.
+attograd_cli_test(cli.train.resume_negative_iters EXIT 2 STDERR "--iters must be ≥ 0"
+                  COMMAND ${AG} train --resume small_run --iters -1)
+set_tests_properties(cli.train.resume_negative_iters PROPERTIES FIXTURES_REQUIRED small_run)
 attograd_cli_test(cli.sample.prompt_outside_vocab EXIT 1 STDERR "prompt: character 'Z' \\(U\\+005A\\).*not in the vocabulary"
                   COMMAND ${AG} sample --checkpoint small_run --prompt "the Zebra")
 attograd_cli_test(cli.sample.missing_checkpoint EXIT 1 STDERR "no_such_run"
@@ -173,3 +189,9 @@ set_tests_properties(cli.train.init_from_same_weights PROPERTIES DEPENDS cli.tra
 set_tests_properties(cli.train.init_from cli.train.init_from_shape_flag cli.train.init_from_with_resume
                      cli.train.init_from_zero_steps cli.train.init_from_same_weights
                      PROPERTIES FIXTURES_REQUIRED small_run)
+
+# --comm-timeout (docs/distributed.md): 0 waits forever; a timeout shorter than 1 s would count
+# a rank lost between two heartbeats.
+attograd_cli_test(cli.train.comm_timeout_range EXIT 2
+                  STDERR "--comm-timeout must be 0 \\(wait forever\\) or at least 1 second\nTry 'attograd train --help'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --comm-timeout 0.5)

@@ -1,6 +1,6 @@
 # Keeps the C++ API guides true: every ```cpp block of docs/cpp_api*.md is compiled and run.
 # Each block becomes the body of a function of one program per guide (doc_<guide>, e.g.
-# doc_cpp_api_modules), with the library's headers included and `using namespace ag;`; the test
+# doc_cpp_api for docs/cpp_api.md), with the library's headers included and `using namespace ag;`; the test
 # docs.<guide> runs them all in order and fails on a compile error, an exception or a crash.
 # The program is regenerated when a guide changes (the guides are configure dependencies).
 file(GLOB ATTOGRAD_API_GUIDES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/cpp_api*.md)
@@ -9,6 +9,7 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${guide})
   file(READ ${guide} text)
   set(functions "")
+  set(includes "")
   set(calls "")
   set(n 0)
   while(TRUE)
@@ -23,6 +24,13 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
       message(FATAL_ERROR "${guide}: a ```cpp block is not closed")
     endif()
     string(SUBSTRING "${text}" 0 ${end} block)
+    # A block's #include lines go to the top of the program: a header cannot open a namespace
+    # inside the function the block becomes.
+    string(REGEX MATCHALL "#include [^\n]*\n" block_includes "${block}")
+    string(REGEX REPLACE "#include [^\n]*\n" "" block "${block}")
+    foreach(include ${block_includes})
+      string(APPEND includes "${include}")
+    endforeach()
     string(SUBSTRING "${text}" ${end} -1 text)
     math(EXPR n "${n} + 1")
     string(APPEND functions "// ---- ${stem}.md, C++ block ${n}\nstatic void block_${n}() {\n${block}}\n\n")
@@ -37,10 +45,14 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include <memory>
 
 #include \"autograd/engine.h\"
+#include \"autograd/function.h\"
+#include \"autograd/functional.h\"
+#include \"autograd/gradcheck.h\"
 #include \"autograd/ops.h\"
 #include \"nn/activation.h\"
 #include \"nn/attention.h\"
 #include \"nn/embedding.h\"
+#include \"nn/functional.h\"
 #include \"nn/layer_norm.h\"
 #include \"nn/linear.h\"
 #include \"nn/module_dict.h\"
@@ -50,7 +62,7 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include \"train/optim/adam.h\"
 #include \"train/optim/lr_scheduler.h\"
 #include \"train/optim/sgd.h\"
-
+${includes}
 using namespace ag;
 
 ${functions}static void run(int n, void (*block)()) {

@@ -10,3 +10,5 @@ function(attograd_example_test name)
 endfunction()
 
 attograd_example_test(char_gpt ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli/small_corpus.txt 3)
+attograd_example_test(mlp_gradient_penalty 60)
+attograd_example_test(custom_function 8)

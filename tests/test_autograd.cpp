@@ -97,7 +97,7 @@ TEST(Autograd, GraphIsFreedAfterBackwardUnlessRetained) {
     y.backward();
     EXPECT_THROW(y.backward(), std::runtime_error);  // saved tensors are gone
     Tensor z = sum(exp(x) * x);
-    z.backward(Tensor(), /*retain_graph=*/true);
+    z.backward({}, {.retain_graph = true});
     z.backward();  // works a second time, accumulating
     EXPECT_NEAR(x.grad().at({0}), 3 * (std::exp(1) * 2), 1e-12);
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <thread>
 
 #include "autograd/ops.h"
 #include "train/distributed.h"
@@ -168,6 +169,21 @@ TEST(Distributed, AllreduceSumsDoublesAndFloats) {
   EXPECT_EQ(f[99], 0.5f * float(n));
   c.barrier();
   EXPECT_NE(c.describe(c.rank()).find("rank " + std::to_string(c.rank()) + " (pid "), std::string::npos);
+}
+
+// A peer that is slow (here: rank 1 sleeps 2.5 s before the collective, as rank 0 does while it
+// writes a checkpoint) keeps sending heartbeats, so a 1 s timeout does not end the wait; a
+// deadline on the collective alone would have.
+TEST(Distributed, ASlowPeerDoesNotTripTheTimeout) {
+  Comm& c = Comm::world();
+  int calls = 0;
+  CommTimeout timeout(c, 1.0, [&] { return "at test step " + std::to_string(++calls); });
+  EXPECT_EQ(c.timeout(), 1.0);
+  if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  double x = 1;
+  EXPECT_NO_THROW(c.allreduce_sum(&x, 1));
+  EXPECT_EQ(x, c.size());
+  EXPECT_EQ(calls, 0);  // where() is asked only for a message
 }
 
 // The seconds a Ctrl-C on mpirun leaves the ranks before SIGKILL (rank 0 compares a step with it).

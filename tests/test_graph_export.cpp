@@ -50,7 +50,7 @@ TEST(GraphExport, SmallGraphHasShapesNamesAndDataDirectionEdges) {
   const std::string before = to_dot(y);
   EXPECT_EQ(before.find("|grad|"), std::string::npos) << "no backward yet, so no gradient norms";
   NodeGradNorms norms;
-  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward({}, {.retain_graph = true});
   GraphStats stats;
   const std::string dot = to_dot(y, {"", true, false, &norms}, &stats);
   EXPECT_EQ(stats.op_nodes, 3u);
@@ -73,17 +73,17 @@ TEST(GraphExport, SmallGraphHasShapesNamesAndDataDirectionEdges) {
 TEST(GraphExport, OrdinaryBackwardRecordsNoGradientNorms) {
   Tensor x = Tensor::matrix({{1.0, -2.0}}).requires_grad_().set_name("x");
   Tensor y = sum(tanh(mul(x, 3.0)));
-  y.backward(Tensor(), /*retain_graph=*/true);  // no NodeGradNorms alive: the engine computed none
+  y.backward({}, {.retain_graph = true});  // no NodeGradNorms alive: the engine computed none
   const std::string dot = to_dot(y);
   EXPECT_EQ(dot.find(R"(label="tanh\n[1, 2]\n|grad|)"), std::string::npos) << dot;
   EXPECT_NE(dot.find(R"(label="x\n[1, 2]\n|grad| = )"), std::string::npos) << dot;  // a leaf's .grad is known anyway
   {
     NodeGradNorms norms;
-    y.backward(Tensor(), true);
+    y.backward({}, {.retain_graph = true});
     EXPECT_NE(to_dot(y, {"", true, false, &norms}).find(R"(label="tanh\n[1, 2]\n|grad| = )"), std::string::npos);
   }
   // The recorder is gone: later passes are not observed.
-  y.backward(Tensor(), true);
+  y.backward({}, {.retain_graph = true});
 }
 
 TEST(GraphExport, DotNodeCountEqualsTheRecordedGraphOfMultiheadAttention) {
@@ -93,7 +93,7 @@ TEST(GraphExport, DotNodeCountEqualsTheRecordedGraphOfMultiheadAttention) {
   Tensor x = Tensor::randn({2, 5, 8}, DType::Float32, gen).requires_grad_().set_name("x");
   Tensor loss = sum(mha.forward(x, x, x, Tensor(), false, Tensor(), true, /*is_causal=*/true).output);
   NodeGradNorms norms;
-  loss.backward(Tensor(), /*retain_graph=*/true);
+  loss.backward({}, {.retain_graph = true});
   const Counted c = count_graph(loss);
   GraphStats stats;
   const std::string dot = to_dot(loss, {"MHA", true, false, &norms}, &stats);

@@ -107,8 +107,8 @@ TEST(HardenSizes, ParameterShapesMatchEveryRegisteredModel) {
     c.hidden = 12;
     const auto model = models::make_model(c);
     const auto params = model->named_parameters();
-    const auto shapes = entry.parameter_shapes(c);
-    ASSERT_EQ(static_cast<int64_t>(params.size()), entry.num_tensors(c)) << entry.name;
+    const auto shapes = entry.parameters(c).shapes();
+    ASSERT_EQ(static_cast<int64_t>(params.size()), entry.parameters(c).num_tensors()) << entry.name;
     ASSERT_EQ(params.size(), shapes.size()) << entry.name;
     for (size_t i = 0; i < params.size(); ++i) {
       EXPECT_EQ(params[i].first, shapes[i].first) << entry.name;

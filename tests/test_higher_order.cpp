@@ -51,10 +51,10 @@ TEST(HigherOrder, GradReturnsGradientsAndLeavesDotGradUntouched) {
 TEST(HigherOrder, DerivativesToThirdOrderOfACube) {
   Tensor x = Tensor::from_vector(std::vector<double>{-1.5, 0.5, 2}, {3}, DType::Float64).requires_grad_();
   Tensor y = sum(mul(mul(x, x), x));
-  const Tensor g1 = grad({y}, {x}, {}, false, /*create_graph=*/true)[0];  // 3x²
+  const Tensor g1 = grad({y}, {x}, {}, {.create_graph = true})[0];  // 3x²
   ASSERT_TRUE(g1.requires_grad());
-  const Tensor g2 = grad({sum(g1)}, {x}, {}, false, true)[0];  // 6x
-  const Tensor g3 = grad({sum(g2)}, {x}, {}, false, true)[0];  // 6
+  const Tensor g2 = grad({sum(g1)}, {x}, {}, {.create_graph = true})[0];  // 6x
+  const Tensor g3 = grad({sum(g2)}, {x}, {}, {.create_graph = true})[0];  // 6
   const auto v1 = g1.to_double_vector(), v2 = g2.to_double_vector(), v3 = g3.to_double_vector();
   for (int i = 0; i < 3; ++i) {
     const double xi = x.at({i});
@@ -66,7 +66,7 @@ TEST(HigherOrder, DerivativesToThirdOrderOfACube) {
 
 TEST(HigherOrder, BackwardWithCreateGraphGivesADifferentiableDotGrad) {
   Tensor x = Tensor::from_vector(std::vector<double>{0.3, -0.7}, {2}, DType::Float64).requires_grad_();
-  sum(exp(mul(x, x))).backward(Tensor(), false, /*create_graph=*/true);  // x.grad = 2x·exp(x²)
+  sum(exp(mul(x, x))).backward({}, {.create_graph = true});  // x.grad = 2x·exp(x²)
   Tensor gx = x.grad();
   ASSERT_TRUE(gx.requires_grad());
   x.set_grad(Tensor());  // breaks the x -> .grad -> graph -> x cycle before the next pass
@@ -82,14 +82,14 @@ TEST(HigherOrder, UnusedInputsThrowUnlessAllowed) {
   Tensor y = sum(mul(x, x));
   const std::string msg = [&] {
     try {
-      grad({y}, {x, z}, {}, true);
+      grad({y}, {x, z}, {}, {.retain_graph = true});
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
     return std::string();
   }();
   EXPECT_NE(msg.find("allow_unused"), std::string::npos) << msg;
-  const auto g = grad({y}, {x, z}, {}, true, false, /*allow_unused=*/true);
+  const auto g = grad({y}, {x, z}, {}, {.retain_graph = true, .allow_unused = true});
   EXPECT_TRUE(g[0].defined());
   EXPECT_FALSE(g[1].defined());
   EXPECT_THROW(grad({y}, {Tensor::ones({2}, DType::Float64)}), std::invalid_argument);  // does not require grad
@@ -110,7 +110,7 @@ TEST(HigherOrder, GradWithRespectToAnIntermediateAndSeveralOutputs) {
 TEST(HigherOrder, HessianVectorProductMatchesDifferencesOfTheGradient) {
   Tensor x = rnd({4, 3}), W = rnd({2, 3}), v = Tensor::rand({2, 3}, DType::Float64, gen(), -1, 1);
   auto f = [&](const Tensor& w) { return sum(pow(tanh(linear(x.detach(), w)), 2.0)); };
-  const Tensor g = grad({f(W)}, {W}, {}, false, true)[0];
+  const Tensor g = grad({f(W)}, {W}, {}, {.create_graph = true})[0];
   const Tensor hv = grad({sum(mul(g, v))}, {W})[0];
   const double eps = 1e-6;
   const Tensor wp = add(W.detach(), mul(v, eps)).requires_grad_(), wm = sub(W.detach(), mul(v, eps)).requires_grad_();
@@ -124,7 +124,7 @@ TEST(HigherOrder, NoNodesLeakAfterDoubleBackward) {
   {
     Tensor x = rnd({3, 3});
     Tensor y = sum(softmax(tanh(matmul(x, x))));
-    const Tensor g = grad({y}, {x}, {}, false, true)[0];
+    const Tensor g = grad({y}, {x}, {}, {.create_graph = true})[0];
     const Tensor h = grad({sum(mul(g, g))}, {x})[0];
     EXPECT_TRUE(h.defined());
   }
@@ -178,14 +178,14 @@ TEST(GradGradcheck, ThirdOrderOfGeluAndSoftmaxThroughNestedGrad) {
     expect_gradgradcheck(
         [approx](V x) {
           EnableGradGuard on;
-          return grad({sum(gelu(x[0], approx))}, {x[0]}, {}, false, true)[0];
+          return grad({sum(gelu(x[0], approx))}, {x[0]}, {}, {.create_graph = true})[0];
         },
         {a});
   }
   expect_gradgradcheck(
       [](V x) {
         EnableGradGuard on;
-        return grad({sum(mul(softmax(x[0]), x[0]))}, {x[0]}, {}, false, true)[0];
+        return grad({sum(mul(softmax(x[0]), x[0]))}, {x[0]}, {}, {.create_graph = true})[0];
       },
       {rnd({2, 3})});
 }
@@ -316,7 +316,7 @@ TEST(HigherOrder, DocsHessianVectorProductExample) {
   Tensor x = Tensor::from_vector(std::vector<double>{0.5, -1.0}, {2}, DType::Float64).requires_grad_();
   Tensor v = Tensor::from_vector(std::vector<double>{1.0, 2.0}, {2}, DType::Float64);
   Tensor y = sum(mul(pow(x, 3.0), x));
-  Tensor g = grad({y}, {x}, {}, false, /*create_graph=*/true)[0];
+  Tensor g = grad({y}, {x}, {}, {.create_graph = true})[0];
   Tensor hv = grad({sum(mul(g, v))}, {x})[0];
   EXPECT_EQ(hv.to_double_vector(), (std::vector<double>{3, 24}));
 }

@@ -113,7 +113,7 @@ TEST(Inplace, OptimizerStepInvalidatesAGraphThatSavedTheWeights) {
     Tensor y = sum(matmul(x, w));  // matmul saves w for dL/dx... and x for dL/dw
     Tensor z = sum(mul(w, w));     // mul saves w
     Tensor loss = add(y, z);
-    loss.backward(Tensor(), /*retain_graph=*/true);
+    loss.backward({}, {.retain_graph = true});
     const uint64_t v0 = w.version();
     std::unique_ptr<optim::Optimizer> opt;
     if (adamw) opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w}, optim::AdamWOptions{.lr = 0.1});

@@ -31,7 +31,7 @@ static_assert(!TakesPositionalIgnoreIndex<Tensor>);
 
 // d<out, v>/dx with the backward pass recorded, so that it can be differentiated again.
 Tensor grad_of(const Tensor& out, const Tensor& x, const Tensor& v) {
-  return grad({out}, {x}, {v}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  return grad({out}, {x}, {v}, {.create_graph = true})[0];
 }
 }  // namespace
 
@@ -157,9 +157,9 @@ TEST(Losses, FusedCrossEntropyGradientOfTheIncomingGradientAndFloat32) {
   const Tensor loss = F::cross_entropy(x, t);
   Generator g(13);
   const Tensor u = Tensor::randn({3, 4}, DType::Float64, g);
-  const Tensor gx = grad({loss}, {x}, {mul(s, 1.0)}, true, true)[0];
-  const Tensor ds = grad({sum(mul(gx, u))}, {s}, {}, true, false)[0];
-  const Tensor g1 = grad({loss}, {x}, {}, true, false)[0];
+  const Tensor gx = grad({loss}, {x}, {mul(s, 1.0)}, {.create_graph = true})[0];
+  const Tensor ds = grad({sum(mul(gx, u))}, {s}, {}, {.retain_graph = true})[0];
+  const Tensor g1 = grad({loss}, {x}, {}, {.retain_graph = true})[0];
   EXPECT_NEAR(ds.item(), sum(mul(g1, u)).item(), 1e-12);
   const double l64 = F::cross_entropy(x.detach(), t, {.label_smoothing = 0.1}).item();
   const double l32 = F::cross_entropy(x.detach().to(DType::Float32), t, {.label_smoothing = 0.1}).item();

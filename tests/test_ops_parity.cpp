@@ -260,7 +260,7 @@ TEST_P(OpsParityCase, ValuesGradientsAndHessianVectorProductsMatchTorch) {
     }
 
   // grad.i = d<out, v>/dx_i, recorded (create_graph) so that it can be differentiated again
-  const std::vector<Tensor> g = grad({out}, x, {file.at("v")}, /*retain_graph=*/true, /*create_graph=*/true);
+  const std::vector<Tensor> g = grad({out}, x, {file.at("v")}, {.create_graph = true});
   for (size_t i = 0; i < x.size(); ++i)
     expect_close(g[i], file.at("grad." + std::to_string(i)), name + " grad." + std::to_string(i));
 
@@ -272,7 +272,7 @@ TEST_P(OpsParityCase, ValuesGradientsAndHessianVectorProductsMatchTorch) {
       us.push_back(u[i]);
     }
   std::vector<Tensor> hvp(x.size());
-  if (!gs.empty()) hvp = grad(gs, x, us, false, false, /*allow_unused=*/true);
+  if (!gs.empty()) hvp = grad(gs, x, us, {.allow_unused = true});
   for (size_t i = 0; i < x.size() && file.count("hvp." + std::to_string(i)); ++i) {  // (absent where torch's is nan)
     const Tensor h = hvp[i].defined() ? hvp[i] : Tensor::zeros(x[i].shape(), DType::Float64);
     expect_close(h, file.at("hvp." + std::to_string(i)), name + " hvp." + std::to_string(i));

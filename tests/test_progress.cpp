@@ -8,26 +8,15 @@
 #include <optional>
 #include <string>
 
+#include "tests/test_util.h"
 #include "train/progress.h"
 
 using namespace ag::train;
+using ag::testing_util::ScopedEnv;
 
 namespace {
 const Progress kTypical{123, 2000, 2.3456, 1e-3, 24123, 83};
 
-// Sets or clears an environment variable for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 }  // namespace
 
 TEST(Progress, FormatsDurations) {
@@ -64,6 +53,15 @@ TEST(Progress, ShowsTheMfuWhenThereIsRoomAndDropsItFirst) {
             "[##......................................] 123/2000  loss 2.3456  lr 1.00e-03  24123 tok/s  mfu 41%  ETA 1m23s");
   EXPECT_EQ(progress_line(p, 80), "[.........] 123/2000  loss 2.3456  lr 1.00e-03  24123 tok/s  mfu 41%  ETA 1m23s");
   EXPECT_EQ(progress_line(p, 78), progress_line(kTypical, 78));  // two columns less: it is the first to go
+}
+
+TEST(Progress, ShowsMsPerStepWhenThereIsRoomAndDropsItWithTheMfu) {
+  Progress p = kTypical;
+  p.mfu = 0.4137;
+  p.ms_per_step = 31.84;
+  EXPECT_EQ(progress_line(p, 140), "[##......................................] 123/2000  loss 2.3456  lr 1.00e-03  31.8 ms/step  "
+                                   "24123 tok/s  mfu 41%  ETA 1m23s");
+  EXPECT_EQ(progress_line(p, 80), progress_line(kTypical, 80));  // on 80 columns both go first
 }
 
 TEST(Progress, NoRateYetShowsNoRateAndNoEta) {

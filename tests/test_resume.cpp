@@ -1,6 +1,7 @@
 // Exact resume, interruption, non-finite values, crash-safe checkpoints and bad train states.
 #include <gtest/gtest.h>
 
+#include "tests/small_run.h"
 #include "tests/test_util.h"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,35 +26,11 @@ using namespace ag::testing_util;
 
 namespace {
 
-std::string corpus(const fs::path& dir, const std::string& extra = "") {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
-  const fs::path p = dir / "corpus.txt";
-  std::ofstream(p) << text << extra;
-  return p.string();
-}
-
 // The gradient of the parameter `name` (through the model interface, as the trainer sees it).
 Tensor grad_of(const models::LanguageModel& m, const std::string& name) {
   for (const auto& [n, p] : m.named_parameters())
     if (n == name) return p.grad();
   throw std::invalid_argument("no parameter " + name);
-}
-
-TrainConfig small_run(const fs::path& dir, const std::string& name) {
-  TrainConfig c;
-  c.data_path = corpus(dir);
-  c.out_dir = (dir / name).string();
-  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.1};  // with dropout: its generator must resume too
-  c.batch_size = 4;
-  c.iters = 300;
-  c.warmup = 20;
-  c.eval_every = 100;
-  c.eval_iters = 2;
-  c.log_every = 1;
-  c.sample_tokens = 0;
-  c.no_progress = true;
-  return c;
 }
 
 // (iter, train_loss, val_loss) of every metrics line, as exact JSON text.
@@ -85,10 +62,11 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   for (int64_t k : {0, 57, 99, 100, 299}) {
     SCOPED_TRACE("interrupted after iter " + std::to_string(k));
     TrainConfig c = small_run(d, "cut" + std::to_string(k));
-    c.after_step = [k](int64_t it) {
+    RunHooks hooks;
+    hooks.after_step = [k](int64_t it) {
       if (it == k) std::raise(SIGINT);
     };
-    const auto first = train_lm(c, log);
+    const auto first = train_lm(c, log, hooks);
     EXPECT_TRUE(first.interrupted);
     EXPECT_EQ(first.iters, k + 1);
     const auto second = resume_lm(c.out_dir, "", 0, false, log);
@@ -107,7 +85,8 @@ TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   TrainConfig c = small_run(d, "run");
   c.iters = 40;
   c.eval_every = 10;
-  c.after_backward = [](models::LanguageModel& m) {
+  RunHooks hooks;
+  hooks.after_backward = [](models::LanguageModel& m) {
     static int calls = 0;
     if (++calls == 25) {  // iter 24
       Tensor g = grad_of(m, "blocks.0.mlp.fc.weight");
@@ -116,7 +95,7 @@ TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   };
   std::ostringstream log;
   try {
-    train_lm(c, log);
+    train_lm(c, log, hooks);
     FAIL() << "a NaN gradient went through";
   } catch (const NonFiniteError& e) {
     const std::string m = e.what();
@@ -134,13 +113,14 @@ TEST(Resume, SkipNonFiniteSkipsAndCounts) {
   TrainConfig c = small_run(d, "run");
   c.iters = 30;
   c.skip_nonfinite = true;
-  c.after_backward = [](models::LanguageModel& m) {
+  RunHooks hooks;
+  hooks.after_backward = [](models::LanguageModel& m) {
     static int calls = 0;
     ++calls;
     if (calls == 5 || calls == 9) grad_of(m, "tok_emb.weight").data<float>()[0] = INFINITY;
   };
   std::ostringstream log;
-  const auto s = train_lm(c, log);
+  const auto s = train_lm(c, log, hooks);
   EXPECT_EQ(s.skipped_updates, 2);
   EXPECT_TRUE(std::isfinite(s.val_loss));
   EXPECT_NE(log.str().find("update skipped"), std::string::npos);
@@ -254,10 +234,11 @@ CutThenResumed cut_then_resume(const fs::path& d, int64_t iters, int64_t eval_ev
   r.cut = small_run(d, "cut_then_" + std::to_string(iters));
   r.cut.iters = 30;
   r.cut.eval_every = eval_every;
-  r.cut.after_step = [](int64_t it) {
+  RunHooks hooks;
+  hooks.after_step = [](int64_t it) {
     if (it == 10) std::raise(SIGINT);
   };
-  EXPECT_TRUE(train_lm(r.cut, log).interrupted);
+  EXPECT_TRUE(train_lm(r.cut, log, hooks).interrupted);
   r.summary = resume_with_iters(r.cut.out_dir, iters, resumed);
   return r;
 }

@@ -160,7 +160,7 @@ TEST(Sdpa, SecondOrderThroughCreateGraphMatchesTheReference) {
   Tensor v = Tensor::randn({2, 6, 3}, DType::Float64, g).requires_grad_();
   auto hvp = [&](bool blockwise) {
     const Tensor o = blockwise ? scaled_dot_product_attention(q, k, v, true) : reference(q, k, v, true, 1 / std::sqrt(3.0), 0);
-    const auto g1 = grad({sum(mul(o, o))}, {q, k, v}, {}, false, /*create_graph=*/true);
+    const auto g1 = grad({sum(mul(o, o))}, {q, k, v}, {}, {.create_graph = true});
     return grad({sum(mul(g1[0], g1[0])) + sum(mul(g1[1], g1[2]))}, {q, k, v});
   };
   const auto a = hvp(true), b = hvp(false);

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "autograd/engine.h"
+#include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
@@ -158,7 +159,7 @@ void expect_hvp_matches(const std::map<std::string, Tensor>& file,
   }
   const Tensor loss = loss_fn();
   expect_close(loss, file.at("loss"), "loss");
-  const std::vector<Tensor> grads = grad({loss}, xs, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  const std::vector<Tensor> grads = grad({loss}, xs, {}, {.create_graph = true});
   std::vector<Tensor> live, live_u;
   for (size_t i = 0; i < xs.size(); ++i) {
     expect_close(grads[i], file.at("grad." + theta[i].first), "grad." + theta[i].first);
@@ -168,7 +169,7 @@ void expect_hvp_matches(const std::map<std::string, Tensor>& file,
     }
   }
   ASSERT_FALSE(live.empty());
-  const std::vector<Tensor> hvp = grad(live, xs, live_u, false, false, /*allow_unused=*/true);
+  const std::vector<Tensor> hvp = grad(live, xs, live_u, {.allow_unused = true});
   for (size_t i = 0; i < xs.size(); ++i) {
     const Tensor h = hvp[i].defined() ? hvp[i] : Tensor::zeros(xs[i].shape(), DType::Float64);
     expect_close(h, file.at("hvp." + theta[i].first), "hvp." + theta[i].first);
@@ -234,9 +235,9 @@ TEST(HigherOrderDoc, HessianVectorProductExampleMatchesTheNumbersFromPyTorch) {
   Tensor x = Tensor::from_vector(std::vector<double>{0.5, -1.0, 2.0}, {3}, DType::Float64).requires_grad_();
   const Tensor v = Tensor::from_vector(std::vector<double>{1.0, 0.5, -2.0}, {3}, DType::Float64);
 
-  Tensor y = logsumexp(matmul(A, x), {0}) + sum(silu(x));                           // f(x), 0-d
-  Tensor g = grad({y}, {x}, {}, /*retain_graph=*/false, /*create_graph=*/true)[0];  // ∇f(x), recorded
-  Tensor hv = grad({sum(g * v)}, {x})[0];                                           // H·v = ∇(∇f · v)
+  Tensor y = logsumexp(matmul(A, x), {0}) + sum(silu(x));    // f(x), 0-d
+  Tensor g = grad({y}, {x}, {}, {.create_graph = true})[0];  // ∇f(x), recorded
+  Tensor hv = grad({sum(g * v)}, {x})[0];                    // H·v = ∇(∇f · v)
 
   for (double h : hv.to_double_vector()) std::printf("%.17g\n", h);
   // What torch.autograd.grad prints for the same function (docs/higher_order.md):
@@ -247,4 +248,9 @@ TEST(HigherOrderDoc, HessianVectorProductExampleMatchesTheNumbersFromPyTorch) {
     EXPECT_NEAR(g.to_double_vector()[i], torch_g[i], 1e-14) << i;
     EXPECT_NEAR(hv.to_double_vector()[i], torch_hv[i], 1e-14) << i;
   }
+  // The doc's second form, through the function transforms:
+  auto f = [&](const Tensor& x) { return logsumexp(matmul(A, x), {0}) + sum(silu(x)); };
+  auto [y2, hv2] = ag::autograd::functional::hvp(f, x, v);  // (f(x), H·v)
+  EXPECT_NEAR(y2.item(), 5.306013609316354, 1e-14);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(hv2.to_double_vector()[i], torch_hv[i], 1e-14) << i;
 }

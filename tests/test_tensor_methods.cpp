@@ -165,7 +165,7 @@ TEST(Comparisons, BoolResultsThatNeverRequireGrad) {
   EXPECT_EQ(bools(0.5 >= a), bools(a <= 0.5));
   // inside a recorded backward (create_graph) too
   const Tensor y = sum(mul(where(a > 0, a, mul(a, 0.1)), a));
-  const Tensor g = grad({y}, {a}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  const Tensor g = grad({y}, {a}, {}, {.create_graph = true})[0];
   EXPECT_TRUE(g.requires_grad());
   EXPECT_FALSE((g > 0).requires_grad());
 }

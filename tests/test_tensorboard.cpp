@@ -11,6 +11,8 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tensorboard/event.pb.h"
@@ -230,15 +232,15 @@ TEST(TensorBoardTrainLogger, ObservesWithoutChangingTheRunAndMarksTheResume) {
   // The same run with TensorBoard, interrupted by a real SIGINT after step 27, then resumed.
   ag::train::TrainConfig c = small_config(d, "tb");
   c.tensorboard = true;
-  c.loggers = {logger_for(c)};
-  c.after_step = [](int64_t it) {
+  ag::train::RunHooks hooks;
+  hooks.loggers = {logger_for(c)};
+  hooks.after_step = [](int64_t it) {
     if (it == 27) std::raise(SIGINT);
   };
-  ASSERT_TRUE(ag::train::train_lm(c, log).interrupted);
+  ASSERT_TRUE(ag::train::train_lm(c, log, hooks).interrupted);
   ag::train::TrainConfig now;
   now.tensorboard = true;
-  now.loggers = {logger_for(c)};
-  EXPECT_FALSE(ag::train::resume_lm(c.out_dir, now, {"tensorboard"}, log).interrupted);
+  EXPECT_FALSE(ag::train::resume_lm(c.out_dir, now, {"tensorboard"}, log, {{logger_for(c)}}).interrupted);
   EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
 
   std::vector<std::string> files;
@@ -270,5 +272,42 @@ TEST(TensorBoardTrainLogger, ObservesWithoutChangingTheRunAndMarksTheResume) {
   orphan.tensorboard = true;
   EXPECT_NE(error_of<std::invalid_argument>([&] { ag::train::train_lm(orphan, log); }).find("no writer is attached"),
             std::string::npos);
+  fs::remove_all(d);
+}
+
+// metrics.jsonl carries every scalar TensorBoard gets: each tag names a key of the metrics
+// lines of its kind (step lines for the per-step tags, evaluation lines for loss/train and
+// loss/val), at the same steps, with the same values (to float32).
+TEST(TensorBoardTrainLogger, MetricsJsonlCarriesEveryScalar) {
+  const fs::path d = temp_dir("tb_metrics");
+  std::ostringstream log;
+  ag::train::TrainConfig c = small_config(d, "run");
+  c.tensorboard = true;
+  ag::train::train_lm(c, log, {{logger_for(c)}});
+  std::vector<nlohmann::json> steps, evals;
+  for (const auto& l : read_lines(fs::path(c.out_dir) / "metrics.jsonl")) {
+    auto j = nlohmann::json::parse(l);
+    (j["val_loss"].is_null() ? steps : evals).push_back(j);
+  }
+  std::vector<std::string> files;
+  for (const auto& f : fs::directory_iterator(fs::path(c.out_dir) / "tb")) files.push_back(f.path().string());
+  ASSERT_EQ(files.size(), 1u);
+  std::set<std::string> tags;
+  for (const auto& e : events_of(files[0]))
+    for (const auto& v : e.summary().value()) {
+      if (v.value_case() != pb::Summary::Value::kSimpleValue) continue;
+      tags.insert(v.tag());
+      const bool eval = v.tag() == "loss/train" || v.tag() == "loss/val";
+      const std::string key = v.tag() == "loss/train" || v.tag() == "loss/train_batch" ? "train_loss"
+                              : v.tag() == "loss/val"                               ? "val_loss"
+                                                                                    : v.tag().substr(v.tag().rfind('/') + 1);
+      const auto& rows = eval ? evals : steps;
+      const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& j) { return j["iter"] == e.step(); });
+      ASSERT_NE(row, rows.end()) << v.tag() << " at step " << e.step() << " has no metrics line";
+      ASSERT_TRUE(row->contains(key) && (*row)[key].is_number()) << v.tag() << ": metrics.jsonl has no '" << key << "'";
+      EXPECT_EQ(v.simple_value(), static_cast<float>((*row)[key].get<double>())) << v.tag() << " at " << e.step();
+    }
+  EXPECT_EQ(tags, (std::set<std::string>{"loss/train", "loss/val", "loss/train_batch", "lr", "grad_norm",
+                                         "throughput/tokens_per_s", "throughput/ms_per_step", "throughput/mfu"}));
   fs::remove_all(d);
 }

@@ -13,10 +13,10 @@
 //   3. the nearest "=>" comment block above the call in the same file (sdpa's derivation at
 //      the top of its backward helpers), with its own line number.
 // Each entry: {file relative to SOURCE_ROOT, line of the call, formula text, kind, line of the text}.
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,13 +46,48 @@ struct Entry {
   size_t text_line = 0;
 };
 
+// True when the line calls `record(` (not `should_record(` or another name ending in it).
+// Plain string search, not std::regex: GCC 12's regex headers warn (-Wmaybe-uninitialized)
+// under the sanitizer build.
+bool calls_record(const std::string& line) {
+  for (size_t at = line.find("record("); at != std::string::npos; at = line.find("record(", at + 1))
+    if (at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_')) return true;
+  return false;
+}
+
+size_t skip_spaces(const std::string& s, size_t at) {
+  while (at < s.size() && std::isspace(static_cast<unsigned char>(s[at]))) ++at;
+  return at;
+}
+
+// A one-line backward `(const Tensor& g) { return EXPR; });`: its `return EXPR;`, or "".
+std::string one_line_backward(const std::string& line) {
+  const std::string head = "(const Tensor& ";
+  for (size_t at = line.find(head); at != std::string::npos; at = line.find(head, at + 1)) {
+    size_t k = at + head.size();
+    const size_t name = k;
+    while (k < line.size() && std::islower(static_cast<unsigned char>(line[k]))) ++k;
+    if (k == name || k >= line.size() || line[k] != ')') continue;
+    k = skip_spaces(line, k + 1);
+    if (k >= line.size() || line[k] != '{') continue;
+    k = skip_spaces(line, k + 1);
+    if (line.compare(k, 7, "return ") != 0) continue;
+    const size_t semi = line.find(';', k);
+    if (semi == std::string::npos) continue;
+    size_t tail = skip_spaces(line, semi + 1);
+    if (tail >= line.size() || line[tail] != '}') continue;
+    tail = skip_spaces(line, tail + 1);
+    if (line.compare(tail, 2, ");") != 0) continue;
+    return line.substr(k, semi + 1 - k);
+  }
+  return "";
+}
+
 std::vector<Entry> scan(const std::string& rel, const std::vector<std::string>& lines) {
-  static const std::regex call(R"((^|[^A-Za-z0-9_])record\()");
-  static const std::regex one_liner(R"(\(const Tensor& [a-z]+\)\s*\{\s*(return [^;]*;)\s*\}\s*\);)");
   std::vector<Entry> out;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
-    if (is_comment(line) || !std::regex_search(line, call)) continue;
+    if (is_comment(line) || !calls_record(line)) continue;
     Entry e{rel, i + 1, "", 0, 0};
     // 1a. Comments just above the call (over a `if (should_record(...))` line).
     size_t above = i;
@@ -64,7 +99,9 @@ std::vector<Entry> scan(const std::string& rel, const std::vector<std::string>& 
     // 1b. The comment block at the top of the backward lambda.
     if (e.text.empty()) {
       size_t j = i;
-      while (j < lines.size() && j < i + 8 && lines[j].find("(const Tensor& g") == std::string::npos) ++j;
+      while (j < lines.size() && j < i + 8 && lines[j].find("(const Tensor& g") == std::string::npos &&
+             lines[j].find("(const Tensor& G") == std::string::npos)
+        ++j;
       for (size_t k = j + 1; k < lines.size() && is_comment(lines[k]); ++k)
         if (lines[k].find("=>") != std::string::npos) {
           e.text = block_from(lines, k), e.text_line = k + 1;
@@ -72,8 +109,10 @@ std::vector<Entry> scan(const std::string& rel, const std::vector<std::string>& 
         }
     }
     // 2. A one-line backward.
-    std::smatch m;
-    if (e.text.empty() && std::regex_search(line, m, one_liner)) e.text = m[1].str(), e.kind = 1, e.text_line = i + 1;
+    if (e.text.empty()) {
+      const std::string one = one_line_backward(line);
+      if (!one.empty()) e.text = one, e.kind = 1, e.text_line = i + 1;
+    }
     // 3. The nearest derivation above, in the same file.
     for (size_t j = i; e.text.empty() && j-- > 0;)
       if (is_comment(lines[j]) && lines[j].find("=>") != std::string::npos)

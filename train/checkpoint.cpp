@@ -81,8 +81,10 @@ void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelC
   const models::ModelEntry& entry = models::find_model(cfg.name);
   const std::string what = "the metadata (its hyperparameters and vocab)";
   int64_t count = 0;
+  models::ParamTable table;
   try {
-    count = checked::mul(entry.num_tensors(cfg), static_cast<int64_t>(max_prefixes), "tensor count");
+    table = entry.parameters(cfg);
+    count = checked::mul(table.num_tensors(), static_cast<int64_t>(max_prefixes), "tensor count");
   } catch (const std::overflow_error& e) {
     throw std::runtime_error(f.source() + ": " + what + " describes an impossible model: " + e.what());
   }
@@ -91,14 +93,8 @@ void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelC
   if (count > 2 * static_cast<int64_t>(f.size()) + 64)
     throw std::runtime_error(f.source() + ": " + what + " describes a model of " + std::to_string(count) +
                              " tensors, but the file holds " + std::to_string(f.size()));
-  models::ParameterShapes shapes;
-  try {
-    shapes = entry.parameter_shapes(cfg);
-  } catch (const std::overflow_error& e) {
-    throw std::runtime_error(f.source() + ": " + what + " describes an impossible model: " + e.what());
-  }
   std::set<std::string> expected;
-  for (const auto& [name, shape] : shapes) {
+  for (const auto& [name, shape] : table.shapes()) {
     for (const std::string& prefix : prefixes_of(name)) {
       const std::string key = prefix + name;
       expected.insert(key);

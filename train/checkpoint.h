@@ -37,7 +37,7 @@ void save_model(const std::string& path, const models::LanguageModel& model, con
 LoadedModel load_model(const std::string& path);
 
 // Checks, before any model is built, that file f holds exactly the tensors the model cfg
-// describes has (models/model_size.h), each F32 and of its shape, under every prefix ("" for a
+// describes has (its parameter table, models/param_table.h), each F32 and of its shape, under every prefix ("" for a
 // model file; "model.", "adam.exp_avg." and "adam.exp_avg_sq." for a train state). The count
 // is compared first, so a hostile n_layer costs nothing. Throws std::runtime_error naming the file.
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,

@@ -13,7 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <thread>
+
+#include "train/heartbeat.h"
 
 #ifdef ATTOGRAD_WITH_MPI
 #include <mpi.h>
@@ -23,6 +26,18 @@ namespace ag::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// Heartbeats go out this often without a timeout, and ten times per timeout with one (at
+// least every 20 ms): a peer misses ten before it counts as lost.
+constexpr double kIdleHeartbeatInterval = 0.5;
+double heartbeat_interval(double timeout_s) {
+  return timeout_s > 0 ? std::clamp(timeout_s / 10, 0.02, kIdleHeartbeatInterval) : kIdleHeartbeatInterval;
+}
+
+// Broadcasts go in pieces of at most this many bytes: each piece is a collective of its own, so
+// a long broadcast (a train state over a slow link) shows progress piece by piece to the
+// check that every rank has reached a collective that does not complete.
+constexpr size_t kBroadcastPieceBytes = size_t{16} << 20;
 
 // The number of ranks the launcher says this process belongs to (1 when not launched by one).
 [[maybe_unused]] int launcher_world_size() {
@@ -61,14 +76,25 @@ struct Comm::Impl {
   struct Peer {
     char host[64];
     int pid;
+    uint64_t job;  // rank 0's is the job's: heartbeats of other jobs are ignored
+    HeartbeatAddress heartbeat;
   };
   std::vector<Peer> peers;
   int parent_pid = 0;
   bool mpi = false;
   bool finalize = true;  // false after an interrupted run: see skip_finalize_at_exit()
+  double timeout_s = 0;  // set_timeout
+  std::function<std::string()> where;
+  std::unique_ptr<Heartbeat> heartbeat;  // several ranks only
+  int64_t started = 0;                    // collectives started: the next one's number
+  int64_t completed = 0;                  // collectives waited for (in the order started)
 #ifdef ATTOGRAD_WITH_MPI
   MPI_Comm comm = MPI_COMM_NULL;
-  std::vector<MPI_Request> requests;  // by handle; MPI_REQUEST_NULL once waited for
+  struct Pending {
+    MPI_Request request;  // MPI_REQUEST_NULL once complete
+    int64_t number;       // the collective's number (Impl::started when it began)
+  };
+  std::vector<Pending> requests;  // by handle
 #endif
 };
 
@@ -81,6 +107,7 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
 }
 
 Comm::~Comm() {
+  if (impl_) impl_->heartbeat.reset();  // its thread ends before MPI does
 #ifdef ATTOGRAD_WITH_MPI
   if (impl_ && impl_->mpi && impl_->finalize) {
     int finalized = 0;
@@ -120,13 +147,24 @@ Comm& Comm::world() {
     MPI_Comm_set_errhandler(c.impl_->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c.impl_->comm, &c.rank_);
     MPI_Comm_size(c.impl_->comm, &c.size_);
-    const Impl::Peer me = c.impl_->peers[0];
+    Impl::Peer me = c.impl_->peers[0];
+    if (c.size_ > 1) {
+      c.impl_->heartbeat = std::make_unique<Heartbeat>(c.rank_, c.size_);
+      me.heartbeat = c.impl_->heartbeat->local_address();
+      me.job = std::random_device{}();
+      me.job = (me.job << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(me.pid);
+    }
     c.impl_->peers.assign(static_cast<size_t>(c.size_), Impl::Peer{});
     MPI_Allgather(&me, sizeof me, MPI_BYTE, c.impl_->peers.data(), sizeof me, MPI_BYTE, c.impl_->comm);
     MPI_Comm node;
     MPI_Comm_split_type(c.impl_->comm, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &c.local_size_);
     MPI_Comm_free(&node);
+    if (c.impl_->heartbeat) {
+      std::vector<HeartbeatAddress> addresses;
+      for (const Impl::Peer& p : c.impl_->peers) addresses.push_back(p.heartbeat);
+      c.impl_->heartbeat->start(addresses, c.impl_->peers[0].job, kIdleHeartbeatInterval);
+    }
     return c;
 #endif
   }();
@@ -146,6 +184,15 @@ std::string Comm::describe(int r) const {
 
 void Comm::skip_finalize_at_exit() { impl_->finalize = false; }
 
+void Comm::set_timeout(double seconds, std::function<std::string()> where) {
+  if (!(seconds >= 0)) throw std::invalid_argument("Comm::set_timeout: the timeout must be ≥ 0 seconds");
+  impl_->timeout_s = seconds;
+  impl_->where = std::move(where);
+  if (impl_->heartbeat) impl_->heartbeat->set_interval(heartbeat_interval(seconds));
+}
+
+double Comm::timeout() const { return impl_->timeout_s; }
+
 double Comm::mpirun_kill_timeout_seconds() const {
   if (!distributed() || !std::getenv("OMPI_COMM_WORLD_SIZE")) return 0;
   const char* v = std::getenv("OMPI_MCA_odls_base_sigkill_timeout");
@@ -163,40 +210,108 @@ double Comm::mpirun_kill_timeout_seconds() const {
 
 #ifdef ATTOGRAD_WITH_MPI
 namespace {
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
+std::string mpi_error(int rc) {
   char msg[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  throw std::runtime_error(std::string(what) + " failed: " + msg);
+  return msg;
 }
 
-// Waits for r by polling, so that a dead peer on this machine (or a vanished launcher) is
-// noticed within about a second instead of hanging in MPI forever.
-void wait_watching(Comm& comm, const Comm::Impl& impl, MPI_Request& r, const char* what) {
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + mpi_error(rc));
+}
+
+// "rank 2 (pid 4242 on node3)", "ranks 1 (...) and 3 (...)", "ranks 1 (...), 2 (...) and 3 (...)"
+std::string describe_ranks(const Comm& comm, const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "" : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += i + 1 == ranks.size() ? " and " : ", ";
+    s += ranks.size() == 1 ? comm.describe(ranks[i]) : comm.describe(ranks[i]).substr(5);  // without "rank "
+  }
+  return s;
+}
+}  // namespace
+
+// Waits for collective number `number` (request r) by polling, so that a wait never hangs:
+//  - a dead rank on this machine, or a vanished launcher, is noticed within about a second
+//    (RankDiedError);
+//  - with a timeout, a peer silent for that long, or a collective every rank has reached that
+//    makes no progress for that long, ends the wait (PeerLostError), and so does an error MPI
+//    reports (a connection it lost).
+void Comm::wait_request(void* request, int64_t number, const char* what) {
+  MPI_Request& r = *static_cast<MPI_Request*>(request);
+  Impl& impl = *impl_;
+  if (impl.heartbeat) impl.heartbeat->waiting_in(number);
   const auto t0 = Clock::now();
-  double next_check = 1.0;
+  double next_check = 1.0, next_liveness = 0.0;
+  double all_arrived_since = -1;  // when every peer had reached this collective (seconds after t0; -1: not)
   for (;;) {
     int done = 0;
-    check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), what);
-    if (done) return;
+    const int rc = MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      if (impl.timeout_s > 0)
+        throw PeerLostError(std::string("MPI lost a connection (") + mpi_error(rc) + ") in " + what +
+                                (impl.where ? " " + impl.where() : std::string()),
+                            {});
+      check(rc, what);
+    }
+    if (done) break;
     const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     if (waited >= next_check) {
       next_check += 0.5;
-      const std::string mine = impl.peers[static_cast<size_t>(comm.rank())].host;
-      for (int p = 0; p < comm.size(); ++p)
-        if (p != comm.rank() && impl.peers[static_cast<size_t>(p)].host == mine &&
+      const std::string mine = impl.peers[static_cast<size_t>(rank_)].host;
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_ && impl.peers[static_cast<size_t>(p)].host == mine &&
             process_dead(impl.peers[static_cast<size_t>(p)].pid))
-          throw RankDiedError(comm.describe(p) + " died; " + comm.describe(comm.rank()) + " stopped waiting for it in " +
-                              what);
+          throw RankDiedError(describe(p) + " died; " + describe(rank_) + " stopped waiting for it in " + what);
       if (static_cast<int>(getppid()) != impl.parent_pid)
-        throw RankDiedError("the launcher (mpirun) of " + comm.describe(comm.rank()) + " is gone");
+        throw RankDiedError("the launcher (mpirun) of " + describe(rank_) + " is gone");
+    }
+    if (impl.timeout_s > 0 && impl.heartbeat && waited >= next_liveness) {
+      next_liveness = waited + 0.05;
+      std::vector<PeerBeat> beats(static_cast<size_t>(size_));
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) beats[static_cast<size_t>(p)] = impl.heartbeat->peer(p);
+      const WaitVerdict v = judge_wait(beats, rank_, number, impl.timeout_s);
+      const auto where = [&] { return impl.where ? " " + impl.where() : std::string(); };  // for messages only
+      char limit[64];
+      std::snprintf(limit, sizeof limit, " (--comm-timeout %g)", impl.timeout_s);
+      if (!v.silent.empty()) {
+        const PeerBeat& first = beats[static_cast<size_t>(v.silent[0])];
+        char silent[96];
+        std::snprintf(silent, sizeof silent, "%.1f s", first.silent_s);
+        if (!first.heard)
+          throw PeerLostError("no heartbeat ever arrived from " + describe_ranks(*this, v.silent) + " in " + silent +
+                              limit + ", waiting in " + what + where() +
+                              ". If UDP between the hosts is blocked (a firewall), allow it or turn the check off "
+                              "with --comm-timeout 0; " + describe(v.silent[0]) + " listens on " +
+                              impl.peers[static_cast<size_t>(v.silent[0])].heartbeat.to_string(),
+                              v.silent);
+        throw PeerLostError("lost " + describe_ranks(*this, v.silent) + ": no heartbeat for " + silent + limit +
+                                " while waiting in " + what + where(),
+                            v.silent);
+      }
+      // Every rank alive and waiting here, and still no completion: the network passes the
+      // heartbeats but not MPI's traffic.
+      if (!v.all_arrived) all_arrived_since = -1;
+      else if (all_arrived_since < 0) all_arrived_since = waited;
+      else if (waited - all_arrived_since >= impl.timeout_s) {
+        std::vector<int> behind;
+        for (int p = 0; p < size_; ++p)
+          if (p != rank_ && beats[static_cast<size_t>(p)].completed <= number) behind.push_back(p);
+        throw PeerLostError(std::string(what) + " made no progress for " + std::to_string(static_cast<int>(impl.timeout_s)) +
+                            " s" + limit + " although every rank is alive and has reached it: MPI's traffic does not "
+                            "get through between this rank and " +
+                                (behind.empty() ? std::string("the others") : describe_ranks(*this, behind)) + where(),
+                            behind);
+      }
     }
     if (waited < 0.01) sched_yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+  impl.completed = std::max(impl.completed, number + 1);
+  if (impl.heartbeat) impl.heartbeat->completed(impl.completed);
 }
-}  // namespace
 #endif
 
 void Comm::broadcast(void* data, size_t bytes, int root) {
@@ -204,10 +319,10 @@ void Comm::broadcast(void* data, size_t bytes, int root) {
 #ifdef ATTOGRAD_WITH_MPI
   char* p = static_cast<char*>(data);
   while (bytes > 0) {
-    const int n = static_cast<int>(std::min<size_t>(bytes, size_t{1} << 30));
+    const int n = static_cast<int>(std::min(bytes, kBroadcastPieceBytes));
     MPI_Request r;
     check(MPI_Ibcast(p, n, MPI_BYTE, root, impl_->comm, &r), "MPI_Ibcast");
-    wait_watching(*this, *impl_, r, "a broadcast");
+    wait_request(&r, impl_->started++, "a broadcast");
     p += n;
     bytes -= static_cast<size_t>(n);
   }
@@ -235,7 +350,7 @@ void Comm::allreduce_sum(double* values, int count) {
 #ifdef ATTOGRAD_WITH_MPI
   MPI_Request r;
   check(MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, impl_->comm, &r), "MPI_Iallreduce");
-  wait_watching(*this, *impl_, r, "an allreduce");
+  wait_request(&r, impl_->started++, "an allreduce");
 #else
   (void)values, (void)count;
 #endif
@@ -251,7 +366,7 @@ void Comm::barrier() {
 #ifdef ATTOGRAD_WITH_MPI
   MPI_Request r;
   check(MPI_Ibarrier(impl_->comm, &r), "MPI_Ibarrier");
-  wait_watching(*this, *impl_, r, "a barrier");
+  wait_request(&r, impl_->started++, "a barrier");
 #endif
 }
 
@@ -262,7 +377,7 @@ int64_t Comm::start_allreduce_sum(float* values, int64_t count) {
   MPI_Request r;
   check(MPI_Iallreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT, MPI_SUM, impl_->comm, &r),
         "MPI_Iallreduce");
-  impl_->requests.push_back(r);
+  impl_->requests.push_back({r, impl_->started++});
   return static_cast<int64_t>(impl_->requests.size()) - 1;
 #else
   (void)values, (void)count;
@@ -274,10 +389,10 @@ void Comm::progress() {
 #ifdef ATTOGRAD_WITH_MPI
   if (size_ == 1) return;
   // Testing one pending request drives OpenMPI's progress engine for all of them.
-  for (MPI_Request& r : impl_->requests)
-    if (r != MPI_REQUEST_NULL) {
+  for (Impl::Pending& p : impl_->requests)
+    if (p.request != MPI_REQUEST_NULL) {
       int done = 0;
-      check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       return;
     }
 #endif
@@ -286,11 +401,11 @@ void Comm::progress() {
 void Comm::wait(int64_t handle) {
   if (size_ == 1 || handle < 0) return;
 #ifdef ATTOGRAD_WITH_MPI
-  MPI_Request& r = impl_->requests.at(static_cast<size_t>(handle));
-  wait_watching(*this, *impl_, r, "a gradient allreduce");
+  Impl::Pending& p = impl_->requests.at(static_cast<size_t>(handle));
+  wait_request(&p.request, p.number, "a gradient allreduce");
   // Every handle waited for: start numbering afresh, so the list never grows.
   if (std::all_of(impl_->requests.begin(), impl_->requests.end(),
-                  [](const MPI_Request& q) { return q == MPI_REQUEST_NULL; }))
+                  [](const Impl::Pending& q) { return q.request == MPI_REQUEST_NULL; }))
     impl_->requests.clear();
 #endif
 }
@@ -300,6 +415,17 @@ int run_or_abort_job(const char* command, const std::function<int()>& fn) {
   try {
     comm = &Comm::world();
     return fn();
+  } catch (const PeerLostError& e) {
+    if (!comm || !comm->distributed()) throw;
+    // Every rank that can still act sees the loss at about the same time. Rank 0 speaks (and
+    // its MPI_Abort makes mpirun end the others within a second or two); the others wait that
+    // long first, unless rank 0 is among the ranks they lost.
+    const bool root_lost = std::find(e.ranks.begin(), e.ranks.end(), 0) != e.ranks.end();
+    if (!comm->is_root()) std::this_thread::sleep_for(std::chrono::milliseconds(root_lost ? 200 : 3000));
+    comm->abort(std::string("attograd ") + command + ": peer lost: " + comm->describe(comm->rank()) + ": " + e.what() +
+                    "\nattograd " + command + ": ending every rank that can still act (exit status " +
+                    std::to_string(kPeerLostStatus) + ": peer lost)",
+                kPeerLostStatus);
   } catch (const std::exception& e) {
     if (!comm || !comm->distributed()) throw;
     // When every rank fails alike (a bad flag), let rank 0's message be the one shown.
@@ -436,12 +562,6 @@ void Reducer::finish() {
   }
   last_wait_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
   active_ = false;
-}
-
-double Reducer::time_blocking_allreduce() {
-  const auto t0 = Clock::now();
-  for (auto& buf : buffers_) comm_.allreduce_sum(buf.data(), static_cast<int64_t>(buf.size()));
-  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 }  // namespace ag::train

@@ -50,7 +50,8 @@ class Comm {
   std::string describe(int rank) const;
 
   // Blocking collectives. They wait by polling, watching the other ranks on this machine: when
-  // one of them has died, the wait throws RankDiedError naming it instead of hanging.
+  // one of them has died, the wait throws RankDiedError naming it instead of hanging; with a
+  // timeout (set_timeout), a lost peer anywhere throws PeerLostError.
   void broadcast(void* data, size_t bytes, int root = 0);
   void broadcast(std::string& s, int root = 0);
   void broadcast(Tensor& t, int root = 0);  // contiguous; in place
@@ -63,6 +64,16 @@ class Comm {
   int64_t start_allreduce_sum(float* values, int64_t count);
   void progress();  // lets MPI advance started operations (OpenMPI has no progress thread)
   void wait(int64_t handle);
+
+  // A collective that cannot complete because a peer is lost throws PeerLostError instead of
+  // waiting forever: a peer is lost when no heartbeat has come from it for `seconds` (its link
+  // is cut, its host is gone, or the process is stopped or hung; train/heartbeat.h), or when
+  // every rank has reached the collective and it makes no progress for that long. A slow peer
+  // (a first step, an evaluation, rank 0 writing a checkpoint) keeps sending heartbeats, so
+  // it never trips this. `where` says what the job was doing ("at iter 1234 ..."), for the
+  // message. 0 seconds: wait forever. See CommTimeout.
+  void set_timeout(double seconds, std::function<std::string()> where = {});
+  double timeout() const;
 
   // Ends every rank of the job with `code` after printing `message` (MPI_Abort); a single
   // process just exits. Never returns.
@@ -88,6 +99,8 @@ class Comm {
 
  private:
   Comm();
+  // Waits for the MPI_Request* `request`, collective number `number` (see the .cpp).
+  void wait_request(void* request, int64_t number, const char* what);
   int rank_ = 0, size_ = 1, local_size_ = 1;
   std::unique_ptr<Impl> impl_;
 };
@@ -96,8 +109,33 @@ struct RankDiedError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A peer was lost (Comm::set_timeout): the job ends with kPeerLostStatus.
+struct PeerLostError : std::runtime_error {
+  PeerLostError(const std::string& what, std::vector<int> lost) : std::runtime_error(what), ranks(std::move(lost)) {}
+  std::vector<int> ranks;  // the ranks this one lost (empty: not known which)
+};
+// The exit status of a job that lost a peer: 75 is EX_TEMPFAIL of sysexits.h ("a temporary
+// failure; the user is invited to retry"), which is what it is: the run folder keeps its last
+// checkpoint, and scripts/elastic-train resumes it on the hosts that remain.
+constexpr int kPeerLostStatus = 75;
+
+// Comm::set_timeout for as long as it lives (the callback may refer to its owner).
+class CommTimeout {
+ public:
+  CommTimeout(Comm& comm, double seconds, std::function<std::string()> where) : comm_(comm) {
+    comm_.set_timeout(seconds, std::move(where));
+  }
+  ~CommTimeout() { comm_.set_timeout(0); }
+  CommTimeout(const CommTimeout&) = delete;
+  CommTimeout& operator=(const CommTimeout&) = delete;
+
+ private:
+  Comm& comm_;
+};
+
 // Runs fn. When it throws in a job of several ranks, prints the error naming this rank and
-// aborts the whole job (the other ranks would otherwise wait forever in a collective).
+// aborts the whole job (the other ranks would otherwise wait forever in a collective), with
+// status 1, or kPeerLostStatus for a PeerLostError.
 int run_or_abort_job(const char* command, const std::function<int()>& fn);
 
 // Averages the gradients of a fixed list of float32 parameters over the ranks, bucket by
@@ -145,10 +183,6 @@ class Reducer {
   double last_wait_seconds() const { return last_wait_s_; }
   // Buckets launched before finish() was called (i.e. during backward) in the last step.
   int64_t last_launched_early() const { return launched_early_; }
-
-  // Blocking allreduce of every bucket, one after the other, with no computation to hide it
-  // behind: the reference time for the overlap that `attograd bench` reports.
-  double time_blocking_allreduce();
 
  private:
   void launch_ready_buckets();

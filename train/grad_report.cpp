@@ -118,4 +118,14 @@ std::string grad_report_summary(const GradReport& r) {
   return s;
 }
 
+GradReportFile grad_report_file(const std::vector<std::pair<std::string, Tensor>>& named_params, int64_t step,
+                                double loss) {
+  const GradReport rep = grad_report(named_params);
+  char head[200];
+  std::snprintf(head, sizeof head,
+                "gradients of step %ld (the last before the evaluation at iter %ld), before clipping; loss %.4f\n\n",
+                static_cast<long>(step), static_cast<long>(step + 1), loss);
+  return {"grad_report_iter" + std::to_string(step + 1) + ".txt", head + format_grad_report(rep), grad_report_summary(rep)};
+}
+
 }  // namespace ag::train

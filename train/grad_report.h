@@ -42,4 +42,15 @@ std::string format_grad_report(const GradReport& report);
 // One line: "grad norm 0.412 (|value| 45.1); largest |grad|/|value| 3.1e-02 in blocks.0.ln1.bias".
 std::string grad_report_summary(const GradReport& report);
 
+// A report taken by `attograd train --grad-report` in the step before an evaluation, ready to
+// be written into the run folder and announced.
+struct GradReportFile {
+  std::string name;     // "grad_report_iter<N>.txt", N the evaluation's iter
+  std::string text;     // a heading, then format_grad_report
+  std::string summary;  // grad_report_summary
+};
+// The report of named_params' gradients in step `step` (loss `loss`), for the evaluation after it.
+GradReportFile grad_report_file(const std::vector<std::pair<std::string, Tensor>>& named_params, int64_t step,
+                                double loss);
+
 }  // namespace ag::train

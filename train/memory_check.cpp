@@ -14,8 +14,7 @@ namespace ag::train {
 
 namespace {
 // "gpt: n_layer 4, n_head 4, n_embd 128, block_size 64, vocab 65" (the integer fields it reads).
-std::string describe(const models::ModelConfig& c) {
-  const models::ModelEntry& e = models::find_model(c.name);
+std::string describe(const models::ModelEntry& e, const models::ModelConfig& c) {
   std::string s = c.name + ":";
   models::visit_model_fields(c, [&](const auto& v, const char* key, const char*) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, int64_t>)
@@ -27,16 +26,20 @@ std::string describe(const models::ModelConfig& c) {
 }  // namespace
 
 void require_training_fits(const models::ModelConfig& cfg, int64_t batch) {
+  require_training_fits(models::find_model(cfg.name), cfg, batch);
+}
+
+void require_training_fits(const models::ModelEntry& entry, const models::ModelConfig& cfg, int64_t batch) {
   const std::string flags = "lower --batch, --block, --embd, --layers or --hidden";
   int64_t need = 0;
   try {
-    need = models::find_model(cfg.name).memory_bytes(cfg, batch, true);
+    need = entry.memory_bytes(cfg, batch, true);
   } catch (const std::overflow_error& e) {
-    throw ConfigError("the model (" + describe(cfg) + ") with batch " + std::to_string(batch) +
+    throw ConfigError("the model (" + describe(entry, cfg) + ") with batch " + std::to_string(batch) +
                       " is too large to train: its " + e.what() + "; " + flags);
   }
   const MemoryLimit limit = memory_limit();
-  const std::string what = "training the model (" + describe(cfg) + ") on batch " + std::to_string(batch);
+  const std::string what = "training the model (" + describe(entry, cfg) + ") on batch " + std::to_string(batch);
   if (need > limit.bytes)
     throw ConfigError(what + " needs about " + human_bytes(need) + " of memory, more than the " + human_bytes(limit.bytes) +
                       " of " + limit.where + "; " + flags);
@@ -50,8 +53,10 @@ void require_training_fits(const models::ModelConfig& cfg, int64_t batch) {
   }
 }
 
-void require_training_fits(const TrainConfig& c) {
-  require_training_fits(c.model, c.batch_size);
+void require_training_fits(const TrainConfig& c) { require_training_fits(models::find_model(c.model.name), c); }
+
+void require_training_fits(const models::ModelEntry& entry, const TrainConfig& c) {
+  require_training_fits(entry, c.model, c.batch_size);
   const MemoryLimit limit = memory_limit();
   struct Grows {
     const char* flag;
@@ -74,15 +79,16 @@ void require_training_fits(const TrainConfig& c) {
 }
 
 void require_inference_fits(const models::ModelConfig& cfg, const std::string& file) {
+  const models::ModelEntry& entry = models::find_model(cfg.name);
   int64_t need = 0;
   try {
-    need = models::find_model(cfg.name).memory_bytes(cfg, 1, false);
+    need = entry.memory_bytes(cfg, 1, false);
   } catch (const std::overflow_error& e) {
-    throw std::runtime_error(file + ": the model its metadata describes (" + describe(cfg) + ") is too large: its " +
+    throw std::runtime_error(file + ": the model its metadata describes (" + describe(entry, cfg) + ") is too large: its " +
                              e.what());
   }
   const MemoryLimit limit = memory_limit();
-  const std::string what = file + ": running the model its metadata describes (" + describe(cfg) + ")";
+  const std::string what = file + ": running the model its metadata describes (" + describe(entry, cfg) + ")";
   if (need > limit.bytes)
     throw std::runtime_error(what + " needs about " + human_bytes(need) + " of memory, more than the " +
                              human_bytes(limit.bytes) + " of " + limit.where);

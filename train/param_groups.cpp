@@ -1,11 +1,16 @@
 #include "train/param_groups.h"
 
+#include <set>
+#include <string>
+
 namespace ag::train {
 
-std::vector<optim::AdamW::ParamGroup> decay_groups(const nn::Module& model, const optim::AdamWOptions& options) {
+std::vector<optim::AdamW::ParamGroup> decay_groups(const models::LanguageModel& model, const optim::AdamWOptions& options) {
   optim::AdamW::ParamGroup decay{{}, options}, no_decay{{}, options};
   no_decay.options.weight_decay = 0.0;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  const std::vector<std::string> undecayed = model.parameter_table().names(models::OptimGroup::NoDecay);
+  const std::set<std::string> no(undecayed.begin(), undecayed.end());
+  for (const auto& [name, p] : model.named_parameters()) (no.count(name) ? no_decay : decay).params.push_back(p);
   return {decay, no_decay};
 }
 

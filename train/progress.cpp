@@ -35,6 +35,10 @@ std::string progress_line(const Progress& p, int columns) {
   std::snprintf(buf, sizeof buf, "lr %.2e", p.lr);
   fields.push_back({buf, 1});
   if (p.tokens_per_s > 0) {
+    if (p.ms_per_step > 0) {
+      std::snprintf(buf, sizeof buf, "%.1f ms/step", p.ms_per_step);
+      fields.push_back({buf, 0});
+    }
     std::snprintf(buf, sizeof buf, "%.0f tok/s", p.tokens_per_s);
     fields.push_back({buf, 2});
     if (p.mfu > 0) {

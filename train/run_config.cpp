@@ -69,9 +69,6 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
 
 TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given) {
   TrainConfig c = saved;
-  c.after_backward = now.after_backward;
-  c.after_step = now.after_step;
-  c.loggers = now.loggers;
   for_each_field(
       [&](const FieldInfo& f, auto& dst, const auto& from_now) {
         if (f.on_resume == OnResume::Fresh || (f.on_resume == OnResume::Override && given.count(f.flag)))

@@ -30,12 +30,18 @@ std::string holder_pid(int fd) {
   return s.find_first_not_of("0123456789") == std::string::npos ? s : "";
 }
 
+// Files a run may write besides run_files(): they belong to it (removed with it) but do not
+// make a folder a run.
+bool run_extra_file(const std::string& name) {
+  return name == "config.toml" || name == "trace.json" || name == "profile_table.txt" ||
+         (name.rfind("grad_report_iter", 0) == 0 && name.ends_with(".txt"));
+}
+
 // The files attograd itself reads or writes directly in a run folder (tb/ is a folder).
 bool written_by_attograd(const std::string& name) {
   for (const auto& f : RunDir::run_files())
     if (name == f) return true;
-  return name == kLockName || name == "config.toml" || name == "tb" ||
-         (name.rfind("grad_report_iter", 0) == 0 && name.ends_with(".txt")) || name.find(".tmp.") != std::string::npos;
+  return name == kLockName || name == "tb" || run_extra_file(name) || name.find(".tmp.") != std::string::npos;
 }
 
 const char* kind_of(mode_t m) {
@@ -147,14 +153,11 @@ RunDir::RunDir(const std::string& dir, Mode mode) {
                       ", or replace it with --overwrite");
   }
   // Overwrite (or a stale run): the old run's files go first, so nothing of it (a best model,
-  // gradient reports, its configuration) can be mistaken for the new run's.
+  // gradient reports, its configuration, a profile) can be mistaken for the new run's.
   std::vector<fs::path> old;
   for (const auto& f : present) old.push_back(fs::path(dir) / f);
-  old.push_back(fs::path(dir) / "config.toml");
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("grad_report_iter", 0) == 0 && name.ends_with(".txt")) old.push_back(it->path());
-  }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (run_extra_file(it->path().filename().string())) old.push_back(it->path());
   for (const auto& p : old) {
     std::error_code rm;
     if (fs::remove(p, rm) && stale && mode == Mode::Fresh) removed_.push_back(p.string());

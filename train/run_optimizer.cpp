@@ -1,5 +1,6 @@
 #include "train/run_optimizer.h"
 
+#include <set>
 #include <stdexcept>
 
 #include "train/param_groups.h"
@@ -11,25 +12,25 @@ void RunOptimizer::check_name(const std::string& name) {
   if (name != "adamw" && name != "muon") throw std::invalid_argument("--optimizer must be adamw or muon, got '" + name + "'");
 }
 
-bool RunOptimizer::is_hidden_matrix(const std::string& name) {
-  for (const char* end : {"attn.in_proj_weight", "attn.out_proj.weight", "mlp.fc.weight", "mlp.proj.weight"})
-    if (name.ends_with(end)) return true;
-  return false;
-}
-
-RunOptimizer::RunOptimizer(const nn::Module& model, const TrainConfig& cfg) : lr_(cfg.lr), muon_lr_(cfg.muon_lr) {
+RunOptimizer::RunOptimizer(const models::LanguageModel& model, const TrainConfig& cfg) : lr_(cfg.lr), muon_lr_(cfg.muon_lr) {
   check_name(cfg.optimizer);
   const optim::AdamWOptions adam{.lr = cfg.lr, .betas = {cfg.beta1, cfg.beta2}, .eps = 1e-8, .weight_decay = cfg.weight_decay};
   if (cfg.optimizer == "adamw") {
     adamw_ = std::make_unique<optim::AdamW>(decay_groups(model, adam));
     return;
   }
+  // The parameter table's groups: Matrix rows to Muon, Decay and NoDecay rows to AdamW.
+  const models::ParamTable table = model.parameter_table();
+  const std::vector<std::string> matrix_names = table.names(models::OptimGroup::Matrix),
+                                 undecayed_names = table.names(models::OptimGroup::NoDecay);
+  const std::set<std::string> is_matrix(matrix_names.begin(), matrix_names.end()),
+      undecayed(undecayed_names.begin(), undecayed_names.end());
   std::vector<Tensor> matrices;
   optim::AdamW::ParamGroup decay{{}, adam}, no_decay{{}, adam};
   no_decay.options.weight_decay = 0.0;
   for (const auto& [name, p] : model.named_parameters()) {
-    if (is_hidden_matrix(name)) matrices.push_back(p);
-    else (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+    if (is_matrix.count(name)) matrices.push_back(p);
+    else (undecayed.count(name) ? no_decay : decay).params.push_back(p);
   }
   if (matrices.empty()) throw std::invalid_argument("--optimizer muon: the model has no hidden weight matrices for Muon");
   muon_ = std::make_unique<optim::Muon>(matrices, optim::MuonOptions{.lr = cfg.muon_lr, .weight_decay = cfg.weight_decay});
@@ -39,6 +40,8 @@ RunOptimizer::RunOptimizer(const nn::Module& model, const TrainConfig& cfg) : lr
   adamw_ = std::make_unique<optim::AdamW>(groups);
 }
 
+double RunOptimizer::muon_lr(double lr) const { return lr_ > 0 ? lr * (muon_lr_ / lr_) : 0.0; }
+
 void RunOptimizer::step() {
   if (muon_) muon_->step();
   adamw_->step();
@@ -47,7 +50,7 @@ void RunOptimizer::step() {
 void RunOptimizer::set_schedule_lr(double lr) {
   for (auto& g : adamw_->param_groups()) g.options.lr = lr;
   if (muon_)  // the same shape: muon_lr at the schedule's peak
-    for (auto& g : muon_->param_groups()) g.options.lr = lr_ > 0 ? lr * (muon_lr_ / lr_) : 0.0;
+    for (auto& g : muon_->param_groups()) g.options.lr = muon_lr(lr);
 }
 
 size_t RunOptimizer::num_param_groups() const { return muon_groups() + adamw_->num_param_groups(); }
@@ -61,7 +64,7 @@ double RunOptimizer::get_lr(size_t g) const {
 }
 
 void RunOptimizer::set_lr(size_t g, double lr) {
-  if (g < muon_groups()) muon_->set_lr(g, lr);
+  if (g < muon_groups()) muon_->set_lr(g, muon_lr(lr));
   else adamw_->set_lr(g - muon_groups(), lr);
 }
 

@@ -5,15 +5,18 @@
 //          weight matrices at --muon-lr, AdamW for everything else (embeddings, the head, gains,
 //          biases) at --lr, decayed as above. Both optimizers' decoupled weight decay is
 //          --weight-decay (each multiplies it by its own learning rate).
-// The schedule sets the learning rate of a step: AdamW's groups run at it, Muon's at
-// muon_lr/lr times it, so that both follow the same shape.
+// Which parameter goes where is the model's parameter table's (models/param_table.h): its
+// Matrix rows to Muon, its Decay and NoDecay rows to AdamW's two groups.
+// The schedule sets the learning rate of a step (set_lr, set_schedule_lr): AdamW's groups run
+// at it, Muon's at muon_lr/lr times it, so that both follow the same shape; get_lr reports
+// each group's own.
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
+#include "models/language_model.h"
 #include "train/optim/adam.h"
 #include "train/optim/muon.h"
 
@@ -23,11 +26,9 @@ struct TrainConfig;
 
 class RunOptimizer : public optim::Optimizer {
  public:
-  RunOptimizer(const nn::Module& model, const TrainConfig& cfg);
+  RunOptimizer(const models::LanguageModel& model, const TrainConfig& cfg);
   // "adamw" or "muon"; throws std::invalid_argument naming --optimizer otherwise.
   static void check_name(const std::string& name);
-  // A hidden layer's weight matrix, which --optimizer muon gives to Muon (by its name).
-  static bool is_hidden_matrix(const std::string& name);
 
   void step() override;
   // Every group's learning rate for a step whose scheduled rate is lr.
@@ -36,7 +37,7 @@ class RunOptimizer : public optim::Optimizer {
   size_t num_param_groups() const override;
   const std::vector<Tensor>& group_params(size_t g) const override;
   double get_lr(size_t g) const override;
-  void set_lr(size_t g, double lr) override;
+  void set_lr(size_t g, double lr) override;  // lr: the schedule's (a Muon group's is scaled)
   std::optional<double>& initial_lr(size_t g) override;
 
   optim::AdamW& adamw() { return *adamw_; }
@@ -46,6 +47,7 @@ class RunOptimizer : public optim::Optimizer {
 
  private:
   size_t muon_groups() const { return muon_ ? muon_->num_param_groups() : 0; }
+  double muon_lr(double schedule_lr) const;
   double lr_ = 0, muon_lr_ = 0;
   std::unique_ptr<optim::Muon> muon_;
   std::unique_ptr<optim::AdamW> adamw_;

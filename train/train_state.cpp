@@ -1,6 +1,7 @@
 #include "train/train_state.h"
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -54,11 +55,20 @@ const std::string& meta(const SafeTensorsFile& f, const std::string& key) {
 namespace {
 // The tensors a train state keeps for a parameter, by prefix: Muon's momentum for the matrices
 // of --optimizer muon, AdamW's two moments for everything else.
-bool in_muon(const TrainConfig& cfg, const std::string& name) {
-  return cfg.optimizer == "muon" && RunOptimizer::is_hidden_matrix(name);
+// Which are Muon's is the model's parameter table's (its Matrix rows), as in RunOptimizer.
+// A configuration read from a file may claim a model of 2^31 layers: its names are listed only
+// when the count is at most max_tensors (the tensors a file can hold; checked arithmetic).
+std::set<std::string> muon_names(const TrainConfig& cfg, int64_t max_tensors = std::numeric_limits<int64_t>::max()) {
+  if (cfg.optimizer != "muon") return {};
+  const models::ParamTable table = models::find_model(cfg.model.name).parameters(cfg.model);
+  const int64_t count = table.num_tensors();
+  if (count > max_tensors)
+    throw std::runtime_error("the configuration describes a model of " + std::to_string(count) + " tensors, more than the file holds");
+  const std::vector<std::string> names = table.names(models::OptimGroup::Matrix);
+  return {names.begin(), names.end()};
 }
-std::vector<std::string> state_prefixes(const TrainConfig& cfg, const std::string& name) {
-  if (in_muon(cfg, name)) return {"model.", "muon.momentum_buffer."};
+std::vector<std::string> state_prefixes(const std::set<std::string>& muon, const std::string& name) {
+  if (muon.count(name)) return {"model.", "muon.momentum_buffer."};
   return {"model.", "adam.exp_avg.", "adam.exp_avg_sq."};
 }
 }  // namespace
@@ -68,8 +78,9 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
   std::vector<std::pair<std::string, Tensor>> tensors;
   // A parameter has no state before its first update: its moments are zeros and its step 0.
   std::optional<int64_t> adam_step;
+  const std::set<std::string> muon = muon_names(cfg);
   for (const auto& [name, p] : model.named_parameters()) {
-    if (in_muon(cfg, name)) {
+    if (muon.count(name)) {
       const optim::MuonParamState* st = opt.muon()->state(p);
       tensors.emplace_back("model." + name, p.detach());
       tensors.emplace_back("muon.momentum_buffer." + name, st ? st->momentum_buffer : Tensor::zeros(p.shape(), p.dtype()));
@@ -153,7 +164,13 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
                              std::to_string(s.config.iters));
   // Every tensor against the configuration before the run builds a model from it.
   const TrainConfig& cfg = s.config;
-  check_tensors_against_config(f, cfg.model, [&](const std::string& name) { return state_prefixes(cfg, name); }, 3);
+  std::set<std::string> muon;
+  try {
+    muon = muon_names(cfg, static_cast<int64_t>(f.size()));
+  } catch (const std::exception& e) {  // an overflow, or more tensors than the file holds
+    throw std::runtime_error(path + ": __metadata__ 'config': " + e.what());
+  }
+  check_tensors_against_config(f, cfg.model, [&](const std::string& name) { return state_prefixes(muon, name); }, 3);
   return s;
 }
 
@@ -169,9 +186,10 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
   std::map<std::string, Tensor> weights;
   std::vector<optim::AdamParamState> states;  // AdamW's parameters, in order
   std::vector<std::pair<Tensor, Tensor>> muon_states;  // (parameter, momentum buffer)
+  const std::set<std::string> muon = muon_names(cfg);
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
-    for (const std::string& prefix : state_prefixes(cfg, name)) {
+    for (const std::string& prefix : state_prefixes(muon, name)) {
       const std::string key = prefix + name;
       expected.insert(key);
       if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
@@ -187,7 +205,7 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
       return t;
     };
     weights[name] = get_finite("model." + name);
-    if (in_muon(cfg, name))
+    if (muon.count(name))
       muon_states.emplace_back(p, get_finite("muon.momentum_buffer." + name));
     else
       states.push_back({0, get_finite("adam.exp_avg." + name), get_finite("adam.exp_avg_sq." + name), Tensor()});
@@ -198,7 +216,7 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
   const int64_t step = std::stoll(f.metadata().at("adam_step"));
   size_t k = 0;
   for (const auto& [name, p] : params) {
-    if (in_muon(cfg, name)) continue;
+    if (muon.count(name)) continue;
     states[k].step = step;
     opt.adamw().set_state(p, std::move(states[k++]));
   }

@@ -18,7 +18,6 @@
 #include "models/language_model.h"
 #include "train/run_optimizer.h"
 #include "train/run_config.h"
-#include "train/trainer.h"
 
 namespace ag::train {
 

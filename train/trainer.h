@@ -2,23 +2,27 @@
 // of the registry (models/registry.h), which it knows only through models::LanguageModel.
 //   for it in 0 .. iters:
 //     at it % eval_every == 0 and at the end: mean loss over eval_iters batches of each
-//       split (no-grad, eval mode, its own generator), metrics line, checkpoint;
+//       split (no-grad, eval mode, its own generator), then a checkpoint;
 //     at it == iters: stop;
-//     lr = schedule(it); loss = model(x, y); backward; clip; AdamW step.
-// So `iters` updates are made and the last evaluation sees the model after all of them.
+//     lr = schedule(it); one train::Step (train/step.h): forward, backward, clip, AdamW update.
+// So `iters` updates are made and the last evaluation sees the model after all of them. The
+// loop emits events (train/run_logger.h) to its loggers: the console, metrics.jsonl, the run
+// folder's files, TensorBoard.
 // Under mpirun (train/distributed.h) every rank runs this loop in step: rank 0 broadcasts the
 // initial (or resumed) state, each rank computes its slice of the global batch, gradients
 // are averaged over ranks before clipping, evaluation batches are shared out and their losses
-// summed, and rank 0 alone writes files and output.
+// summed, and rank 0 alone has loggers (so it alone writes files and output).
 // With grad_report, the step before each evaluation also takes a gradient report (before
-// clipping), which that evaluation writes.
+// clipping), which that evaluation writes. docs/architecture.md follows one step through it.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "train/run_config.h"
 #include "train/run_logger.h"
@@ -40,16 +44,30 @@ struct TrainSummary {
   std::string sample;
 };
 
+// What a caller attaches to a run besides its configuration (which stays plain data).
+struct RunHooks {
+  // Loggers besides the run's own (the console on `out`, metrics.jsonl, the run folder's
+  // files), attached after them and on rank 0 only. With `tensorboard` set, the caller attaches
+  // TensorBoard's (tensorboard/train_logger.h, a library of its own so that protobuf stays out
+  // of this one); the attograd program does.
+  std::vector<std::shared_ptr<RunLogger>> loggers{};
+  // For tests: after backward (the gradients final, before clipping and the update), and
+  // after each step.
+  std::function<void(models::LanguageModel&)> after_backward{};
+  std::function<void(int64_t iter)> after_step{};
+};
+
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).
 // With cfg.init_from, its model (configuration, vocabulary and weights; cfg.model.dropout
 // excepted) comes from that checkpoint, and the corpus must have the same vocabulary.
-TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out);
+// Throws ConfigError (train/config_error.h) for a configuration that cannot work.
+TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out, const RunHooks& hooks = {});
 
 // Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration
 // saved there: resumed_config(saved, now, given) (train/run_config.h), out_dir = dir. A new
 // data path must hold a corpus of the same vocabulary.
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
-                       std::ostream& out);
+                       std::ostream& out, const RunHooks& hooks = {});
 // `--resume DIR --iters N` with N different from the saved iters: the run continues as if N
 // had been given from the start, which is exact only if the steps already taken have the
 // same learning rate under both schedules (all within the warmup, or min_lr == lr; compared
@@ -59,6 +77,6 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
 // The same, given only the fields that may change: data_path (when not empty), threads and
 // whether to show a progress bar.
 TrainSummary resume_lm(const std::string& dir, const std::string& data_path, int threads, bool progress_bar,
-                       std::ostream& out);
+                       std::ostream& out, const RunHooks& hooks = {});
 
 }  // namespace ag::train

@@ -67,7 +67,7 @@ AttentionGrads capture_attention_grads(const models::LanguageModel& model, const
   const Tensor pred = reshape(narrow(logits, 1, 0, T - 1), {T - 1, V});
   const Tensor loss = cross_entropy(pred, Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {T - 1}));
   out.loss = loss.item();
-  const std::vector<Tensor> grads = grad({loss}, weights, {}, false, false, /*allow_unused=*/true);
+  const std::vector<Tensor> grads = grad({loss}, weights, {}, {.allow_unused = true});
   for (size_t i = 0; i < weights.size(); ++i) {
     out.maps.layers.push_back(squeeze(weights[i], 0).detach().to(DType::Float32).contiguous());
     const Tensor g = grads[i].defined() ? grads[i] : Tensor::zeros(weights[i].shape(), weights[i].dtype());

@@ -5,7 +5,6 @@
 
 #include "autograd/dims.h"
 #include "autograd/kernels/dispatch.h"
-#include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/tensor.h"
 

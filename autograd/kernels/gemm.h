@@ -1,5 +1,5 @@
 // Row-major GEMM on OpenBLAS: C = alpha · op(A)·op(B) + beta · C, op = transpose if flagged.
-// Straight calls, no hook: `attograd bench` sees the float GEMMs from outside the library
+// Straight calls (a profiler scope aside, one branch when off), no hook: `attograd bench` sees the float GEMMs from outside the library
 // (bench/gemm_floor.h).
 #pragma once
 #include <cblas.h>
@@ -8,11 +8,13 @@
 #include <cstdint>
 
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag::kernels {
 
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const profiler::RecordScope profile("sgemm", profiler::Category::Gemm, M, N, K);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
               static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
               C, static_cast<int>(ldc));
@@ -20,6 +22,7 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
 
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
                  const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  const profiler::RecordScope profile("dgemm", profiler::Category::Gemm, M, N, K);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
               static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
               C, static_cast<int>(ldc));

@@ -6,12 +6,14 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
 using kernels::map_float;
 
 Tensor abs(const Tensor& a) {
+  AG_PROFILE_OP("abs");
   Tensor out = map_float(a, "abs", [](auto x) { return std::abs(x); });  // same shape as a
   if (should_record({&a})) {
     record(out, "abs", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {
@@ -38,6 +40,7 @@ T sigmoid_of(T x) {
 }  // namespace
 
 Tensor sigmoid(const Tensor& a) {
+  AG_PROFILE_OP("sigmoid");
   Tensor out = map_float(a, "sigmoid", [](auto x) { return sigmoid_of(x); });  // same shape as a
   if (should_record({&a})) {
     record(out, "sigmoid", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
@@ -51,6 +54,7 @@ Tensor sigmoid(const Tensor& a) {
 }
 
 Tensor silu(const Tensor& a) {
+  AG_PROFILE_OP("silu");
   Tensor out = map_float(a, "silu", [](auto x) { return x * sigmoid_of(x); });  // same shape as a
   if (should_record({&a})) {
     record(out, "silu", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {

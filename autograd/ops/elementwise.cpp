@@ -1,7 +1,10 @@
 // Element-wise ops. Each forward is followed by its backward, which restates what it
-// differentiates. Broadcast inputs get their gradient summed back with sum_to(). A backward
-// written with ops is differentiable again as it stands (create_graph); one with a fused
-// kernel keeps it for the ordinary pass and uses ops when GradMode is on (engine.h).
+// differentiates. A backward returns the gradient of a broadcast input in the broadcast
+// shape; the engine sums it back to the input's shape (engine.cpp, reduce_to_input). Every
+// backward is written with ops, so it is differentiable again as it stands (create_graph);
+// where a fused kernel pays (tanh, relu, gelu: on training paths), the backward is an op of its
+// own beside its forward (tanh_backward, threshold_backward, gelu_backward), whose forward is that
+// kernel and whose own backward is written with ops.
 #include <cmath>
 
 #include "autograd/engine.h"
@@ -11,27 +14,13 @@
 #include "autograd/ops.h"
 #include "autograd/ops/gelu_math.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
 using kernels::map2_float;
 using kernels::map_float;
 using kernels::zip_float;
-
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-  const size_t nd = std::max(a.size(), b.size());
-  Shape out(nd);
-  for (size_t i = 0; i < nd; ++i) {
-    const int64_t da = i < nd - a.size() ? 1 : a[i - (nd - a.size())];
-    const int64_t db = i < nd - b.size() ? 1 : b[i - (nd - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                                  " cannot be broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
-                                  " vs " + std::to_string(db) + ")");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
@@ -46,52 +35,56 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 // ---- binary ------------------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("add");
   Tensor out = zip_float(a, b, "add", [](auto x, auto y) { return x + y; });
   if (should_record({&a, &b})) {
-    record(out, "add", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    record(out, "add", {a, b}, [](const Tensor& g) {
       // out = a + b  =>  da = g, db = g
-      return Grads{sum_to(g, sa), sum_to(g, sb)};
+      return Grads{g, g};
     });
   }
   return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("sub");
   Tensor out = zip_float(a, b, "sub", [](auto x, auto y) { return x - y; });
   if (should_record({&a, &b})) {
-    record(out, "sub", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    record(out, "sub", {a, b}, [](const Tensor& g) {
       // out = a - b  =>  da = g, db = -g
-      return Grads{sum_to(g, sa), sum_to(neg(g), sb)};
+      return Grads{g, neg(g)};
     });
   }
   return out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("mul");
   Tensor out = zip_float(a, b, "mul", [](auto x, auto y) { return x * y; });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // Each gradient needs the other operand: save only what is needed.
     record(out, "mul", {a, b}, [sa = gb ? SavedTensor::save(a) : SavedTensor(), sb = ga ? SavedTensor::save(b) : SavedTensor(),
-                                sha = a.shape(), shb = b.shape(), ga, gb](const Tensor& g) {
+                                ga, gb](const Tensor& g) {
       // out = a * b  =>  da = g * b, db = g * a
-      return Grads{ga ? sum_to(mul(g, sb.unpack()), sha) : Tensor(), gb ? sum_to(mul(g, sa.unpack()), shb) : Tensor()};
+      return Grads{ga ? mul(g, sb.unpack()) : Tensor(), gb ? mul(g, sa.unpack()) : Tensor()};
     });
   }
   return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("div");
   Tensor out = zip_float(a, b, "div", [](auto x, auto y) { return x / y; });
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(out, "div", {a, b}, [sa = gb ? SavedTensor::save(a) : SavedTensor(), sb = SavedTensor::save(b), ga, gb,
-                                out_shape_a = a.shape()](const Tensor& g) {
+    record(out, "div", {a, b}, [sa = gb ? SavedTensor::save(a) : SavedTensor(), sb = SavedTensor::save(b), ga,
+                                gb](const Tensor& g) {
       // out = a / b  =>  da = g / b, db = -g * a / b²
       const Tensor a = sa.unpack(), b = sb.unpack();
       Tensor da, db;
-      if (ga) da = sum_to(div(g, b), out_shape_a);
-      if (gb) db = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
+      if (ga) da = div(g, b);
+      if (gb) db = neg(div(mul(g, a), mul(b, b)));
       return Grads{da, db};
     });
   }
@@ -101,18 +94,21 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // ---- unary and scalar forms ----------------------------------------------------------------------
 
 Tensor neg(const Tensor& a) {
+  AG_PROFILE_OP("neg");
   Tensor out = map_float(a, "neg", [](auto x) { return -x; });
   if (should_record({&a})) record(out, "neg", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
   return out;
 }
 
 Tensor add(const Tensor& a, double s) {
+  AG_PROFILE_OP("add_scalar");
   Tensor out = map_float(a, "add_scalar", [s](auto x) { return x + static_cast<decltype(x)>(s); });
   if (should_record({&a})) record(out, "add_scalar", {a}, [](const Tensor& g) { return Grads{g}; });
   return out;
 }
 
 Tensor mul(const Tensor& a, double s) {
+  AG_PROFILE_OP("mul_scalar");
   Tensor out = map_float(a, "mul_scalar", [s](auto x) { return x * static_cast<decltype(x)>(s); });
   // out = a * s  =>  da = g * s
   if (should_record({&a})) record(out, "mul_scalar", {a}, [s](const Tensor& g) { return Grads{mul(g, s)}; });
@@ -120,44 +116,41 @@ Tensor mul(const Tensor& a, double s) {
 }
 
 Tensor rsub(double s, const Tensor& a) {
+  AG_PROFILE_OP("rsub_scalar");
   Tensor out = map_float(a, "rsub_scalar", [s](auto x) { return static_cast<decltype(x)>(s) - x; });
   if (should_record({&a})) record(out, "rsub_scalar", {a}, [](const Tensor& g) { return Grads{neg(g)}; });
   return out;
 }
 
 Tensor rdiv(double s, const Tensor& a) {
+  AG_PROFILE_OP("rdiv_scalar");
   Tensor out = map_float(a, "rdiv_scalar", [s](auto x) { return static_cast<decltype(x)>(s) / x; });
   if (should_record({&a})) {
     record(out, "rdiv_scalar", {a}, [sa = SavedTensor::save(a), s](const Tensor& g) {
       // out = s / a  =>  da = -g * s / a²
       const Tensor a = sa.unpack();
-      if (GradMode::enabled()) return Grads{mul(div(g, mul(a, a)), -s)};
-      return Grads{map2_float(g, a, "rdiv_scalar_backward", [s](auto gv, auto x) {
-        return -gv * static_cast<decltype(x)>(s) / (x * x);
-      })};
+      return Grads{mul(div(g, mul(a, a)), -s)};
     });
   }
   return out;
 }
 
 Tensor pow(const Tensor& a, double e) {
+  AG_PROFILE_OP("pow");
   Tensor out = map_float(a, "pow", [e](auto x) { return static_cast<decltype(x)>(std::pow(x, e)); });
   if (should_record({&a})) {
     record(out, "pow", {a}, [sa = SavedTensor::save(a), e](const Tensor& g) {
       // out = a^e  =>  da = g * e * a^(e-1); for e = 0 the output is constant and da = 0, also
       // at a = 0, where the formula would give 0·0^(−1) = 0·inf = NaN (PyTorch gives 0)
       if (e == 0.0) return Grads{Tensor::zeros(g.shape(), g.dtype())};
-      const Tensor a = sa.unpack();
-      if (GradMode::enabled()) return Grads{mul(mul(g, pow(a, e - 1)), e)};
-      return Grads{map2_float(g, a, "pow_backward", [e](auto gv, auto x) {
-        return gv * static_cast<decltype(x)>(e * std::pow(x, e - 1));
-      })};
+      return Grads{mul(mul(g, pow(sa.unpack(), e - 1)), e)};
     });
   }
   return out;
 }
 
 Tensor exp(const Tensor& a) {
+  AG_PROFILE_OP("exp");
   Tensor out = map_float(a, "exp", [](auto x) { return std::exp(x); });
   // out = exp(a)  =>  da = g * out   (the output is saved detached: no cycle)
   if (should_record({&a}))
@@ -166,6 +159,7 @@ Tensor exp(const Tensor& a) {
 }
 
 Tensor log(const Tensor& a) {
+  AG_PROFILE_OP("log");
   Tensor out = map_float(a, "log", [](auto x) { return std::log(x); });
   // out = log(a)  =>  da = g / a
   if (should_record({&a}))
@@ -174,81 +168,92 @@ Tensor log(const Tensor& a) {
 }
 
 Tensor sqrt(const Tensor& a) {
+  AG_PROFILE_OP("sqrt");
   Tensor out = map_float(a, "sqrt", [](auto x) { return std::sqrt(x); });
   if (should_record({&a})) {
     record(out, "sqrt", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
       // out = √a  =>  da = g / (2 out)
-      const Tensor y = sy.unpack();
-      if (GradMode::enabled()) return Grads{div(g, mul(y, 2.0))};
-      return Grads{map2_float(g, y, "sqrt_backward", [](auto gv, auto yv) { return gv / (yv + yv); })};
+      return Grads{div(g, mul(sy.unpack(), 2.0))};
     });
   }
   return out;
 }
 
 Tensor tanh(const Tensor& a) {
+  AG_PROFILE_OP("tanh");
   Tensor out = map_float(a, "tanh", [](auto x) { return std::tanh(x); });
   if (should_record({&a})) {
     record(out, "tanh", {a}, [sy = SavedTensor::save_output(out)](const Tensor& g) {
       // out = tanh(a)  =>  da = g * (1 - out²)
-      const Tensor y = sy.unpack();
-      if (GradMode::enabled()) return Grads{mul(g, rsub(1.0, mul(y, y)))};
-      return Grads{map2_float(g, y, "tanh_backward", [](auto gv, auto yv) { return gv * (1 - yv * yv); })};
+      return Grads{tanh_backward(g, sy.unpack())};
     });
   }
   return out;
 }
 
+Tensor tanh_backward(const Tensor& grad, const Tensor& output) {
+  AG_PROFILE_OP("tanh_backward");
+  // da = g ⊙ (1 − y²) in one pass
+  Tensor da = map2_float(grad, output, "tanh_backward", [](auto gv, auto yv) { return gv * (1 - yv * yv); });
+  if (should_record({&grad, &output})) {
+    record(da, "tanh_backward", {grad, output}, [sg = SavedTensor::save(grad), sy = SavedTensor::save(output)](const Tensor& u) {
+      // da = g ⊙ (1 − y²)  =>  dg = u ⊙ (1 − y²),  dy = −2 · u ⊙ g ⊙ y
+      const Tensor y = sy.unpack();
+      return Grads{tanh_backward(u, y), mul(mul(mul(u, sg.unpack()), y), -2.0)};
+    });
+  }
+  return da;
+}
+
 Tensor relu(const Tensor& a) {
+  AG_PROFILE_OP("relu");
   Tensor out = map_float(a, "relu", [](auto x) { return x > 0 ? x : decltype(x)(0); });
   if (should_record({&a})) {
     record(out, "relu", {a}, [sa = SavedTensor::save(a)](const Tensor& g) {
       // out = max(a, 0)  =>  da = g where a > 0
-      const Tensor a = sa.unpack();
-      if (GradMode::enabled())  // the step (a > 0) is a constant: its own derivative is 0
-        return Grads{mul(g, map_float(a.detach(), "relu_step", [](auto x) { return x > 0 ? decltype(x)(1) : decltype(x)(0); }))};
-      return Grads{map2_float(g, a, "relu_backward", [](auto gv, auto x) { return x > 0 ? gv : decltype(x)(0); })};
+      return Grads{threshold_backward(g, sa.unpack(), 0.0)};
     });
   }
   return out;
 }
 
-// GELU: the scalar formulas and gelu'(x) as ops are in gelu_math.h (the fused MLP uses them too).
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, double threshold) {
+  AG_PROFILE_OP("threshold_backward");
+  Tensor da = map2_float(grad, self, "threshold_backward",
+                         [threshold](auto gv, auto x) { return x > decltype(x)(threshold) ? gv : decltype(x)(0); });
+  if (should_record({&grad, &self})) {
+    record(da, "threshold_backward", {grad, self}, [sa = SavedTensor::save(self), threshold](const Tensor& u) {
+      // da = g where a > threshold, else 0  =>  dg = u where a > threshold; no gradient for a
+      // (the step is piecewise constant in a)
+      return Grads{threshold_backward(u, sa.unpack(), threshold), Tensor()};
+    });
+  }
+  return da;
+}
+
+// GELU: the scalar formulas (gelu_fwd, gelu_grad) are in gelu_math.h (the fused MLP uses them too).
 namespace {
 using detail::gelu_fwd;
 using detail::gelu_grad;
 using detail::kGeluC;
 using detail::kInvSqrt2Pi;
 using detail::kSqrt2OverPi;
-using detail::normal_cdf;
 
-// φ(x) = exp(−x²/2)/√(2π), with ops.
-Tensor normal_pdf_op(const Tensor& x) { return mul(exp(mul(mul(x, x), -0.5)), kInvSqrt2Pi); }
-
-// Φ(x) as an op of its own (there is no erf op): exact GELU's derivative needs it when the
-// backward pass is recorded.
-Tensor normal_cdf_op(const Tensor& x) {
-  Tensor out = map_float(x, "normal_cdf", [](auto v) { return normal_cdf(v); });
-  if (should_record({&x}))
-    // out = Φ(x)  =>  dx = g · φ(x)
-    record(out, "normal_cdf", {x}, [sx = SavedTensor::save(x)](const Tensor& g) { return Grads{mul(g, normal_pdf_op(sx.unpack()))}; });
-  return out;
+// gelu''(x) with ops, for gelu_backward's own backward. Exact: gelu' = Φ + x·φ, so
+// gelu'' = 2φ + x·φ' = φ(x)·(2 − x²). Tanh form: with u = √(2/π)(x + c·x³), t = tanh(u),
+// gelu' = ½(1 + t) + ½·x·(1 − t²)·u', so gelu'' = (1 − t²)·(u' − x·t·u'² + ½·x·u'').
+Tensor gelu_second_derivative(const Tensor& x, bool approx) {
+  const Tensor x2 = mul(x, x);
+  if (!approx) return mul(mul(exp(mul(x2, -0.5)), kInvSqrt2Pi), rsub(2.0, x2));  // φ(x)·(2 − x²)
+  const Tensor t = tanh(mul(add(x, mul(mul(x2, x), kGeluC)), kSqrt2OverPi));
+  const Tensor du = mul(add(mul(x2, 3 * kGeluC), 1.0), kSqrt2OverPi);  // u'
+  const Tensor d2u = mul(x, 6 * kGeluC * kSqrt2OverPi);                 // u''
+  return mul(rsub(1.0, mul(t, t)), add(sub(du, mul(mul(x, t), mul(du, du))), mul(mul(x, d2u), 0.5)));
 }
 }  // namespace
 
-Tensor detail::gelu_derivative_op(const Tensor& x, bool approx) {
-  if (approx) {
-    // u = √(2/π)(x + c·x³), t = tanh(u):  gelu' = ½(1 + t) + ½·x·(1 − t²)·√(2/π)(1 + 3c·x²)
-    const Tensor x2 = mul(x, x);
-    const Tensor t = tanh(mul(add(x, mul(mul(x2, x), kGeluC)), kSqrt2OverPi));
-    const Tensor du = mul(add(mul(x2, 3 * kGeluC), 1.0), kSqrt2OverPi);
-    return add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, rsub(1.0, mul(t, t))), du), 0.5));
-  }
-  return add(normal_cdf_op(x), mul(x, normal_pdf_op(x)));  // Φ(x) + x·φ(x)
-}
-using detail::gelu_derivative_op;
-
 Tensor gelu(const Tensor& a, bool approximate) {
+  AG_PROFILE_OP(approximate ? "gelu_tanh" : "gelu");
   kernels::check_float(a, "gelu");
   const bool fast = !approximate && a.dtype() == DType::Float32;  // the vectorised float32 kernel
   Tensor out;
@@ -263,26 +268,41 @@ Tensor gelu(const Tensor& a, bool approximate) {
     out = map_float(a, "gelu", [approximate](auto x) { return gelu_fwd(x, approximate); });
   }
   if (should_record({&a})) {
-    record(out, approximate ? "gelu_tanh" : "gelu", {a}, [sa = SavedTensor::save(a), approximate, fast](const Tensor& g) {
+    record(out, approximate ? "gelu_tanh" : "gelu", {a}, [sa = SavedTensor::save(a), approximate](const Tensor& g) {
       // out = gelu(a)  =>  da = g * gelu'(a)
-      const Tensor a = sa.unpack();
-      if (GradMode::enabled()) return Grads{mul(g, gelu_derivative_op(a, approximate))};
-      if (fast) {
-        const Tensor x = kernels::dense(a), G = kernels::dense(g);
-        Tensor dx = Tensor::empty(a.shape(), a.dtype());
-        const float *px = x.data<float>(), *pg = G.data<float>();
-        float* pd = dx.data<float>();
-        parallel::parallel_for(a.numel(), kernels::kParallelGrain, [&](int64_t b, int64_t e) {
-          kernels::vec::gelu_backward(px + b, pg + b, pd + b, e - b);
-        });
-        return Grads{dx};
-      }
-      return Grads{map2_float(g, a, "gelu_backward", [approximate](auto gv, auto x) {
-        return gv * gelu_grad(x, approximate);
-      })};
+      return Grads{gelu_backward(g, sa.unpack(), approximate)};
     });
   }
   return out;
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool approximate) {
+  AG_PROFILE_OP(approximate ? "gelu_tanh_backward" : "gelu_backward");
+  kernels::check_same_dtype(grad, self, "gelu_backward");
+  if (grad.shape() != self.shape())
+    throw std::invalid_argument("gelu_backward: shapes differ, " + describe(grad) + " and " + describe(self));
+  Tensor da;
+  if (!approximate && self.dtype() == DType::Float32) {  // the vectorised float32 kernel
+    const Tensor x = kernels::dense(self), G = kernels::dense(grad);
+    da = Tensor::empty(self.shape(), self.dtype());
+    const float *px = x.data<float>(), *pg = G.data<float>();
+    float* pd = da.data<float>();
+    parallel::parallel_for(self.numel(), kernels::kParallelGrain,
+                           [&](int64_t b, int64_t e) { kernels::vec::gelu_backward(px + b, pg + b, pd + b, e - b); });
+  } else {
+    da = map2_float(grad, self, "gelu_backward",
+                    [approximate](auto gv, auto x) { return gv * gelu_grad(x, approximate); });
+  }
+  if (should_record({&grad, &self})) {
+    record(da, approximate ? "gelu_tanh_backward" : "gelu_backward", {grad, self},
+           [sg = SavedTensor::save(grad), sa = SavedTensor::save(self), approximate](const Tensor& u) {
+             // da = g ⊙ gelu'(a)  =>  dg = u ⊙ gelu'(a),  da = u ⊙ g ⊙ gelu''(a)
+             const Tensor a = sa.unpack();
+             return Grads{gelu_backward(u, a, approximate),
+                          mul(mul(u, sg.unpack()), gelu_second_derivative(a, approximate))};
+           });
+  }
+  return da;
 }
 
 }  // namespace ag

@@ -8,9 +8,10 @@
 // h and gelu'(pre), so the backward needs no GELU evaluation; recomputing h there instead
 // would save one (rows, H) buffer per layer for over twice the GELU work (erfc and exp were
 // over a quarter of the default step's time outside the GEMMs).
-// The plain composition, linear(gelu(linear(x, W1, b1)), W2, b2), is its reference
-// (tests/test_fused_mlp.cpp holds them equal); the recorded (create_graph) backward is that
-// composition's backward written with ops.
+// The plain composition, linear(gelu(linear(x, W1, b1)), W2, b2) (gelu_mlp_definition), is its
+// reference (tests/test_fused_mlp.cpp holds them equal), the path for degenerate sizes, and the
+// source of its higher derivatives: the backward kernel is the only first derivative written
+// here, and fused_backward (fused_backward.h) derives the rest from the composition.
 #include <algorithm>
 
 #include "autograd/engine.h"
@@ -19,8 +20,10 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/ops.h"
+#include "autograd/ops/fused_backward.h"
 #include "autograd/ops/gelu_math.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -66,13 +69,70 @@ void check_mlp_args(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
   }
 }
 
+// The backward kernel (the formulas are at gelu_mlp's record() below), from the saved h =
+// gelu(pre) and dact = gelu'(pre). Only the wanted gradients are computed; the others are
+// undefined.
+Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w1, const Tensor& w2,
+                               const Tensor& dact, const Tensor& hidden, bool gx, bool gw1, bool gb1, bool gw2,
+                               bool gb2) {
+  const int64_t rows = dact.size(0), H = dact.size(1), E = w1.size(1), O = w2.size(0);
+  const Tensor G = kernels::dense(g), X = kernels::dense(x);  // (rows, O), (rows, E)
+  const Tensor W1 = kernels::dense(w1), W2 = kernels::dense(w2);
+  Tensor dpre = Tensor::empty({rows, H}, G.dtype());  // (rows, H)
+  Tensor dx = gx ? Tensor::empty(x.shape(), G.dtype()) : Tensor();
+  const int64_t parts = row_parts(rows, O * H + H * E);
+  Tensor partial = Tensor::zeros({parts, H + O}, G.dtype());  // per part: db1 | db2
+  AG_DISPATCH_FLOAT(G.dtype(), "gelu_mlp_backward", [&] {
+    const scalar_t *pg = G.data<scalar_t>(), *pa = dact.data<scalar_t>(), *pw1 = W1.data<scalar_t>(),
+                   *pw2 = W2.data<scalar_t>();
+    scalar_t *pd = dpre.data<scalar_t>(), *pacc = partial.data<scalar_t>();
+    parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) {
+        const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
+        if (n == 0) continue;
+        // dh = g·W2  (n, O)·(O, H) -> (n, H), then dpre = dh ⊙ gelu'(pre) in place
+        kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, scalar_t(0), pd + r0 * H, H);
+        scalar_t *db1 = pacc + part * (H + O), *db2 = db1 + H;
+        for (int64_t r = r0; r < r1; ++r) {
+          scalar_t* dr = pd + r * H;
+          const scalar_t* ar = pa + r * H;
+          for (int64_t j = 0; j < H; ++j) {
+            dr[j] *= ar[j];  // dpre = dh ⊙ gelu'(pre)
+            db1[j] += dr[j];
+          }
+          for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
+        }
+        // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
+        if (gx)
+          kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, scalar_t(0),
+                        dx.data<scalar_t>() + r0 * E, E);
+      }
+    });
+  });
+  Tensor dw1, db1, dw2, db2;
+  if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden);  // (O, H)
+  if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
+  // The parts' bias sums, added in part order.
+  Tensor sums = sum(partial, {0});  // (H + O)
+  if (gb1) db1 = narrow(sums, 0, 0, H).contiguous();
+  if (gb2) db2 = narrow(sums, 0, H, O).contiguous();
+  return Grads{dx, dw1, db1, dw2, db2};
+}
+
+// gelu_mlp's definition with ops (the composition it is equal to); its higher derivatives come
+// from it (fused_backward.h).
+Tensor gelu_mlp_definition(const std::vector<Tensor>& in) {
+  return linear(gelu(linear(in[0], in[1], in[2])), in[3], in[4]);
+}
+
 }  // namespace
 
 Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
+  AG_PROFILE_OP("gelu_mlp");
   check_mlp_args(x, w1, b1, w2, b2);
   const int64_t E = w1.size(1), H = w1.size(0), O = w2.size(0), rows = x.numel() / std::max<int64_t>(E, 1);
   if (rows == 0 || E == 0 || H == 0 || O == 0)  // degenerate sizes: the composition handles them
-    return linear(gelu(linear(x, w1, b1)), w2, b2);
+    return gelu_mlp_definition({x, w1, b1, w2, b2});
   Shape out_shape = x.shape();
   out_shape.back() = O;
   const Tensor X = kernels::dense(x), W1 = kernels::dense(w1), W2 = kernels::dense(w2);
@@ -112,68 +172,19 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
   if (training) {
     const bool gx = x.requires_grad(), gw1 = w1.requires_grad(), gb1 = b1.defined() && b1.requires_grad(),
                gw2 = w2.requires_grad(), gb2 = b2.defined() && b2.requires_grad();
+    // b2 is kept detached: no gradient depends on its value.
     record(y, "gelu_mlp", {x, w1, b1, w2, b2},
            [sx = SavedTensor::save(x), sw1 = SavedTensor::save(w1), sb1 = SavedTensor::save(b1),
-            sw2 = SavedTensor::save(w2), dact = pre, hidden, gx, gw1, gb1, gw2, gb2, rows, E, H, O,
-            x_shape = x.shape()](const Tensor& g) {
+            sw2 = SavedTensor::save(w2), b2 = b2.defined() ? b2.detach() : Tensor(), dact = pre, hidden, gx, gw1, gb1,
+            gw2, gb2](const Tensor& g) {
              // y = h·W2ᵀ + b2, h = gelu(pre), pre = x·W1ᵀ + b1  =>
              //   db2 = Σ_rows g,  dW2 = gᵀ·h,  dh = g·W2,  dpre = dh ⊙ gelu'(pre),
              //   db1 = Σ_rows dpre,  dW1 = dpreᵀ·x,  dx = dpre·W1
              // (h and gelu'(pre) = dact were saved by the forward.)
-             if (GradMode::enabled()) {  // the same with ops, pre recomputed from the graph-connected inputs
-               const Tensor x2 = reshape(sx.unpack(), {rows, E}), W1 = sw1.unpack(), W2 = sw2.unpack();
-               const Tensor p = linear(x2, W1, sb1.unpack()), G = reshape(g, {rows, O});
-               const Tensor dpre = mul(matmul(G, W2), detail::gelu_derivative_op(p, false));  // (rows, H)
-               Tensor dx, dw1, db1, dw2, db2;
-               if (gx) dx = reshape(matmul(dpre, W1), x_shape);
-               if (gw1) dw1 = matmul(transpose(dpre, 0, 1), x2);
-               if (gb1) db1 = sum(dpre, {0});
-               if (gw2) dw2 = matmul(transpose(G, 0, 1), gelu(p));
-               if (gb2) db2 = sum(G, {0});
-               return Grads{dx, dw1, db1, dw2, db2};
-             }
-             const Tensor G = kernels::dense(g);                            // (rows, O)
-             const Tensor X = kernels::dense(sx.unpack().detach());          // (rows, E)
-             const Tensor W1 = kernels::dense(sw1.unpack().detach()), W2 = kernels::dense(sw2.unpack().detach());
-             Tensor dpre = Tensor::empty({rows, H}, G.dtype());  // (rows, H)
-             Tensor dx = gx ? Tensor::empty(x_shape, G.dtype()) : Tensor();
-             const int64_t parts = row_parts(rows, O * H + H * E);
-             Tensor partial = Tensor::zeros({parts, H + O}, G.dtype());  // per part: db1 | db2
-             AG_DISPATCH_FLOAT(G.dtype(), "gelu_mlp_backward", [&] {
-               const scalar_t *pg = G.data<scalar_t>(), *pa = dact.data<scalar_t>(), *pw1 = W1.data<scalar_t>(),
-                              *pw2 = W2.data<scalar_t>();
-               scalar_t *pd = dpre.data<scalar_t>(), *pacc = partial.data<scalar_t>();
-               parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
-                 for (int64_t part = p0; part < p1; ++part) {
-                   const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
-                   if (n == 0) continue;
-                   // dh = g·W2  (n, O)·(O, H) -> (n, H), then dpre = dh ⊙ gelu'(pre) in place
-                   kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, scalar_t(0), pd + r0 * H, H);
-                   scalar_t *db1 = pacc + part * (H + O), *db2 = db1 + H;
-                   for (int64_t r = r0; r < r1; ++r) {
-                     scalar_t* dr = pd + r * H;
-                     const scalar_t* ar = pa + r * H;
-                     for (int64_t j = 0; j < H; ++j) {
-                       dr[j] *= ar[j];  // dpre = dh ⊙ gelu'(pre)
-                       db1[j] += dr[j];
-                     }
-                     for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
-                   }
-                   // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
-                   if (gx)
-                     kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, scalar_t(0),
-                                   dx.data<scalar_t>() + r0 * E, E);
-                 }
-               });
+             const Tensor x = sx.unpack(), w1 = sw1.unpack(), w2 = sw2.unpack();
+             return fused_backward("gelu_mlp_backward", {x, w1, sb1.unpack(), w2, b2}, g, gelu_mlp_definition, [&] {
+               return gelu_mlp_backward_kernel(g, x, w1, w2, dact, hidden, gx, gw1, gb1, gw2, gb2);
              });
-             Tensor dw1, db1, dw2, db2;
-             if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden);  // (O, H)
-             if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
-             // The parts' bias sums, added in part order.
-             Tensor sums = sum(partial, {0});  // (H + O)
-             if (gb1) db1 = narrow(sums, 0, 0, H).contiguous();
-             if (gb2) db2 = narrow(sums, 0, H, O).contiguous();
-             return Grads{dx, dw1, db1, dw2, db2};
            });
   }
   return y;

@@ -34,8 +34,5 @@ template <class T> T gelu_grad(T x, bool approx) {
   return normal_cdf(x) + x * pdf;                                     // Φ(x) + x·φ(x)
 }
 
-// gelu'(x) with differentiable ops (the create_graph form of gelu_grad); elementwise.cpp.
-Tensor gelu_derivative_op(const Tensor& x, bool approx);
-
 }  // namespace detail
 }  // namespace ag

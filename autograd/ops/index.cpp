@@ -5,6 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -45,15 +46,16 @@ void scatter_add_rows(const T* g, const int64_t* idx, int64_t n_idx, int64_t out
 // selects the rows again.
 Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape, int64_t outer, int64_t n,
                          int64_t inner, int64_t n_idx) {
+  AG_PROFILE_OP("index_select_backward");
   Tensor da = Tensor::zeros(a_shape, g.dtype());
   const Tensor G = kernels::dense(g);
   AG_DISPATCH_FLOAT(g.dtype(), "index_select_backward", [&] {
     scatter_add_rows(G.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, da.data<scalar_t>());
   });
   if (should_record({&g})) {
-    record(da, "index_select_backward", {g}, [I, g_shape = g.shape(), outer, inner](const Tensor& gg) {
+    record(da, "index_select_backward", {g}, [sI = SavedTensor::save(I), g_shape = g.shape(), outer, inner](const Tensor& gg) {
       // da[..., index[i], ...] += g[..., i, ...]  =>  dg[..., i, ...] = gg[..., index[i], ...]
-      Tensor sel = index_select(reshape(gg, {outer, gg.numel() / std::max<int64_t>(outer * inner, 1), inner}), 1, I);
+      Tensor sel = index_select(reshape(gg, {outer, gg.numel() / std::max<int64_t>(outer * inner, 1), inner}), 1, sI.unpack());
       return Grads{reshape(sel, g_shape)};
     });
   }
@@ -62,6 +64,7 @@ Tensor scatter_add_along(const Tensor& g, const Tensor& I, const Shape& a_shape,
 
 // index_select and embedding share this: select n_idx entries along dim d of a.
 Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape& out_shape, const char* op) {
+  AG_PROFILE_OP(op);
   kernels::check_float(a, op);
   check_index(index, a.shape()[d], op);
   int64_t outer = 1, inner = 1;
@@ -74,9 +77,9 @@ Tensor select_along(const Tensor& a, int64_t d, const Tensor& index, const Shape
     gather_rows(A.data<scalar_t>(), I.data<int64_t>(), n_idx, outer, n, inner, out.data<scalar_t>());
   });
   if (should_record({&a})) {
-    record(out, op, {a}, [I = make_view(I, {n_idx}, {1}, I.impl().offset), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
+    record(out, op, {a}, [sI = SavedTensor::save(make_view(I, {n_idx}, {1}, I.impl().offset)), a_shape = a.shape(), outer, n, inner, n_idx](const Tensor& g) {
       // out = a[..., index, ...]  =>  da[..., index[i], ...] += g[..., i, ...]
-      return Grads{scatter_add_along(g, I, a_shape, outer, n, inner, n_idx)};
+      return Grads{scatter_add_along(g, sI.unpack(), a_shape, outer, n, inner, n_idx)};
     });
   }
   return out;
@@ -101,6 +104,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
+  AG_PROFILE_OP("masked_fill");
   kernels::check_float(a, "masked_fill");
   if (!mask.defined() || mask.dtype() != DType::Bool)
     throw std::invalid_argument("masked_fill: mask must be bool, got " + describe(mask));
@@ -119,18 +123,10 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
     for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = pm[i] ? v : pa[i];
   });
   if (should_record({&a})) {
-    record(out, "masked_fill", {a}, [m](const Tensor& g) {
-      // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true
-      if (GradMode::enabled()) return Grads{masked_fill(g, m, 0.0)};
-      const Tensor G = kernels::dense(g);
-      Tensor da = Tensor::empty(g.shape(), g.dtype());
-      const bool* pm = m.data<bool>();
-      AG_DISPATCH_FLOAT(g.dtype(), "masked_fill_backward", [&] {
-        const scalar_t* pg = G.data<scalar_t>();
-        scalar_t* pd = da.data<scalar_t>();
-        for (int64_t i = 0, n = da.numel(); i < n; ++i) pd[i] = pm[i] ? scalar_t(0) : pg[i];
-      });
-      return Grads{da};
+    record(out, "masked_fill", {a}, [sm = SavedTensor::save(m)](const Tensor& g) {
+      // out = mask ? value : a  =>  da = g where the mask is false, 0 where it is true: masked_fill
+      // itself (the mask is already expanded to a's shape, so nothing is copied again)
+      return Grads{masked_fill(g, sm.unpack(), 0.0)};
     });
   }
   return out;

@@ -13,6 +13,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -144,6 +145,7 @@ struct CrossEntropySaved {
 //   dx_i = s_i · (p_i − y_i) for a kept row, 0 for an ignored one; p_i = softmax(x_i),
 //   y_i = (1 − ε)·onehot(t_i) + ε/C, s_i = g/n_valid (kMean), g (kSum) or g_i (kNone).
 Tensor cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& probs, const CrossEntropySaved& s) {
+  AG_PROFILE_OP("cross_entropy_backward");
   const int64_t M = probs.size(0), C = probs.size(1);
   const Tensor G = kernels::dense(g);
   Tensor dx = Tensor::empty({M, C}, probs.dtype());
@@ -209,6 +211,7 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& pr
 // Fused cross-entropy of logits x (M, C) against class indices t (M), without weights:
 // loss_i = log Σ_j exp(x_ij) − (1 − ε)·x_{i,t_i} − (ε/C)·Σ_j x_ij, 0 for ignored rows.
 Tensor cross_entropy_fused(const Tensor& x, const Tensor& t, const CrossEntropyFuncOptions& o, const Shape& loss_shape) {
+  AG_PROFILE_OP("cross_entropy");
   const int64_t M = x.size(0), C = x.size(1);
   CrossEntropySaved s{t, o.ignore_index, o.reduction, o.label_smoothing, count_valid(t, C, o.ignore_index, "cross_entropy")};
   const Tensor X = kernels::dense(x);

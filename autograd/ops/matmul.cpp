@@ -4,6 +4,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -37,6 +38,7 @@ std::pair<Tensor, MatLayout> blas_operand(const Tensor& t) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("matmul");
   kernels::check_same_dtype(a, b, "matmul");
   if (a.dim() == 0 || b.dim() == 0)
     throw std::invalid_argument("matmul: both operands need at least 1 dim, got " + describe(a) + " @ " + describe(b));
@@ -113,11 +115,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     record(out, "matmul", {a, b}, [sa = gb ? SavedTensor::save(a) : SavedTensor(), sb = ga ? SavedTensor::save(b) : SavedTensor(),
-                                   sha = a.shape(), shb = b.shape(), ga, gb](const Tensor& g) {
-      // out = a @ b  =>  da = g @ bᵀ, db = aᵀ @ g  (summed over broadcast batch dims)
+                                   ga, gb](const Tensor& g) {
+      // out = a @ b  =>  da = g @ bᵀ, db = aᵀ @ g  (the engine sums them over broadcast batch dims)
       Tensor da, db;
-      if (ga) da = sum_to(matmul(g, transpose(sb.unpack(), -1, -2)), sha);
-      if (gb) db = sum_to(matmul(transpose(sa.unpack(), -1, -2), g), shb);
+      if (ga) da = matmul(g, transpose(sb.unpack(), -1, -2));
+      if (gb) db = matmul(transpose(sa.unpack(), -1, -2), g);
       return Grads{da, db};
     });
   }
@@ -125,6 +127,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  AG_PROFILE_OP("linear");
   kernels::check_same_dtype(x, weight, "linear");
   if (weight.dim() != 2) throw std::invalid_argument("linear: weight must be 2-d (out, in), got " + describe(weight));
   const int64_t out_f = weight.size(0), in_f = weight.size(1);
@@ -139,7 +142,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = out_f;
   const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1);
-  const Tensor X = kernels::dense(x), W = kernels::dense(weight);
+  // x and weight themselves when contiguous (the usual case), else copies; under grad mode a
+  // copy is recorded (a clone node), so the saved copy keeps its place in the graph and the
+  // backward below can read it whether or not it is being recorded.
+  const Tensor X = x.contiguous(), W = weight.contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype());
   AG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
     scalar_t* py = out.data<scalar_t>();
@@ -160,26 +166,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   });
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
-    // X and W are x and weight themselves when contiguous (the usual case), else dense copies.
-    record(out, "linear", {x, weight, bias}, [sx = gw ? SavedTensor::save(x) : SavedTensor(),
-                                              sw = gx ? SavedTensor::save(weight) : SavedTensor(),
-                                              sX = gw ? SavedTensor::save(X) : SavedTensor(),
+    record(out, "linear", {x, weight, bias}, [sX = gw ? SavedTensor::save(X) : SavedTensor(),
                                               sW = gx ? SavedTensor::save(W) : SavedTensor(), gx, gw, gb, rows, in_f,
                                               out_f, x_shape = x.shape()](const Tensor& g) {
       // y = x·Wᵀ + b  =>  dx = g·W,  dW = gᵀ·x,  db = Σ_rows g
+      const Tensor G = reshape(g, {rows, out_f});  // (rows, out)
       Tensor dx, dw, db;
-      if (GradMode::enabled()) {  // the same with ops on the graph-connected x and weight
-        const Tensor G = reshape(g, {rows, out_f});
-        if (gx) dx = reshape(matmul(G, sw.unpack()), x_shape);
-        if (gw) dw = matmul(transpose(G, 0, 1), reshape(sx.unpack(), {rows, in_f}));
-        if (gb) db = sum(G, {0});
-        return Grads{dx, dw, db};
-      }
-      const Tensor G = reshape(kernels::dense(g), {rows, out_f});  // (rows, out)
-      const Tensor X = gw ? sX.unpack() : Tensor(), W = gx ? sW.unpack() : Tensor();
-      if (gx) dx = reshape(matmul(G, W), x_shape);                                    // (rows, in)
-      if (gw) dw = matmul(transpose(G, 0, 1), reshape(X, {rows, in_f}));             // (out, in)
-      if (gb) db = sum(G, {0});                                                      // (out)
+      if (gx) dx = reshape(matmul(G, sW.unpack()), x_shape);                          // (rows, in)
+      if (gw) dw = matmul(transpose(G, 0, 1), reshape(sX.unpack(), {rows, in_f}));  // (out, in)
+      if (gb) db = sum(G, {0});                                                     // (out)
       return Grads{dx, dw, db};
     });
   }

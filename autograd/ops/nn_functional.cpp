@@ -1,17 +1,22 @@
 // Fused, numerically stable ops: softmax, log_softmax, layer_norm, dropout (cross_entropy is
 // with the other losses, in loss.cpp).
-// Each is one node with a hand-written backward, so no intermediate is stored twice. When the
-// backward pass is recorded (create_graph, GradMode on), each backward instead computes the
-// same formula with differentiable ops (engine.h).
+// Each is one node with a hand-written backward, so no intermediate is stored twice. The
+// backward kernels of softmax and log_softmax are ops of their own (softmax_backward,
+// log_softmax_backward), each with its own backward written with ops; layer_norm's kernel goes
+// through fused_backward, which takes its higher derivatives from layer_norm_definition
+// (ops/fused_backward.h).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
+#include "autograd/ops/fused_backward.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -22,9 +27,32 @@ bool is_last_dim(const Tensor& a, int64_t dim, const char* op) {
   if (a.dim() == 0) throw std::invalid_argument(std::string(op) + ": needs at least a 1-d tensor, got " + describe(a));
   return wrap_dim(dim, a.dim(), op, a) == a.dim() - 1;
 }
+
+// Checks the (grad, output) pair of a softmax-like backward op; true when dim is the last one.
+bool check_backward_args(const Tensor& g, const Tensor& y, int64_t dim, const char* op) {
+  kernels::check_same_dtype(g, y, op);
+  if (g.shape() != y.shape())
+    throw std::invalid_argument(std::string(op) + ": grad " + describe(g) + " and output " + describe(y) +
+                                " differ in shape");
+  return is_last_dim(y, dim, op);
+}
+
+// dx = row(y, g) over the last dim of a softmax-like backward op: row(y, g, dx, C) on each row.
+template <class Row>
+Tensor last_dim_rows(const Tensor& grad, const Tensor& output, const char* op, Row row) {
+  const int64_t C = output.size(-1), rows = C ? output.numel() / C : 0;
+  const Tensor G = kernels::dense(grad), Y = kernels::dense(output);
+  Tensor dx = Tensor::empty(grad.shape(), grad.dtype());
+  AG_DISPATCH_FLOAT(grad.dtype(), op, [&] {
+    for (int64_t r = 0; r < rows; ++r)
+      row(Y.data<scalar_t>() + r * C, G.data<scalar_t>() + r * C, dx.data<scalar_t>() + r * C, C);
+  });
+  return dx;
+}
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("softmax");
   // Another dim is swapped with the last (a view), normalised there, and swapped back; the
   // two transposes carry the gradient, so the fused last-dim kernel is the only one.
   if (!is_last_dim(a, dim, "softmax")) return transpose(softmax(transpose(a, dim, -1), -1), dim, -1);
@@ -40,24 +68,37 @@ Tensor softmax(const Tensor& a, int64_t dim) {
                            });
   });
   if (should_record({&a})) {
-    record(y, "softmax", {a}, [sy = SavedTensor::save_output(y), rows, C](const Tensor& g) {
+    record(y, "softmax", {a}, [sy = SavedTensor::save_output(y)](const Tensor& g) {
       // y = softmax(x)  =>  dx = y ⊙ (g − Σ_j g_j y_j)
-      const Tensor y = sy.unpack();
-      if (GradMode::enabled()) return Grads{mul(y, sub(g, sum(mul(g, y), {-1}, /*keepdim=*/true)))};
-      const Tensor G = kernels::dense(g);
-      Tensor dx = Tensor::empty(g.shape(), g.dtype());
-      AG_DISPATCH_FLOAT(g.dtype(), "softmax_backward", [&] {
-        for (int64_t r = 0; r < rows; ++r)
-          kernels::softmax_row_backward(y.data<scalar_t>() + r * C, G.data<scalar_t>() + r * C,
-                                        dx.data<scalar_t>() + r * C, C);
-      });
-      return Grads{dx};
+      return Grads{softmax_backward(g, sy.unpack(), -1)};
     });
   }
   return y;
 }
 
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  AG_PROFILE_OP("softmax_backward");
+  if (!check_backward_args(grad, output, dim, "softmax_backward"))
+    return transpose(softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
+  Tensor dx = last_dim_rows(grad, output, "softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
+    kernels::softmax_row_backward(y, g, d, C);
+  });
+  if (should_record({&grad, &output})) {
+    record(dx, "softmax_backward", {grad, output},
+           [sg = SavedTensor::save(grad), sy = SavedTensor::save(output)](const Tensor& u) {
+             // dx = y ⊙ (g − Σ_j g_j y_j)  =>  dg = y ⊙ (u − Σ_j u_j y_j),
+             //                                 dy = u ⊙ (g − Σ_j g_j y_j) − g · Σ_j u_j y_j
+             const Tensor g = sg.unpack(), y = sy.unpack();
+             const Tensor dy = sub(mul(u, sub(g, sum(mul(g, y), {-1}, /*keepdim=*/true))),
+                                   mul(g, sum(mul(u, y), {-1}, /*keepdim=*/true)));
+             return Grads{softmax_backward(u, y, -1), dy};
+           });
+  }
+  return dx;
+}
+
 Tensor log_softmax(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("log_softmax");
   if (!is_last_dim(a, dim, "log_softmax")) return transpose(log_softmax(transpose(a, dim, -1), -1), dim, -1);
   const int64_t C = a.size(-1), rows = C ? a.numel() / C : 0;
   const Tensor x = kernels::dense(a);
@@ -78,30 +119,115 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
     }
   });
   if (should_record({&a})) {
-    record(y, "log_softmax", {a}, [sy = SavedTensor::save_output(y), rows, C](const Tensor& g) {
+    record(y, "log_softmax", {a}, [sy = SavedTensor::save_output(y)](const Tensor& g) {
       // y = log_softmax(x)  =>  dx = g − exp(y) · Σ_j g_j
-      const Tensor y = sy.unpack();
-      if (GradMode::enabled()) return Grads{sub(g, mul(exp(y), sum(g, {-1}, /*keepdim=*/true)))};
-      const Tensor G = kernels::dense(g);
-      Tensor dx = Tensor::empty(g.shape(), g.dtype());
-      AG_DISPATCH_FLOAT(g.dtype(), "log_softmax_backward", [&] {
-        const scalar_t* py = y.data<scalar_t>();
-        const scalar_t* pg = G.data<scalar_t>();
-        scalar_t* pd = dx.data<scalar_t>();
-        for (int64_t r = 0; r < rows; ++r) {
-          double gs = 0;
-          for (int64_t j = 0; j < C; ++j) gs += pg[r * C + j];
-          for (int64_t j = 0; j < C; ++j)
-            pd[r * C + j] = pg[r * C + j] - std::exp(py[r * C + j]) * static_cast<scalar_t>(gs);
-        }
-      });
-      return Grads{dx};
+      return Grads{log_softmax_backward(g, sy.unpack(), -1)};
     });
   }
   return y;
 }
 
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  AG_PROFILE_OP("log_softmax_backward");
+  if (!check_backward_args(grad, output, dim, "log_softmax_backward"))
+    return transpose(log_softmax_backward(transpose(grad, dim, -1), transpose(output, dim, -1), -1), dim, -1);
+  Tensor dx = last_dim_rows(grad, output, "log_softmax_backward", [](const auto* y, const auto* g, auto* d, int64_t C) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(y)>>;
+    double gs = 0;
+    for (int64_t j = 0; j < C; ++j) gs += g[j];
+    for (int64_t j = 0; j < C; ++j) d[j] = g[j] - std::exp(y[j]) * static_cast<T>(gs);
+  });
+  if (should_record({&grad, &output})) {
+    record(dx, "log_softmax_backward", {grad, output},
+           [sg = SavedTensor::save(grad), sy = SavedTensor::save(output)](const Tensor& u) {
+             // dx = g − exp(y) · Σ_j g_j  =>  dg = u − Σ_j u_j exp(y_j),  dy = −u ⊙ exp(y) · Σ_j g_j
+             const Tensor ey = exp(sy.unpack());
+             return Grads{sub(u, sum(mul(u, ey), {-1}, /*keepdim=*/true)),
+                          neg(mul(mul(u, ey), sum(sg.unpack(), {-1}, /*keepdim=*/true)))};
+           });
+  }
+  return dx;
+}
+
+namespace {
+// layer_norm's backward kernel on dense X, W (or undefined), G and the forward's row statistics:
+//   db = Σ_rows g,  dw = Σ_rows g ⊙ x̂,  dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)), dx̂ = g ⊙ w
+// Only the wanted gradients (gx, gw, gb) are computed; the others are undefined.
+Grads layer_norm_backward_kernel(const Tensor& X, const Tensor& W, const Tensor& G, const Tensor& mean,
+                                 const Tensor& rstd, int64_t rows, int64_t C, bool gx, bool gw, bool gb) {
+  Tensor dx = gx ? Tensor::empty(X.shape(), X.dtype()) : Tensor();
+  Tensor dw = gw ? Tensor::zeros({C}, X.dtype()) : Tensor();
+  Tensor db = gb ? Tensor::zeros({C}, X.dtype()) : Tensor();
+  if (X.dtype() == DType::Float32) {
+    // Rows split into a fixed number of parts, each summing its own dw and db; the
+    // parts are then added in order, so the result depends only on the thread count.
+    const bool split = rows * C >= 2 * kernels::kParallelGrain;
+    const int64_t parts = split ? std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1)) : 1;
+    std::vector<float> partial(static_cast<size_t>(2 * parts * C), 0.0f);  // (parts, 2, C)
+    const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
+                *pm = mean.data<float>(), *pr = rstd.data<float>(), *pg = G.data<float>();
+    float* pdx = gx ? dx.data<float>() : nullptr;
+    parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t part = p0; part < p1; ++part) {
+        const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+        float* pdw = partial.data() + (2 * part) * C;
+        kernels::vec::layer_norm_backward(px + r0 * C, pw, pm + r0, pr + r0, pg + r0 * C,
+                                          pdx ? pdx + r0 * C : nullptr, gw ? pdw : nullptr,
+                                          gb ? pdw + C : nullptr, r1 - r0, C);
+      }
+    });
+    for (int64_t part = 0; part < parts; ++part)
+      for (int64_t j = 0; j < C; ++j) {
+        if (gw) dw.data<float>()[j] += partial[(2 * part) * C + j];
+        if (gb) db.data<float>()[j] += partial[(2 * part + 1) * C + j];
+      }
+    return Grads{dx, dw, db};
+  }
+  // float64 only (float32 returned above): the reference of the vector kernel
+  const double* px = X.data<double>();
+  const double* pg = G.data<double>();
+  const double* pw = W.defined() ? W.data<double>() : nullptr;
+  std::vector<double> dw_acc(gw ? C : 0, 0.0), db_acc(gb ? C : 0, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double m = mean.data<double>()[r], rs = rstd.data<double>()[r];
+    const double* xr = px + r * C;
+    const double* gr = pg + r * C;
+    double mean_dxhat = 0, mean_dxhat_xhat = 0;
+    for (int64_t j = 0; j < C; ++j) {
+      const double xhat = (xr[j] - m) * rs;
+      const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
+      mean_dxhat += dxhat;
+      mean_dxhat_xhat += dxhat * xhat;
+      if (gw) dw_acc[j] += gr[j] * xhat;
+      if (gb) db_acc[j] += gr[j];
+    }
+    mean_dxhat /= static_cast<double>(C);
+    mean_dxhat_xhat /= static_cast<double>(C);
+    if (gx) {
+      double* dr = dx.data<double>() + r * C;
+      for (int64_t j = 0; j < C; ++j) {
+        const double xhat = (xr[j] - m) * rs;
+        const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
+        dr[j] = rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+      }
+    }
+  }
+  for (int64_t j = 0; gw && j < C; ++j) dw.data<double>()[j] = dw_acc[j];
+  for (int64_t j = 0; gb && j < C; ++j) db.data<double>()[j] = db_acc[j];
+  return Grads{dx, dw, db};
+}
+
+// layer_norm's definition with ops (its higher derivatives come from it: fused_backward.h).
+Tensor layer_norm_definition(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  const Tensor xc = sub(x, mean(x, {-1}, /*keepdim=*/true));
+  const Tensor xhat = mul(xc, pow(add(mean(mul(xc, xc), {-1}, /*keepdim=*/true), eps), -0.5));  // (x − μ)·rstd
+  const Tensor y = w.defined() ? mul(xhat, w) : xhat;
+  return b.defined() ? add(y, b) : y;
+}
+}  // namespace
+
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  AG_PROFILE_OP("layer_norm");
   kernels::check_float(x, "layer_norm");
   if (x.dim() == 0) throw std::invalid_argument("layer_norm: needs at least a 1-d input, got " + describe(x));
   const int64_t C = x.size(-1), rows = C ? x.numel() / C : 0;
@@ -150,97 +276,26 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
+    // X and W are x and weight themselves when contiguous (the usual case), else dense copies.
+    // The bias is kept detached: no gradient depends on its value.
     record(y, "layer_norm", {x, weight, bias},
            [sX = SavedTensor::save(X), sW = SavedTensor::save(W), sx = SavedTensor::save(x),
-            sw = SavedTensor::save(weight), mean, rstd, rows, C, gx, gw, gb, eps](const Tensor& g) {
+            sw = SavedTensor::save(weight), b = bias.defined() ? bias.detach() : Tensor(), mean, rstd, rows, C, gx, gw,
+            gb, eps](const Tensor& g) {
              // y = w ⊙ x̂ + b, x̂ = (x − μ)·rstd  =>
              //   db = Σ_rows g,  dw = Σ_rows g ⊙ x̂,
              //   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)), dx̂ = g ⊙ w
-             if (GradMode::enabled()) {  // the same with ops, x̂ recomputed from the graph-connected x
-               const Tensor x = sx.unpack(), w = sw.unpack();
-               const Tensor xc = sub(x, ag::mean(x, {-1}, true));
-               const Tensor rs = pow(add(ag::mean(mul(xc, xc), {-1}, true), eps), -0.5);
-               const Tensor xhat = mul(xc, rs);
-               const Tensor dxhat = w.defined() ? mul(g, w) : g;
-               std::vector<int64_t> lead(static_cast<size_t>(x.dim() - 1));
-               for (size_t i = 0; i < lead.size(); ++i) lead[i] = static_cast<int64_t>(i);
-               auto sum_rows = [&](const Tensor& t) { return lead.empty() ? t : sum(t, lead); };
-               Tensor dx, dw, db;
-               if (gx)
-                 dx = mul(rs, sub(sub(dxhat, ag::mean(dxhat, {-1}, true)),
-                                  mul(xhat, ag::mean(mul(dxhat, xhat), {-1}, true))));
-               if (gw) dw = sum_rows(mul(g, xhat));
-               if (gb) db = sum_rows(g);
-               return Grads{dx, dw, db};
-             }
-             const Tensor X = sX.unpack(), W = sW.unpack();
-             const Tensor G = kernels::dense(g);
-             Tensor dx = gx ? Tensor::empty(X.shape(), X.dtype()) : Tensor();
-             Tensor dw = gw ? Tensor::zeros({C}, X.dtype()) : Tensor();
-             Tensor db = gb ? Tensor::zeros({C}, X.dtype()) : Tensor();
-             if (X.dtype() == DType::Float32) {
-               // Rows split into a fixed number of parts, each summing its own dw and db; the
-               // parts are then added in order, so the result depends only on the thread count.
-               const bool split = rows * C >= 2 * kernels::kParallelGrain;
-               const int64_t parts = split ? std::min<int64_t>(parallel::num_threads(), std::max<int64_t>(rows, 1)) : 1;
-               std::vector<float> partial(static_cast<size_t>(2 * parts * C), 0.0f);  // (parts, 2, C)
-               const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
-                           *pm = mean.data<float>(), *pr = rstd.data<float>(), *pg = G.data<float>();
-               float* pdx = gx ? dx.data<float>() : nullptr;
-               parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
-                 for (int64_t part = p0; part < p1; ++part) {
-                   const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
-                   float* pdw = partial.data() + (2 * part) * C;
-                   kernels::vec::layer_norm_backward(px + r0 * C, pw, pm + r0, pr + r0, pg + r0 * C,
-                                                     pdx ? pdx + r0 * C : nullptr, gw ? pdw : nullptr,
-                                                     gb ? pdw + C : nullptr, r1 - r0, C);
-                 }
-               });
-               for (int64_t part = 0; part < parts; ++part)
-                 for (int64_t j = 0; j < C; ++j) {
-                   if (gw) dw.data<float>()[j] += partial[(2 * part) * C + j];
-                   if (gb) db.data<float>()[j] += partial[(2 * part + 1) * C + j];
-                 }
-               return Grads{dx, dw, db};
-             }
-             // float64 only (float32 returned above): the reference of the vector kernel
-             const double* px = X.data<double>();
-             const double* pg = G.data<double>();
-             const double* pw = W.defined() ? W.data<double>() : nullptr;
-             std::vector<double> dw_acc(gw ? C : 0, 0.0), db_acc(gb ? C : 0, 0.0);
-             for (int64_t r = 0; r < rows; ++r) {
-               const double m = mean.data<double>()[r], rs = rstd.data<double>()[r];
-               const double* xr = px + r * C;
-               const double* gr = pg + r * C;
-               double mean_dxhat = 0, mean_dxhat_xhat = 0;
-               for (int64_t j = 0; j < C; ++j) {
-                 const double xhat = (xr[j] - m) * rs;
-                 const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
-                 mean_dxhat += dxhat;
-                 mean_dxhat_xhat += dxhat * xhat;
-                 if (gw) dw_acc[j] += gr[j] * xhat;
-                 if (gb) db_acc[j] += gr[j];
-               }
-               mean_dxhat /= static_cast<double>(C);
-               mean_dxhat_xhat /= static_cast<double>(C);
-               if (gx) {
-                 double* dr = dx.data<double>() + r * C;
-                 for (int64_t j = 0; j < C; ++j) {
-                   const double xhat = (xr[j] - m) * rs;
-                   const double dxhat = gr[j] * (pw ? pw[j] : 1.0);
-                   dr[j] = rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
-                 }
-               }
-             }
-             for (int64_t j = 0; gw && j < C; ++j) dw.data<double>()[j] = dw_acc[j];
-             for (int64_t j = 0; gb && j < C; ++j) db.data<double>()[j] = db_acc[j];
-             return Grads{dx, dw, db};
+             auto definition = [eps](const std::vector<Tensor>& in) { return layer_norm_definition(in[0], in[1], in[2], eps); };
+             return fused_backward("layer_norm_backward", {sx.unpack(), sw.unpack(), b}, g, definition, [&] {
+               return layer_norm_backward_kernel(sX.unpack(), sW.unpack(), kernels::dense(g), mean, rstd, rows, C, gx, gw, gb);
+             });
            });
   }
   return y;
 }
 
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
+  AG_PROFILE_OP("dropout");
   kernels::check_float(a, "dropout");
   if (!(p >= 0.0 && p <= 1.0)) throw std::invalid_argument("dropout: p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0.0) return a;
@@ -254,7 +309,7 @@ Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
   Tensor out = kernels::zip_float(a, mask, "dropout", [](auto x, auto m) { return x * m; });
   if (should_record({&a}))
     // out = a ⊙ mask  =>  da = g ⊙ mask
-    record(out, "dropout", {a}, [mask](const Tensor& g) { return Grads{mul(g, mask)}; });
+    record(out, "dropout", {a}, [sm = SavedTensor::save(mask)](const Tensor& g) { return Grads{mul(g, sm.unpack())}; });
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -101,6 +102,7 @@ Tensor sum_kernel(const Tensor& a, const std::vector<bool>& m) {
 }
 
 Tensor reduce_sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim, double scale, const char* op) {
+  AG_PROFILE_OP(op);
   kernels::check_float(a, op);
   const std::vector<bool> m = reduced_mask(a, dims, op);
   Tensor out = sum_kernel(a, m);
@@ -189,15 +191,16 @@ int64_t check_extreme(const Tensor& a, int64_t dim, const char* op) {
 // max or min values along d. Backward: the gradient of each output goes to the element that
 // was selected (the index saved from the forward), as in PyTorch; the rest of a gets 0.
 Tensor extreme_along(const Tensor& a, int64_t dim, bool keepdim, bool is_min, const char* op) {
+  AG_PROFILE_OP(op);
   const int64_t d = check_extreme(a, dim, op);
   Tensor v = Tensor::empty(reduced_shape_one(a, d, keepdim), a.dtype());
   Tensor idx = Tensor::empty(reduced_shape_one(a, d, /*keepdim=*/true), DType::Int64);  // a's shape, 1 along d
   max_kernel(a, d, &v, &idx, is_min, op);
   if (should_record({&a})) {
-    record(v, op, {a}, [idx, d, keepdim, a_shape = a.shape()](const Tensor& g) {
+    record(v, op, {a}, [sidx = SavedTensor::save(idx), d, keepdim, a_shape = a.shape()](const Tensor& g) {
       // out = a[..., idx, ...] along d  =>  da = zeros with g at idx (scatter_add: differentiable)
       const Tensor gk = keepdim ? g : unsqueeze(g, d);
-      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, idx, gk)};
+      return Grads{scatter_add(Tensor::zeros(a_shape, g.dtype()), d, sidx.unpack(), gk)};
     });
   }
   return v;
@@ -256,6 +259,7 @@ Tensor extreme_kernel(const Tensor& a, const std::vector<bool>& m, bool is_min, 
 // amax (or amin) over dims. Backward: g shared equally among the elements equal to the
 // extreme, as PyTorch's amax (and its max() over all elements) does.
 Tensor extreme_over(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim, bool is_min, const char* op) {
+  AG_PROFILE_OP(op);
   kernels::check_float(a, op);
   const std::vector<bool> m = reduced_mask(a, dims, op);
   const Shape ks = keepdim_shape(a.shape(), m);
@@ -284,6 +288,7 @@ Tensor amin(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 }
 
 Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  AG_PROFILE_OP("norm");
   kernels::check_float(a, "norm");
   if (p != 2.0) throw std::invalid_argument("norm: only p = 2 is supported, got p = " + std::to_string(p));
   const std::vector<bool> m = reduced_mask(a, dims, "norm");

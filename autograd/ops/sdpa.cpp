@@ -2,8 +2,8 @@
 // in O(L + S) memory per (batch·head) slice (kernels/flash.h). The forward saves only O and the
 // row logsumexp (BH, L); the backward recomputes P block by block. Heads are read and written in
 // place through per-slice offsets and row strides, so MultiheadAttention neither splits nor
-// merges heads. create_graph runs the same formulas with ops, P materialised by attention_probs.
-#include <array>
+// merges heads. The higher derivatives come from the definition with ops, matmul(attention_probs(q,
+// k), v), which materialises P (fused_backward.h).
 #include <cmath>
 #include <optional>
 #include <string>
@@ -13,6 +13,8 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/flash.h"
 #include "autograd/ops.h"
+#include "autograd/ops/fused_backward.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -72,16 +74,11 @@ T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-// The backward with differentiable ops, for create_graph, on q (B, L, D), k (B, S, D),
-// v (B, S, Dv), g = dO (B, L, Dv):
-//   O = P·V, P = softmax(scale·Q·Kᵀ + mask)  =>  dV = Pᵀ·dO,  dP = dO·Vᵀ,
-//   dS = P ⊙ (dP − Σ_j dP_j P_j),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q
-std::array<Tensor, 3> backward_with_ops(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, double scale,
-                                        bool causal, int64_t offset) {
-  const Tensor P = attention_probs(q, k, Tensor(), scale, causal, offset);  // (B, L, S)
-  const Tensor dP = matmul(g, transpose(v, 1, 2));
-  const Tensor dS = mul(P, sub(dP, sum(mul(dP, P), {-1}, /*keepdim=*/true)));
-  return {mul(matmul(dS, k), scale), mul(matmul(transpose(dS, 1, 2), q), scale), matmul(transpose(P, 1, 2), g)};
+// Attention with ops on q (B, L, D), k (B, S, D), v (B, S, Dv): matmul(attention_probs(q, k), v),
+// the definition of both ops below (their higher derivatives come from it: fused_backward.h).
+Tensor attention_definition(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                            int64_t offset) {
+  return matmul(attention_probs(q, k, Tensor(), scale, causal, offset), v);  // (B, L, Dv)
 }
 
 double default_scale(int64_t D, std::optional<double> scale) {
@@ -91,6 +88,7 @@ double default_scale(int64_t D, std::optional<double> scale) {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
                                     std::optional<double> scale_opt, int64_t causal_offset) {
+  AG_PROFILE_OP("scaled_dot_product_attention");
   const char* op = "scaled_dot_product_attention";
   kernels::check_same_dtype(q, k, op);
   kernels::check_same_dtype(q, v, op);
@@ -122,35 +120,39 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     record(O, op, {q, k, v},
            [sq = SavedTensor::save(q), sk = SavedTensor::save(k), sv = SavedTensor::save(v),
             sO = SavedTensor::save_output(O), lse, d, scale, gq, gk, gv](const Tensor& g) {
+             // O = P·V, P = softmax(scale·Q·Kᵀ + mask)  =>  dV = Pᵀ·dO,  dP = dO·Vᵀ,
+             //   dS = P ⊙ (dP − Σ_j dP_j P_j),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q   (kernels/flash.h)
              const Tensor q = sq.unpack(), k = sk.unpack(), v = sv.unpack();
-             if (GradMode::enabled()) {  // the same with ops, recorded, on (B, L, ·) views
-               const auto [dq, dk, dv] =
-                   backward_with_ops(reshape(q, {d.BH, d.L, d.D}), reshape(k, {d.BH, d.S, d.D}),
-                                     reshape(v, {d.BH, d.S, d.Dv}), reshape(g, {d.BH, d.L, d.Dv}), scale, d.causal,
-                                     d.offset);
-               return Grads{gq ? reshape(dq, q.shape()) : Tensor(), gk ? reshape(dk, k.shape()) : Tensor(),
-                            gv ? reshape(dv, v.shape()) : Tensor()};
-             }
-             const Tensor Q = readable(q), K = readable(k), V = readable(v), G = readable(g), O = sO.unpack();
-             Tensor dq = gq ? Tensor::empty(q.shape(), q.dtype()) : Tensor();
-             Tensor dk = gk ? Tensor::empty(k.shape(), k.dtype()) : Tensor();
-             Tensor dv = gv ? Tensor::empty(v.shape(), v.dtype()) : Tensor();
-             dispatch(q.dtype(), "scaled_dot_product_attention backward", [&](auto zero) {
-               using T = decltype(zero);
-               kernels::flash::backward<T>(d, static_cast<T>(scale), Q.data<T>(), batch_slices(Q), K.data<T>(),
-                                           batch_slices(K), V.data<T>(), batch_slices(V), O.data<T>(),
-                                           batch_slices(O), G.data<T>(), batch_slices(G), lse.data<T>(), ptr<T>(dq),
-                                           gq ? batch_slices(dq) : Slices(), ptr<T>(dk),
-                                           gk ? batch_slices(dk) : Slices(), ptr<T>(dv),
-                                           gv ? batch_slices(dv) : Slices());
+             auto definition = [d, scale](const std::vector<Tensor>& in) {  // on (B, L, ·) views
+               const Tensor o = attention_definition(reshape(in[0], {d.BH, d.L, d.D}), reshape(in[1], {d.BH, d.S, d.D}),
+                                                     reshape(in[2], {d.BH, d.S, d.Dv}), scale, d.causal, d.offset);
+               Shape out_shape = in[0].shape();
+               out_shape.back() = d.Dv;
+               return reshape(o, out_shape);
+             };
+             return fused_backward("scaled_dot_product_attention_backward", {q, k, v}, g, definition, [&] {
+               const Tensor Q = readable(q), K = readable(k), V = readable(v), G = readable(g), O = sO.unpack();
+               Tensor dq = gq ? Tensor::empty(q.shape(), q.dtype()) : Tensor();
+               Tensor dk = gk ? Tensor::empty(k.shape(), k.dtype()) : Tensor();
+               Tensor dv = gv ? Tensor::empty(v.shape(), v.dtype()) : Tensor();
+               dispatch(q.dtype(), "scaled_dot_product_attention backward", [&](auto zero) {
+                 using T = decltype(zero);
+                 kernels::flash::backward<T>(d, static_cast<T>(scale), Q.data<T>(), batch_slices(Q), K.data<T>(),
+                                             batch_slices(K), V.data<T>(), batch_slices(V), O.data<T>(),
+                                             batch_slices(O), G.data<T>(), batch_slices(G), lse.data<T>(), ptr<T>(dq),
+                                             gq ? batch_slices(dq) : Slices(), ptr<T>(dk),
+                                             gk ? batch_slices(dk) : Slices(), ptr<T>(dv),
+                                             gv ? batch_slices(dv) : Slices());
+               });
+               return Grads{dq, dk, dv};
              });
-             return Grads{dq, dk, dv};
            });
   }
   return O;
 }
 
 Tensor self_attention_qkv(const Tensor& qkv, int64_t H, bool is_causal, std::optional<double> scale_opt) {
+  AG_PROFILE_OP("self_attention_qkv");
   const char* op = "self_attention_qkv";
   kernels::check_float(qkv, op);
   if (H <= 0 || qkv.dim() != 3 || qkv.size(2) == 0 || qkv.size(2) % (3 * H) != 0)
@@ -177,25 +179,27 @@ Tensor self_attention_qkv(const Tensor& qkv, int64_t H, bool is_causal, std::opt
   if (should_record({&qkv})) {
     record(O, op, {qkv}, [sx = SavedTensor::save(qkv), sO = SavedTensor::save_output(O), lse, d, scale, N, H, L, E, hd,
                           sq, sk, sv, so](const Tensor& g) {
-      const Tensor qkv = sx.unpack();
-      if (GradMode::enabled()) {  // the same with ops, recorded: split heads, backward, merge into (N, L, 3E)
-        const Tensor t = reshape(permute(reshape(qkv, {N, L, 3, H, hd}), {2, 0, 3, 1, 4}), {3, N * H, L, hd});
+      // the backward of scaled_dot_product_attention per head, read from and written into the
+      // packed columns of qkv (N, L, 3E)
+      auto definition = [d, scale, N, H, L, E, hd](const std::vector<Tensor>& in) {  // split heads, attention, merge
+        const Tensor t = reshape(permute(reshape(in[0], {N, L, 3, H, hd}), {2, 0, 3, 1, 4}), {3, N * H, L, hd});
         auto part = [&](int64_t i) { return squeeze(narrow(t, 0, i, 1), 0); };  // (N·H, L, hd)
-        const Tensor g3 = reshape(permute(reshape(g, {N, L, H, hd}), {0, 2, 1, 3}), {N * H, L, hd});
-        const auto [dq, dk, dv] = backward_with_ops(part(0), part(1), part(2), g3, scale, d.causal, d.offset);
-        const Tensor st = reshape(stack({dq, dk, dv}, 0), {3, N, H, L, hd});
-        return Grads{reshape(permute(st, {1, 3, 0, 2, 4}), {N, L, 3 * E})};
-      }
-      const Tensor X = kernels::dense(qkv), G = kernels::dense(g), O = sO.unpack();
-      Tensor dx = Tensor::empty({N, L, 3 * E}, qkv.dtype());  // every element written: the slices tile it
-      dispatch(qkv.dtype(), "self_attention_qkv backward", [&](auto zero) {
-        using T = decltype(zero);
-        const T* x = X.data<T>();
-        T* dxp = dx.data<T>();
-        kernels::flash::backward<T>(d, static_cast<T>(scale), x, sq, x, sk, x, sv, O.data<T>(), so, G.data<T>(), so,
-                                    lse.data<T>(), dxp, sq, dxp, sk, dxp, sv);
+        const Tensor o = attention_definition(part(0), part(1), part(2), scale, d.causal, d.offset);  // (N·H, L, hd)
+        return reshape(permute(reshape(o, {N, H, L, hd}), {0, 2, 1, 3}), {N, L, E});
+      };
+      const Tensor qkv = sx.unpack();
+      return fused_backward("self_attention_qkv_backward", {qkv}, g, definition, [&] {
+        const Tensor X = kernels::dense(qkv), G = kernels::dense(g), O = sO.unpack();
+        Tensor dx = Tensor::empty({N, L, 3 * E}, qkv.dtype());  // every element written: the slices tile it
+        dispatch(qkv.dtype(), "self_attention_qkv backward", [&](auto zero) {
+          using T = decltype(zero);
+          const T* x = X.data<T>();
+          T* dxp = dx.data<T>();
+          kernels::flash::backward<T>(d, static_cast<T>(scale), x, sq, x, sk, x, sv, O.data<T>(), so, G.data<T>(), so,
+                                      lse.data<T>(), dxp, sq, dxp, sk, dxp, sv);
+        });
+        return Grads{dx};
       });
-      return Grads{dx};
     });
   }
   return O;

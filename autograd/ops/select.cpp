@@ -10,6 +10,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -32,6 +33,7 @@ Tensor compare(const Tensor& a, const Tensor& b, const char* op, P pred) {
 // ---- where -------------------------------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("where");
   kernels::check_same_dtype(a, b, "where");
   if (!cond.defined() || cond.dtype() != DType::Bool)
     throw std::invalid_argument("where: cond must be bool, got " + describe(cond) + " (with " + describe(a) + " and " +
@@ -60,12 +62,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (should_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     record(out, "where", {a, b},
-           [scond = SavedTensor::save(cond), sa = a.shape(), sb = b.shape(), ga, gb](const Tensor& g) {
-             // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond; summed
-             // over the dims a and b were broadcast along
+           [scond = SavedTensor::save(cond), ga, gb](const Tensor& g) {
+             // out = cond ? a : b  =>  da = g where cond (0 elsewhere), db = g where !cond (the
+             // engine sums them over the dims a and b were broadcast along)
              const Tensor cond = scond.unpack(), zero = zero_like_scalar(g);
-             return Grads{ga ? sum_to(where(cond, g, zero), sa) : Tensor(),
-                          gb ? sum_to(where(cond, zero, g), sb) : Tensor()};
+             return Grads{ga ? where(cond, g, zero) : Tensor(), gb ? where(cond, zero, g) : Tensor()};
            });
   }
   return out;
@@ -76,6 +77,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 namespace {
 // maximum (is_max) or minimum of a and b, broadcast; NaN in either input gives NaN.
 Tensor extremum(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
+  AG_PROFILE_OP(op);
   Tensor out = zip_float(a, b, op, [is_max](auto x, auto y) {
     if (std::isnan(x) || std::isnan(y)) return x + y;
     return (is_max ? x > y : x < y) ? x : y;
@@ -92,8 +94,7 @@ Tensor extremum(const Tensor& a, const Tensor& b, bool is_max, const char* op) {
              const Tensor a_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x < y : x > y; });
              const Tensor b_lost = compare(a, b, op, [is_max](auto x, auto y) { return is_max ? x > y : x < y; });
              const Tensor zero = zero_like_scalar(g), split = where(eq, mul(g, 0.5), g);
-             return Grads{ga ? sum_to(where(a_lost, zero, split), a.shape()) : Tensor(),
-                          gb ? sum_to(where(b_lost, zero, split), b.shape()) : Tensor()};
+             return Grads{ga ? where(a_lost, zero, split) : Tensor(), gb ? where(b_lost, zero, split) : Tensor()};
            });
   }
   return out;
@@ -104,6 +105,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return extremum(a, b, true, "
 Tensor minimum(const Tensor& a, const Tensor& b) { return extremum(a, b, false, "minimum"); }
 
 Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi) {
+  AG_PROFILE_OP("clamp");
   if (!lo && !hi) throw std::invalid_argument("clamp: give at least one of min and max (input " + describe(a) + ")");
   const double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
   Tensor out = kernels::map_float(a, "clamp", [l, h](auto x) {  // same shape as a
@@ -169,6 +171,7 @@ void for_each_indexed(const Shape& a_shape, int64_t d, const Tensor& I, const ch
 }  // namespace
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  AG_PROFILE_OP("gather");
   const int64_t d = check_gather(a, dim, index, "gather");
   const Tensor A = kernels::dense(a), I = kernels::dense(index);
   Tensor out = Tensor::empty(index.shape(), a.dtype());  // index's shape
@@ -187,6 +190,7 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {
+  AG_PROFILE_OP("scatter_add");
   const int64_t d = check_gather(a, dim, index, "scatter_add");
   kernels::check_same_dtype(a, src, "scatter_add");
   if (src.shape() != index.shape())

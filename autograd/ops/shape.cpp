@@ -8,6 +8,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -45,6 +46,7 @@ Tensor record_reshape(Tensor out, const char* op, const Tensor& a) {
 }  // namespace
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
+  AG_PROFILE_OP("reshape");
   const Shape s = infer_shape(a, shape, "reshape");
   if (s == a.shape()) return a;
   if (a.is_contiguous()) return record_reshape(make_view(a, s, contiguous_strides(s), a.impl().offset), "reshape", a);
@@ -60,6 +62,7 @@ Tensor view(const Tensor& a, const Shape& shape) {
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
+  AG_PROFILE_OP("permute");
   const int64_t nd = a.dim();
   if (static_cast<int64_t>(dims.size()) != nd)
     throw std::invalid_argument("permute: " + std::to_string(dims.size()) + " dims given for " + describe(a));
@@ -88,6 +91,7 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  AG_PROFILE_OP("narrow");
   const int64_t d = wrap_dim(dim, a.dim(), "narrow", a);
   const int64_t n = a.shape()[d];
   if (start < 0) start += n;
@@ -101,25 +105,37 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
     record(out, "narrow", {a}, [in_shape = a.shape(), d, start, length](const Tensor& g) {
       // out = a[start : start+length] along d  =>  da is g placed there, zeros elsewhere
       if (length == in_shape[d]) return Grads{g};
-      if (GradMode::enabled()) {  // recorded: zeros | g | zeros along d
-        std::vector<Tensor> parts;
-        Shape before = in_shape, after = in_shape;
-        before[d] = start;
-        after[d] = in_shape[d] - start - length;
-        if (start > 0) parts.push_back(Tensor::zeros(before, g.dtype()));
-        parts.push_back(g);
-        if (after[d] > 0) parts.push_back(Tensor::zeros(after, g.dtype()));
-        return Grads{concat(parts, d)};
-      }
-      Tensor da = Tensor::zeros(in_shape, g.dtype());
-      make_view(da, g.shape(), da.strides(), start * da.strides()[d]).copy_(g);
-      return Grads{da};
+      return Grads{slice_backward(g, in_shape, d, start, start + length)};
     });
   }
   return out;
 }
 
+Tensor slice_backward(const Tensor& grad, const Shape& input_shape, int64_t dim, int64_t start, int64_t end) {
+  AG_PROFILE_OP("slice_backward");
+  kernels::check_float(grad, "slice_backward");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(input_shape.size()), "slice_backward", grad);
+  Shape expect = input_shape;
+  if (start >= 0 && start <= end && end <= input_shape[d]) expect[d] = end - start;
+  if (grad.shape() != expect || start < 0 || start > end || end > input_shape[d])
+    throw std::invalid_argument("slice_backward: grad " + describe(grad) + " is not the slice [" + std::to_string(start) +
+                                ", " + std::to_string(end) + ") along dim " + std::to_string(dim) + " of " +
+                                shape_str(input_shape));
+  Tensor da = Tensor::zeros(input_shape, grad.dtype());
+  {
+    NoGradGuard values_only;  // a plain copy into the zeros: recorded below as one node
+    make_view(da, grad.shape(), da.strides(), start * da.strides()[d]).copy_(grad);
+  }
+  if (should_record({&grad})) {
+    // da = zeros with g at [start, end) along d  =>  dg = u[start : end] along d
+    record(da, "slice_backward", {grad},
+           [d, start, end](const Tensor& u) { return Grads{narrow(u, d, start, end - start)}; });
+  }
+  return da;
+}
+
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("unsqueeze");
   const int64_t d = wrap_dim(dim, a.dim() + 1, "unsqueeze", a);  // the new dim may come last
   Shape s = a.shape(), st = a.strides();
   s.insert(s.begin() + d, 1);
@@ -128,6 +144,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
+  AG_PROFILE_OP("squeeze");
   const int64_t d = wrap_dim(dim, a.dim(), "squeeze", a);
   if (a.shape()[d] != 1)
     throw std::invalid_argument("squeeze: dim " + std::to_string(dim) + " has size " + std::to_string(a.shape()[d]) + " in " + describe(a));
@@ -138,6 +155,7 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
+  AG_PROFILE_OP("concat");
   if (ts.empty()) throw std::invalid_argument("concat: no tensors given");
   const Tensor& first = ts[0];
   const int64_t d = wrap_dim(dim, first.dim(), "concat", first);
@@ -222,6 +240,7 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
 }
 
 Tensor flip(const Tensor& a, const std::vector<int64_t>& dims) {
+  AG_PROFILE_OP("flip");
   if (!a.defined()) throw std::invalid_argument("flip: undefined input tensor");
   std::vector<bool> flipped(static_cast<size_t>(a.dim()), false);
   Shape st = a.strides();
@@ -244,14 +263,16 @@ Tensor flip(const Tensor& a, const std::vector<int64_t>& dims) {
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {
+  AG_PROFILE_OP("expand");
   const Shape s = broadcast_shapes(a.shape(), shape, "expand");
   if (s != shape) throw std::invalid_argument("expand: cannot expand " + describe(a) + " to " + shape_str(shape));
   if (a.shape() == shape) return a;
   // Read a through stride-0 dims, then copy into fresh storage.
   Tensor out = make_view(a, shape, kernels::broadcast_strides(a, shape), a.impl().offset).contiguous();
   if (should_record({&a})) {
-    // out = a broadcast to shape  =>  da = g summed over the broadcast dims
-    record(out, "expand", {a}, [in_shape = a.shape()](const Tensor& g) { return Grads{sum_to(g, in_shape)}; });
+    // out = a broadcast to shape  =>  da = g summed over the broadcast dims, which is the
+    // engine's broadcast reduction (engine.cpp, reduce_to_input): g is returned as it is
+    record(out, "expand", {a}, [](const Tensor& g) { return Grads{g}; });
   }
   return out;
 }

@@ -5,10 +5,12 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
 Tensor sin(const Tensor& a) {
+  AG_PROFILE_OP("sin");
   Tensor out = kernels::map_float(a, "sin", [](auto x) { return std::sin(x); });  // same shape as a
   if (should_record({&a}))
     // out = sin(a)  =>  da = g · cos(a)
@@ -17,6 +19,7 @@ Tensor sin(const Tensor& a) {
 }
 
 Tensor cos(const Tensor& a) {
+  AG_PROFILE_OP("cos");
   Tensor out = kernels::map_float(a, "cos", [](auto x) { return std::cos(x); });  // same shape as a
   if (should_record({&a}))
     // out = cos(a)  =>  da = −g · sin(a)

@@ -66,14 +66,18 @@ def check(run):
     shapes = safetensors_shapes(os.path.join(run, "model.safetensors"))
     n_layer = len({k.split(".")[1] for k in shapes if k.startswith("blocks.")})
 
-    # Scalars: the same steps and (to float32) the same values as metrics.jsonl.
+    # Scalars: the same steps and (to float32) the same values as metrics.jsonl, which has every
+    # one of them.
     expected_scalars = {"loss/train": (evals, "train_loss"), "loss/val": (evals, "val_loss"),
                         "loss/train_batch": (logs, "train_loss"), "lr": (logs, "lr"),
-                        "throughput/tokens_per_s": (logs, "tokens_per_s"), "grad_norm": (logs, None),
-                        "throughput/mfu": (logs, "mfu")}
+                        "throughput/tokens_per_s": (logs, "tokens_per_s"), "grad_norm": (logs, "grad_norm"),
+                        "throughput/ms_per_step": (logs, "ms_per_step"), "throughput/mfu": (logs, "mfu")}
     missing = set(expected_scalars) - set(tags["scalars"])
     if missing:
         fail(f"scalar tags missing: {sorted(missing)}; found {tags['scalars']}")
+    extra = set(tags["scalars"]) - set(expected_scalars)
+    if extra:
+        fail(f"scalar tags that metrics.jsonl does not carry: {sorted(extra)}")
     for tag, (rows, key) in expected_scalars.items():
         points = ea.Scalars(tag)
         if [p.step for p in points] != [m["iter"] for m in rows]:
@@ -82,7 +86,7 @@ def check(run):
             want = m[key] if key else None
             if want is not None and not math.isclose(p.value, want, rel_tol=1e-6, abs_tol=1e-12):
                 fail(f"{tag} at step {p.step}: {p.value}, metrics.jsonl has {want}")
-            if not math.isfinite(p.value) or (key is None and not p.value > 0):
+            if not math.isfinite(p.value) or (key == "grad_norm" and not p.value > 0):
                 fail(f"{tag} at step {p.step}: {p.value} should be positive and finite")
 
     # Histograms: every parameter and every gradient, with as many values as the tensor has.

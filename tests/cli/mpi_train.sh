@@ -11,6 +11,9 @@
 #                run to 1e-5
 #   signal_one_rank  SIGTERM to rank 1 alone: both ranks stop after the same step, exit 130
 #   rank_dies    SIGKILL to one rank: the job ends with an error naming that rank within 30 s
+#   hung_peer    SIGSTOP to rank 1 at a random step, --comm-timeout 5: rank 0 names it and the
+#                step, mpirun exits 75 (peer lost) within 15 s, no rank is left, and the run
+#                folder resumes
 # usage: mpi_train.sh SCENARIO ATTOGRAD CORPUS WORKDIR COMPARE_SAFETENSORS MPIRUN
 set -u
 scenario=$1 ag=$2 corpus=$3 work=$4 compare=$5 mpirun=$6
@@ -20,27 +23,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_TH
 # Loopback only: the byte transport (btl) and the launcher's own channel (oob) on lo.
 mpi=("$mpirun" --oversubscribe --bind-to none --mca btl self,tcp --mca btl_tcp_if_include lo
      --mca oob_tcp_if_include lo)
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "---- $f"; tail -n 30 "$f"; done; exit 1; }
-
-# Per-step train losses of two metrics.jsonl files agree to $3 relative (default 1e-5; 0:
-# bit-identical), and the same steps are logged.
-same_losses() {
-  python3 - "$1" "$2" "${3:-1e-5}" <<'EOF' || fail "train losses differ by more than ${3:-1e-5}: $1 vs $2"
-import json, sys
-a, b = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:3])
-tol = float(sys.argv[3])
-ka = [(r["iter"], r["val_loss"] is None) for r in a]
-kb = [(r["iter"], r["val_loss"] is None) for r in b]
-assert ka == kb, f"different lines logged: {len(a)} vs {len(b)}"
-worst = 0.0
-for ra, rb in zip(a, b):
-    for key in ("train_loss", "val_loss"):
-        if ra[key] is not None:
-            worst = max(worst, abs(ra[key] - rb[key]) / abs(rb[key]))
-print(f"{len(a)} metrics lines, max relative loss difference {worst:.2e}")
-sys.exit(0 if worst <= tol else 1)
-EOF
-}
+source "$(dirname "$0")/mpi_lib.sh"  # fail, same_losses
 
 tiny=(--layers 1 --heads 2 --embd 16 --block 16 --batch 4 --eval-iters 2 --no-progress --sample-tokens 0 --threads 1)
 # The run a signal to mpirun interrupts, however slow the machine: the signal reaches the
@@ -203,6 +186,39 @@ rank_dies)
   [ $status -ne 0 ] || fail "mpirun exited 0 after a rank died"
   grep -Eq "rank [01].*(exited on signal 9|died)" "$work/np2.log" || fail "no message naming the dead rank"
   echo "PASS: rank (pid $victim) killed; the job ended in $(( $(date +%s) - start )) s with status $status: $(grep -Em1 "rank [01].*(exited on signal 9|died)" "$work/np2.log")"
+  ;;
+hung_peer)
+  # A hung peer: rank 1 stopped (SIGSTOP stops its heartbeat thread too) at a random step.
+  # Rank 0, waiting for it in the step's gradient allreduce, gives up after --comm-timeout
+  # (5 s) and ends the job with status 75; mpirun kills the stopped rank.
+  run=("${endless[@]}" --iters 1000000 --eval-every 100 --comm-timeout 5)
+  "${mpi[@]}" -np 2 "$ag" train "${run[@]}" --out "$work/run" >"$work/np2.log" 2>&1 &
+  pid=$!
+  wait_first_step "$work/np2.log"
+  for _ in $(seq 300); do grep -q '^eval  iter  *[1-9]' "$work/np2.log" && break; sleep 0.1; done  # a checkpoint after iter 0
+  sleep "0.$((RANDOM % 10))"
+  ranks=$(pgrep -P "$pid" -f "attograd train" | sort -n | tr '\n' ' ')
+  rank1=$(pgrep -P "$pid" -f "attograd train" | sort -n | tail -n 1)
+  [ -n "$rank1" ] || fail "no rank process found under mpirun $pid"
+  t0=$(date +%s.%N)
+  kill -STOP "$rank1"
+  for _ in $(seq 150); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then kill -CONT "$rank1"; kill -KILL $pid; fail "the job still ran 15 s after rank 1 stopped"; fi
+  wait $pid; status=$?
+  seconds=$(seconds_since "$t0")
+  [ $status -eq 75 ] || fail "mpirun exited $status; expected 75 (peer lost)"
+  grep -q "peer lost: rank 0 (pid [0-9]* on [^)]*): lost rank 1 (pid $rank1 on [^)]*): no heartbeat for [0-9.]* s (--comm-timeout 5) while waiting in .* at iter [0-9]*; the last checkpoint in $work/run is intact" "$work/np2.log" ||
+    fail "rank 0 did not name rank 1 and the step"
+  # mpirun may return while a rank is still in its exit (closing files, MPI's teardown): each
+  # rank has until the same 15 s bound to be gone.
+  for p in $ranks; do
+    while kill -0 "$p" 2>/dev/null && [ "$(seconds_since "$t0" | cut -d. -f1)" -lt 15 ]; do sleep 0.1; done
+    kill -0 "$p" 2>/dev/null && { kill -CONT "$p"; kill -KILL "$p"; fail "rank pid $p was left running 15 s after rank 1 stopped"; }
+  done
+  # The last evaluation's checkpoint resumes (on one process): the steps since are redone.
+  stop=$(python3 -c "import json,sys; print(max(r['iter'] for r in map(json.loads, open(sys.argv[1])) if r['val_loss'] is not None))" "$work/run/metrics.jsonl")
+  resume 1 --iters $((stop + 50))
+  echo "PASS: rank 1 (pid $rank1) stopped; the job ended in $seconds s with status 75, naming it: $(grep -o 'lost rank 1.*at iter [0-9]*' "$work/np2.log" | head -n 1); resumed at iter $stop"
   ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac

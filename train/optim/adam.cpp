@@ -75,7 +75,9 @@ void AdamFamily<O>::step() {
   std::vector<Tensor> keep;  // the contiguous gradients the spans point into
   for (const ParamGroup& group : this->param_groups()) {
     const O& o = group.options;
-    const auto [beta1, beta2] = o.betas;
+    // Plain variables, not a structured binding: the AG_DISPATCH_FLOAT lambda below captures
+    // them, which C++20 allows but clang 14 (the fuzz build) rejects.
+    const double beta1 = std::get<0>(o.betas), beta2 = std::get<1>(o.betas);
     for (const Tensor& p : group.params) {
       const Tensor g = p.grad();
       if (!g.defined()) continue;

@@ -1,0 +1,37 @@
+// A small training run shared by the test files: a repetitive corpus, and a one-layer GPT
+// (with dropout, so that its generator is exercised) trained on it for 300 steps.
+#pragma once
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "train/run_config.h"
+
+namespace ag::testing_util {
+
+// dir/corpus.txt: 200 lines of "to be or not to be, that is the question <i % 5>", then extra.
+inline std::string corpus(const std::filesystem::path& dir, const std::string& extra = "") {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 5) + "\n";
+  const std::filesystem::path p = dir / "corpus.txt";
+  std::ofstream(p) << text << extra;
+  return p.string();
+}
+
+inline train::TrainConfig small_run(const std::filesystem::path& dir, const std::string& name) {
+  train::TrainConfig c;
+  c.data_path = corpus(dir);
+  c.out_dir = (dir / name).string();
+  c.model = models::GPTConfig{0, 1, 2, 16, 16, 0.1};  // with dropout: its generator must resume too
+  c.batch_size = 4;
+  c.iters = 300;
+  c.warmup = 20;
+  c.eval_every = 100;
+  c.eval_iters = 2;
+  c.log_every = 1;
+  c.sample_tokens = 0;
+  c.no_progress = true;
+  return c;
+}
+
+}  // namespace ag::testing_util

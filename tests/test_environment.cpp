@@ -1,0 +1,9 @@
+// The environment of every test in attograd_tests, set before main: the sgemm peak that MFU is
+// measured against (train/peak_flops.h) is kept in the build folder, never in the user's cache,
+// where a peak measured while the tests load the machine would stay. (The command-line tests
+// get the same folder from CMake: ATTOGRAD_TEST_CACHE.)
+#include <cstdlib>
+
+namespace {
+[[maybe_unused]] const bool kTestCache = [] { return setenv("XDG_CACHE_HOME", ATTOGRAD_BINARY_DIR "/test-cache", 1) == 0; }();
+}  // namespace

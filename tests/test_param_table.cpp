@@ -1,0 +1,197 @@
+// One description per model (models/param_table.h): the table each registered model gives is
+// its parameters (names, shapes, order), its init, its size, its FLOPs and its optimizer groups.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "models/registry.h"
+#include "models/transformer_lm.h"
+#include "nn/linear.h"
+#include "tests/test_util.h"
+#include "train/param_groups.h"
+
+namespace ag {
+namespace {
+
+using models::ModelConfig;
+using models::OptimGroup;
+using models::ParamTable;
+
+ModelConfig small(const std::string& name) {
+  ModelConfig c;
+  c.name = name;
+  c.vocab_size = 11;
+  c.n_layer = 3;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.block_size = 6;
+  c.hidden = 12;
+  return c;
+}
+
+TEST(ParamTable, EveryModelsParametersAreItsTable) {
+  for (const auto& entry : models::model_registry()) {
+    const ModelConfig c = small(entry.name);
+    Generator g(3);
+    const auto model = entry.make(c, DType::Float32, g);
+    const ParamTable t = entry.parameters(c);
+    const auto params = model->named_parameters();
+    const auto shapes = t.shapes();
+    ASSERT_EQ(params.size(), shapes.size()) << entry.name;
+    ASSERT_EQ(t.num_tensors(), static_cast<int64_t>(params.size())) << entry.name;
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_EQ(params[i].first, shapes[i].first) << entry.name;
+      EXPECT_EQ(params[i].second.shape(), shapes[i].second) << params[i].first;
+    }
+    EXPECT_EQ(t.num_parameters(), model->num_parameters()) << entry.name;
+    EXPECT_EQ(model->parameter_table().shapes(), shapes) << entry.name;
+  }
+}
+
+// nanoGPT's AdamW grouping: weight decay on every parameter of ≥ 2 dims and on no other; the
+// three groups partition the parameters, and the trainer's AdamW groups (train::decay_groups)
+// come from them.
+TEST(ParamTable, OptimizerGroupsPartitionTheParametersAsAdamWDecays) {
+  for (const auto& entry : models::model_registry()) {
+    const ModelConfig c = small(entry.name);
+    Generator g(3);
+    const auto model = entry.make(c, DType::Float32, g);
+    const ParamTable t = entry.parameters(c);
+    const auto decay = t.names(OptimGroup::Decay), no_decay = t.names(OptimGroup::NoDecay), matrix = t.names(OptimGroup::Matrix);
+    EXPECT_EQ(decay.size() + no_decay.size() + matrix.size(), static_cast<size_t>(t.num_tensors())) << entry.name;
+    const std::set<std::string> decayed_by_table = [&] {
+      std::set<std::string> s(decay.begin(), decay.end());
+      s.insert(matrix.begin(), matrix.end());
+      return s;
+    }();
+    for (const auto& [name, p] : model->named_parameters())
+      EXPECT_EQ(p.dim() >= 2, decayed_by_table.count(name) > 0) << name;
+    const auto groups = train::decay_groups(*model, {.lr = 1e-3, .weight_decay = 0.1});
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].params.size(), decayed_by_table.size()) << entry.name;
+    EXPECT_EQ(groups[1].params.size(), no_decay.size()) << entry.name;
+    EXPECT_EQ(groups[1].options.weight_decay, 0.0);
+    EXPECT_TRUE(groups[1].params[0].same(model->named_parameters()[2].second)) << entry.name;  // GPT: ln1.weight; MLP: fc.bias
+    EXPECT_FALSE(matrix.empty()) << entry.name;
+  }
+  const ParamTable gpt = models::TransformerLM::param_table(small("gpt").gpt());
+  EXPECT_EQ(gpt.names(OptimGroup::Decay), (std::vector<std::string>{"tok_emb.weight", "pos_emb.weight"}));
+  EXPECT_EQ(gpt.names(OptimGroup::Matrix)[0], "blocks.0.attn.in_proj_weight");
+  EXPECT_EQ(gpt.names(OptimGroup::NoDecay).back(), "ln_f.bias");
+  EXPECT_STREQ(models::group_name(OptimGroup::NoDecay), "no_decay");
+}
+
+// A linear model whose table keeps its 2-d weight out of weight decay and decays its 1-d bias:
+// the opposite of nanoGPT's shape rule, so only groups read from the table can get it right.
+class TableNotShape : public models::LanguageModel {
+ public:
+  TableNotShape() {
+    lin = register_module("lin", std::make_shared<nn::Linear>(3, 2));
+    Generator g(1);
+    models::init_parameters(*this, parameter_table(), g);
+  }
+  models::ParamTable parameter_table() const override {
+    ParamTable t;
+    t.first = {{"lin.weight", {2, 3}, models::Init::zeros(), OptimGroup::NoDecay, 1},
+               {"lin.bias", {2}, models::Init::zeros(), OptimGroup::Decay, 0}};
+    return t;
+  }
+  Tensor forward(const Tensor& x) const override { return lin->forward(x); }
+  Tensor loss(const Tensor& x, const Tensor&) const override { return forward(x); }
+  std::vector<int64_t> generate(const std::vector<int64_t>& p, const models::SampleOptions&, Generator&) const override { return p; }
+  ModelConfig model_config() const override { return {}; }
+  std::string summary() const override { return "table not shape"; }
+  std::shared_ptr<nn::Linear> lin;
+};
+
+TEST(ParamTable, TheTrainersDecayGroupsAreTheTablesNotTheShapes) {
+  const TableNotShape model;
+  const auto groups = train::decay_groups(model, {.lr = 1e-3, .weight_decay = 0.1});
+  ASSERT_EQ(groups.size(), 2u);
+  ASSERT_EQ(groups[0].params.size(), 1u);
+  EXPECT_TRUE(groups[0].params[0].same(model.lin->bias));
+  EXPECT_EQ(groups[0].options.weight_decay, 0.1);
+  ASSERT_EQ(groups[1].params.size(), 1u);
+  EXPECT_TRUE(groups[1].params[0].same(model.lin->weight));
+  EXPECT_EQ(groups[1].options.weight_decay, 0.0);
+}
+
+// The FLOPs derived from the table are the hand-counted ones (nanoGPT's, for the GPT).
+TEST(ParamTable, ForwardFlopsMatchTheHandCount) {
+  const ModelConfig g = small("gpt");
+  Generator gen(1);
+  const auto gpt = models::make_model(g, DType::Float32, gen);
+  const double B = 5, T = 6, E = 8, L = 3, V = 11, BT = B * T;
+  const double per_layer = 2 * BT * E * 3 * E + 2 * 2 * BT * T * E + 2 * BT * E * E + 2 * 2 * BT * E * 4 * E;
+  EXPECT_DOUBLE_EQ(gpt->forward_flops(5), L * per_layer + 2 * BT * E * V);
+  const auto mlp = models::make_model(small("mlp"), DType::Float32, gen);
+  const double H = 12;
+  EXPECT_DOUBLE_EQ(mlp->forward_flops(5), 2 * BT * (T * E) * H + 2 * BT * H * V);
+}
+
+// Init as the table says: LayerNorm 1 and 0, zero biases, N(0, 0.02) and 0.02/√(2L) (GPT);
+// U(±1/√fan_in) (the MLP's linear layers).
+TEST(ParamTable, InitFollowsTheTable) {
+  ModelConfig c = small("gpt");
+  c.n_embd = 64;
+  c.n_head = 4;
+  c.n_layer = 2;
+  Generator gen(7);
+  const auto gpt = models::make_model(c, DType::Float32, gen);
+  auto stats = [](const Tensor& t) {
+    const auto v = t.to_double_vector();
+    double s = 0, s2 = 0;
+    for (double x : v) s += x, s2 += x * x;
+    const double n = static_cast<double>(v.size());
+    return std::pair{s / n, std::sqrt(s2 / n - (s / n) * (s / n))};
+  };
+  for (const auto& [name, p] : gpt->named_parameters()) {
+    const auto [mean, sd] = stats(p);
+    if (name.find("ln") != std::string::npos && name.ends_with("weight")) EXPECT_EQ(mean, 1.0) << name;
+    else if (p.dim() == 1) EXPECT_EQ(sd, 0.0) << name;
+    else if (name.ends_with("out_proj.weight") || name.ends_with("mlp.proj.weight")) EXPECT_NEAR(sd, 0.02 / 2, 0.002) << name;
+    else EXPECT_NEAR(sd, 0.02, 0.002) << name;
+  }
+  const auto mlp = models::make_model(small("mlp"), DType::Float32, gen);
+  for (const auto& [name, p] : mlp->named_parameters()) {
+    if (name.rfind("wte", 0) == 0) continue;
+    const double bound = 1 / std::sqrt(name.rfind("fc", 0) == 0 ? 6.0 * 8 : 12.0);
+    for (double x : p.to_double_vector()) ASSERT_LE(std::abs(x), bound) << name;
+  }
+}
+
+// A model whose modules drift from its table fails at construction, naming the parameter.
+TEST(ParamTable, AModuleThatIsNotItsTableIsRefused) {
+  nn::Linear lin(3, 2);
+  ParamTable t;
+  t.first = {{"weight", {2, 3}, models::Init::zeros(), OptimGroup::Matrix, 1}};
+  Generator g(1);
+  EXPECT_NE(testing_util::error_of<std::logic_error>([&] { models::init_parameters(lin, t, g); }).find("'bias' is not in the table"),
+            std::string::npos);
+  t.first.push_back({"bias", {3}, models::Init::zeros(), OptimGroup::NoDecay, 0});
+  EXPECT_NE(testing_util::error_of<std::logic_error>([&] { models::init_parameters(lin, t, g); }).find("the table's 'bias' [3]"),
+            std::string::npos);
+  t.first.back().shape = {2};
+  t.first.back().init = models::Init::ones();
+  models::init_parameters(lin, t, g);
+  EXPECT_EQ(lin.bias.to_double_vector(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(lin.weight.to_double_vector(), std::vector<double>(6, 0.0));
+}
+
+// A configuration from a file may claim 2^31 layers: its size is computed, not listed, and a
+// size beyond 64 bits throws instead of wrapping.
+TEST(ParamTable, SizesOfHugeConfigurationsAreComputedAndChecked) {
+  ModelConfig c = small("gpt");
+  c.n_layer = (int64_t{1} << 31) - 1;
+  const ParamTable t = models::find_model("gpt").parameters(c);
+  EXPECT_EQ(t.num_tensors(), 4 + 12 * c.n_layer);
+  c.n_embd = int64_t{1} << 20;
+  EXPECT_THROW(models::find_model("gpt").parameters(c).num_parameters(), std::overflow_error);
+  c.n_embd = std::numeric_limits<int64_t>::max() / 2;
+  EXPECT_THROW(models::find_model("gpt").parameters(c), std::overflow_error);  // 3E does not fit
+}
+
+}  // namespace
+}  // namespace ag

@@ -1,0 +1,97 @@
+// One training run, new or resumed (inside the training library: train/trainer.h is the
+// interface). It owns everything an exact resume must restore (model, optimizer, generators,
+// position), runs the loop (train/trainer.cpp) and emits its events to the loggers it was given
+// (train/run_logger.h). train_lm and resume_lm (train/run_setup.cpp) build it.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/safetensors.h"
+#include "data/corpus.h"
+#include "models/registry.h"
+#include "train/distributed.h"
+#include "train/grad_report.h"
+#include "train/run_optimizer.h"
+#include "train/profile.h"
+#include "train/run_logger.h"
+#include "train/schedule.h"
+#include "train/step.h"
+#include "train/train_state.h"
+#include "train/trainer.h"
+
+namespace ag::train {
+
+class Run {
+ public:
+  // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed.
+  Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, Comm& comm,
+      std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks);
+
+  // --init-from: the weights of a trained model of the same configuration (fine-tuning).
+  void init_weights_from(const models::LanguageModel& trained);
+  // The state file's bytes are the same on every rank (rank 0 read and broadcast them).
+  void resume_from(const SafeTensorsFile& state, const RunPosition& pos);
+
+  // The loop: at each evaluation point evaluate and checkpoint; otherwise step.
+  TrainSummary run(bool resumed);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void start(bool resumed);
+  bool evaluate_and_checkpoint(int64_t it, double lr);  // false: interrupted (redone on resume)
+  double train_step(int64_t it, double lr);             // one update (or a skipped one); returns the loss
+  void end_step(int64_t it, double loss, double lr);    // the StepEnd event and the throughput window
+  void checkpoint(bool best);
+  TrainSummary stop_interrupted();                      // after a SIGINT/SIGTERM: checkpoint, say how to resume
+  TrainSummary finish();                                // the last line and the sample
+  void note_kill_timeout(double step_s);                // under mpirun: a step longer than its SIGKILL timer
+  void decorrelate_dropout();
+  void note_profile(void (ProfileSession::*report)(std::ostream&));  // end_step or finish
+  std::string sample_text(int64_t tokens);              // from a newline, temperature 0.8, its own generator
+  template <class F>
+  void emit(F&& f) {
+    for (const auto& l : loggers_) f(*l);
+  }
+
+  Comm& comm_;
+  TrainConfig cfg_;
+  data::Corpus corpus_;
+  std::vector<std::shared_ptr<RunLogger>> loggers_;
+  RunHooks hooks_;
+  Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
+  std::unique_ptr<models::LanguageModel> model_;
+  RunOptimizer opt_;
+  std::optional<Step> step_;
+  LrSchedule sched_;
+  RunPosition pos_;
+  Clock::time_point t_start_ = Clock::now();
+  PeakFlops peak_;
+  double flops_per_token_ = 0;  // of a training step
+  TrainSummary summary_;
+  // The throughput window: the steps since the last logged step (evaluations excluded).
+  Clock::time_point t_log_;
+  int64_t steps_since_log_ = 0;
+  double tokens_per_s_ = 0;  // of the last logged step
+  double grad_norm_ = 0;     // of the last step, before clipping
+  std::string skipped_;      // why the last step's update was skipped, if it was
+  bool stop_agreed_ = false;  // several ranks: some rank was asked to stop (agreed in the step)
+  int64_t steps_timed_ = 0;   // by note_kill_timeout (the first step, slower, is not judged)
+  bool kill_timeout_noted_ = false;
+  // The gradient report taken after the backward of the step before an evaluation.
+  std::optional<GradReportFile> grad_report_;
+  int64_t grad_report_iter_ = -1;  // the evaluation it is for
+  // Under mpirun: a collective that waits for a lost peer ends the job (exit status 75)
+  // instead of hanging, and the message says where (train/distributed.h).
+  CommTimeout comm_timeout_{comm_, cfg_.comm_timeout, [this] {
+    return "at iter " + std::to_string(pos_.iter) + "; the last checkpoint in " + cfg_.out_dir +
+           " is intact (attograd train --resume " + cfg_.out_dir + ")";
+  }};
+  // --profile-steps: rank 0 records the steps after the first; the table goes out as a note.
+  ProfileSession profile_{comm_.is_root() ? cfg_.profile_steps : 0, cfg_.out_dir, "attograd train"};
+};
+
+}  // namespace ag::train
