@@ -10,7 +10,7 @@ LAUNCHER     := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
+.PHONY: all deps build test train speedrun resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -42,6 +42,15 @@ train: build
 	@scripts/check-run-dir.sh $(RUN_DIR)
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --data "$$corpus" --out $(RUN_DIR) $(TRAIN_FLAGS)
+
+# The speedrun (docs/speedrun.md): configs/speedrun.toml for SPEEDRUN_BUDGET seconds of wall
+# time, evaluated on the whole validation split. Its folder holds the last speedrun only.
+SPEEDRUN_DIR    ?= runs/speedrun
+SPEEDRUN_BUDGET ?= 120
+speedrun: build
+	@corpus=$$(scripts/find-corpus.sh) && \
+	  $(BUILD)/attograd train --config configs/speedrun.toml --time-budget $(SPEEDRUN_BUDGET) --data "$$corpus" \
+	    --out $(SPEEDRUN_DIR) --overwrite
 
 # Continues `make train`'s run (after a Ctrl-C), exactly; RESUME_FLAGS="--iters N" extends it.
 RESUME_FLAGS ?=

@@ -53,6 +53,9 @@ std::vector<OpCase> op_cases() {
       {"sqrt", "", Args{{"a", {2, 3}}}, Domain::Positive, [](V x) { return sqrt(x[0]); }},
       {"tanh", "", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return tanh(x[0]); }},
       {"relu", "away from 0", Args{{"a", {2, 3}}}, Domain::AwayFromZero, [](V x) { return relu(x[0]); }},
+      // The speedrun's MLP activation (models/transformer_lm.cpp): relu(x)², a product of relus.
+      {"relu", "squared: relu(a)·relu(a), away from 0", Args{{"a", {2, 3}}}, Domain::AwayFromZero,
+       [](V x) { return mul(relu(x[0]), relu(x[0])); }},
       {"gelu", "exact", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(mul(x[0], 2.0)); }},
       {"gelu", "tanh", Args{{"a", {2, 3}}}, Domain::Any, [](V x) { return gelu(mul(x[0], 2.0), true); }},
       {"abs", "away from 0", Args{{"a", {2, 3}}}, Domain::AwayFromZero, [](V x) { return abs(x[0]); }},
@@ -224,6 +227,10 @@ std::vector<OpCase> op_cases() {
        [](V x) { return mul(rope(x[0], 2), x[0]); }},  // times x: a second derivative that is not zero
       {"rope", "inverse, base 100, strided view", Args{{"xT", {4, 3, 2}}}, Domain::Any,
        [](V x) { return rope(transpose(x[0], 0, 1), 1, 100.0, /*inverse=*/true); }},
+      // QK-norm then RoPE, as MultiheadAttention's rope and qk_norm options apply them to each
+      // head's q and k (nn/attention.cpp), then the scores q·kᵀ.
+      {"rope", "QK-norm: rms_norm per head, rope, q·kᵀ", Args{{"q", {2, 3, 4}}, {"k", {2, 3, 4}}}, Domain::Any,
+       [](V x) { return matmul(rope(rms_norm(x[0]), 0), transpose(rope(rms_norm(x[1]), 0), 1, 2)); }},
       {"softcap", "cap 2", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return softcap(mul(x[0], 3.0), 2.0); }},
       // ---- losses ------------------------------------------------------------------------------------
       {"mse_loss", "mean, both differentiated", Args{{"input", {2, 3}}, {"target", {2, 3}}}, Domain::Any,

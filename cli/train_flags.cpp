@@ -14,7 +14,9 @@ namespace {
 template <class T>
 void add_flag(cxxopts::OptionAdder& add, const T& def, const train::FieldInfo& f) {
   std::shared_ptr<const cxxopts::Value> v;
-  if constexpr (std::is_same_v<T, bool>)
+  if (std::string(f.key) == "eval_iters")  // a count or "all" (train::parse_eval_iters)
+    v = cxxopts::value<std::string>()->default_value(train::format_value(def));
+  else if constexpr (std::is_same_v<T, bool>)
     v = cxxopts::value<bool>()->default_value(train::format_value(def))->implicit_value("true");
   else if constexpr (std::is_same_v<T, std::string>)
     v = def.empty() ? cxxopts::value<T>() : cxxopts::value<T>()->default_value(def);
@@ -43,7 +45,18 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
   train::visit_fields(out.config, [&](auto& v, const train::FieldInfo& f) {
     if (!r.count(f.flag)) return;
     out.given.insert(f.flag);
-    v = r[f.flag].as<std::remove_reference_t<decltype(v)>>();
+    using T = std::remove_reference_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (std::string(f.key) == "eval_iters") {
+        try {
+          v = train::parse_eval_iters(r[f.flag].as<std::string>());
+        } catch (const std::invalid_argument& e) {
+          throw UsageError(e.what());
+        }
+        return;
+      }
+    }
+    v = r[f.flag].as<T>();
   });
   return out;
 }

@@ -25,17 +25,15 @@ struct Architecture {
 };
 
 struct GPTConfig {
-  GPTConfig() = default;
-  GPTConfig(int64_t vocab, int64_t layers, int64_t heads, int64_t embd, int64_t block, double p = 0.0, Architecture a = {})
-      : vocab_size(vocab), n_layer(layers), n_head(heads), n_embd(embd), block_size(block), dropout(p), arch(a) {}
-
+  // An aggregate: GPTConfig{vocab, layers, heads, embd, block, dropout, arch} or designated
+  // initializers, the rest keeping these defaults.
   int64_t vocab_size = 65;
   int64_t n_layer = 4;
   int64_t n_head = 4;
   int64_t n_embd = 128;
   int64_t block_size = 64;
   double dropout = 0.0;
-  Architecture arch;  // nanoGPT's GPT unless set
+  Architecture arch = {};  // nanoGPT's GPT unless set
   void validate() const;  // throws std::invalid_argument naming the bad field
 };
 

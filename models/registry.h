@@ -16,7 +16,7 @@ struct ModelEntry {
   std::string format;   // the "format" of its model.safetensors' __metadata__
   std::string summary;  // one line for help texts
   // The fields of ModelConfig (their keys, e.g. "n_layer") it reads besides vocab_size: the
-  // flags `attograd train --model NAME` accepts; checkpoints record the integer ones.
+  // flags `attograd train --model NAME` accepts; checkpoints record all but dropout.
   std::vector<std::string> fields;
   std::function<void(const ModelConfig&)> validate;  // throws std::invalid_argument naming the field
   std::function<std::unique_ptr<LanguageModel>(const ModelConfig&, DType, Generator&)> make;

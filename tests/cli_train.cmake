@@ -61,7 +61,7 @@ attograd_cli_test(cli.train.resume_mlp_done EXIT 0 STDOUT "model: mlp.*done: 40 
                   COMMAND ${AG} train --resume mlp_run --no-progress)
 set_tests_properties(cli.sample.mlp cli.eval.mlp cli.attend.mlp PROPERTIES FIXTURES_REQUIRED mlp_run)
 set_tests_properties(cli.train.resume_mlp_done PROPERTIES FIXTURES_REQUIRED mlp_run DEPENDS "cli.sample.mlp;cli.eval.mlp;cli.attend.mlp")
-attograd_cli_test(cli.train.unknown_model EXIT 2 STDERR "--model: unknown model 'rnn' \\(known: gpt, mlp\\)"
+attograd_cli_test(cli.train.unknown_model EXIT 2 STDERR "--model: unknown model 'rnn' \\(known: gpt, modern, mlp\\)"
                   COMMAND ${AG} train --model rnn --data x --out y)
 
 # ---- --config FILE (TOML): flags override it; the run folder keeps config.toml, which reruns it
@@ -195,3 +195,30 @@ set_tests_properties(cli.train.init_from cli.train.init_from_shape_flag cli.trai
 attograd_cli_test(cli.train.comm_timeout_range EXIT 2
                   STDERR "--comm-timeout must be 0 \\(wait forever\\) or at least 1 second\nTry 'attograd train --help'"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out bad_run --comm-timeout 0.5)
+
+# The speedrun's parts from the command line (docs/speedrun.md): --model modern with Muon and the
+# warmup-stable-decay schedule trains, samples through its KV cache and evaluates.
+attograd_cli_test(cli.train.modern_muon_wsd EXIT 0
+                  STDOUT "RoPE, RMSNorm, QK-norm, relu², untied head.*recipe: muon \\(lr 0\\.02 for the hidden matrices, AdamW for the rest\\), wsd schedule.*done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out modern_run --overwrite --model modern --optimizer muon
+                          --schedule wsd --iters 20 --eval-every 10 --log-every 10 --sample-tokens 20 ${TINY_MODEL})
+set_tests_properties(cli.train.modern_muon_wsd PROPERTIES FIXTURES_SETUP modern_run)
+attograd_cli_test(cli.sample.modern EXIT 0 STDERR "generated 20 characters in .* \\(KV cache\\)"
+                  COMMAND ${AG} sample --checkpoint modern_run --prompt "The " --tokens 20 --temperature 0)
+attograd_cli_test(cli.eval.modern EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
+                  COMMAND ${AG} eval --checkpoint modern_run --text-file ${ATTOGRAD_SMALL_CORPUS})
+set_tests_properties(cli.sample.modern cli.eval.modern PROPERTIES FIXTURES_REQUIRED modern_run)
+# --time-budget: the step count fixed after the timed steps, said, and the run ends there after one
+# evaluation over the whole validation split.
+attograd_cli_test(cli.train.time_budget EXIT 0
+                  STDOUT "recipe: adamw, wsd schedule.*time budget 4 s.*time budget 4s: [0-9]+ steps \\(from the 9 timed\\).*eval  iter +[0-9]+  train [0-9.]+  val [0-9.]+.*done: [0-9]+ iters"
+                  NOT_OUTPUT "eval  iter     0"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out budget_run --overwrite --schedule wsd --time-budget 4
+                          --iters 1000000 --eval-every 1000000 --eval-iters all --log-every 100000 --sample-tokens 0
+                          --layers 1 --heads 2 --embd 16 --block 16 --batch 4 --no-progress)
+attograd_cli_test(cli.train.time_budget_needs_wsd EXIT 2 STDERR "--time-budget needs --schedule wsd"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out budget_bad --time-budget 4)
+attograd_cli_test(cli.train.eval_iters_all_or_count EXIT 2 STDERR "--eval-iters must be a positive count or all, got 'some'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out eval_bad --eval-iters some)
+attograd_cli_test(cli.train.unknown_optimizer EXIT 2 STDERR "--optimizer must be adamw or muon, got 'lion'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out opt_bad --optimizer lion)

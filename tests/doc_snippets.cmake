@@ -57,10 +57,12 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include \"nn/linear.h\"
 #include \"nn/module_dict.h\"
 #include \"nn/module_list.h\"
+#include \"nn/rms_norm.h\"
 #include \"nn/sequential.h\"
 #include \"nn/utils/clip_grad.h\"
 #include \"train/optim/adam.h\"
 #include \"train/optim/lr_scheduler.h\"
+#include \"train/optim/muon.h\"
 #include \"train/optim/sgd.h\"
 ${includes}
 using namespace ag;

@@ -94,7 +94,7 @@ TEST(CharMLP, ParametersShapesAndRegistry) {
     make_model(bad, DType::Float32, g);
     ADD_FAILURE();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown model 'rnn' (known: gpt, mlp)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown model 'rnn' (known: gpt, modern, mlp)"), std::string::npos) << e.what();
   }
   bad = mlp_config(7, 3, 4, 0);
   EXPECT_THROW(make_model(bad, DType::Float32, g), std::invalid_argument);

@@ -78,7 +78,9 @@ TEST(ConfigCheck, EveryDoubleFieldRefusesNonFiniteValues) {
       }
     }
   });
-  EXPECT_EQ(doubles, 8);  // lr, min-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout, dropout
+  // lr, min-lr, cooldown, muon-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout, time-budget,
+  // dropout, softcap
+  EXPECT_EQ(doubles, 12);
 }
 
 // Each rule, on a value just outside it, for every row that has it.
@@ -143,7 +145,7 @@ TEST(ConfigCheck, RanksTimesGradAccumDoesNotWrap) {
 TEST(ConfigCheck, AnUnknownModelListsTheKnownOnes) {
   TrainConfig c = valid();
   c.model.name = "rnn";
-  EXPECT_NE(refusal(c).find("unknown model 'rnn' (known: gpt, mlp)"), std::string::npos) << refusal(c);
+  EXPECT_NE(refusal(c).find("unknown model 'rnn' (known: gpt, modern, mlp)"), std::string::npos) << refusal(c);
 }
 
 // --model mlp --layers 7: a flag the chosen model does not read is a usage error naming it.

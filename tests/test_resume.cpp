@@ -17,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "train/metadata_seal.h"
 #include "train/train_state.h"
+#include "train/time_budget.h"
 #include "train/trainer.h"
 
 using namespace ag;
@@ -371,4 +372,72 @@ TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) {
       EXPECT_NEAR(g[k].get<double>(), w[k].get<double>(), 1e-6 * w[k].get<double>()) << i << " " << k;
     }
   }
+}
+
+// The speedrun's recipe resumes exactly too: the modern model, Muon's momentum buffers beside
+// AdamW's moments, and the warmup-stable-decay schedule.
+TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
+  const fs::path d = temp_dir("resume_modern");
+  std::ostringstream log;
+  auto modern = [&](const std::string& name) {
+    TrainConfig c = small_run(d, name);
+    c.model.name = "modern";
+    c.optimizer = "muon";
+    c.schedule = "wsd";
+    c.eval_iters = kEvalWholeSplit;  // and the whole-split evaluation, deterministic
+    return c;
+  };
+  const TrainConfig straight = modern("straight");
+  train_lm(straight, log);
+  const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
+  const auto want_losses = losses(straight.out_dir);
+  for (int64_t k : {57, 100, 250}) {  // in the stable phase, at an evaluation, in the decay
+    SCOPED_TRACE("interrupted after iter " + std::to_string(k));
+    TrainConfig c = modern("cut" + std::to_string(k));
+    RunHooks hooks;
+    hooks.after_step = [k](int64_t it) {
+      if (it == k) std::raise(SIGINT);
+    };
+    EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
+    EXPECT_FALSE(resume_lm(c.out_dir, "", 0, false, log).interrupted);
+    EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
+    EXPECT_EQ(losses(c.out_dir), want_losses);
+  }
+  // The train state keeps Muon's buffers for the table's Matrix rows, AdamW's moments for the rest.
+  const SafeTensorsFile st = SafeTensorsFile::load((fs::path(straight.out_dir) / "train_state.safetensors").string());
+  EXPECT_TRUE(st.has("muon.momentum_buffer.blocks.0.attn.in_proj_weight"));
+  EXPECT_TRUE(st.has("adam.exp_avg.tok_emb.weight"));
+  EXPECT_FALSE(st.has("adam.exp_avg.blocks.0.mlp.fc.weight"));
+}
+
+// --time-budget fixes the step count after the probe steps and records it: a run interrupted
+// after that ends, resumed, at the count it fixed (its schedule's, not the cap).
+TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
+  const fs::path d = temp_dir("resume_budget");
+  std::ostringstream log;
+  TrainConfig c = small_run(d, "budget");
+  c.schedule = "wsd";
+  c.time_budget = 3;
+  c.iters = 1000000;  // a cap the budget stays below
+  c.eval_every = 1000000;
+  c.log_every = 1000;
+  RunHooks hooks;
+  hooks.after_step = [](int64_t it) {
+    if (it == kBudgetProbeEnd + 5) std::raise(SIGINT);
+  };
+  EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
+  const LoadedTrainState saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
+  const int64_t fixed = saved.config.iters;
+  EXPECT_GT(fixed, kBudgetProbeEnd + 5);
+  EXPECT_LT(fixed, c.iters);
+  EXPECT_NE(log.str().find("time budget 3s: " + std::to_string(fixed) + " steps"), std::string::npos) << log.str();
+  EXPECT_EQ(resume_lm(c.out_dir, "", 0, false, log).iters, fixed);
+}
+
+TEST(TimeBudget, TheStepCountFillsWhatTheFinalEvaluationLeaves) {
+  // 100 s budget, 10 s gone, 0.5 s a step, 20 s of evaluation: 10 steps done + 140 more.
+  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 1000000), 150);
+  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 120), 120);  // the cap
+  EXPECT_EQ(iters_for_budget(100, 95, 0.5, 20, 10, 1000), 10);   // spent: no more steps
+  EXPECT_EQ(iters_for_budget(100, 10, 0.0, 20, 10, 1000), 10);   // nothing timed
 }

@@ -17,15 +17,23 @@
 
 namespace ag::train {
 
+namespace {
+// The model fields a model.safetensors records: what the model computes (its sizes, softcap),
+// not dropout, which changes training only (the train state's configuration keeps it).
+bool recorded_in_model_file(const std::string& key) { return key != "dropout"; }
+}  // namespace
+
 std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tok) {
   const models::ModelConfig cfg = model.model_config();
   const models::ModelEntry& entry = models::find_model(cfg.name);
   std::map<std::string, std::string> md = {{"format", entry.format}, {"vocab", nlohmann::json(tok.chars()).dump()}};
   models::visit_model_fields(cfg, [&](const auto& v, const char* key, const char*) {
     using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+      if (!recorded_in_model_file(key)) return;
       for (const auto& f : entry.fields)
         if (f == key) md[key] = format_value(v);  // a double as the shortest text that reads back exactly
+    }
   });
   return md;
 }
@@ -136,7 +144,7 @@ LoadedModel load_model(const std::string& path) {
   models::visit_model_fields(cfg, [&](auto& v, const char* key, const char*) {
     using T = std::decay_t<decltype(v)>;
     for (const auto& k : entry->fields) {
-      if (k != key) continue;
+      if (k != key || !recorded_in_model_file(key)) continue;
       if constexpr (std::is_same_v<T, int64_t>) v = meta_int(f, key);
       if constexpr (std::is_same_v<T, double>) v = meta_double(f, key);
     }

@@ -60,6 +60,8 @@ const models::ModelEntry& validate_config(const TrainConfig& c, int64_t ranks) {
   if (c.profile_steps < 0 || (c.profile_steps > 0 && c.profile_steps >= c.iters))
     throw ConfigError("train: --profile-steps must be in 0..--iters - 1 (the first step is a warm-up, not profiled), got " +
                       std::to_string(c.profile_steps));
+  if (c.time_budget > 0 && c.schedule != "wsd")
+    throw ConfigError("train: --time-budget needs --schedule wsd (its steps before the decay do not depend on the step count the budget fixes)");
   if (c.cooldown > 1) throw ConfigError("train: --cooldown must be in [0, 1] (the fraction of the steps in the decay)");
   try {
     LrSchedule::check_name(c.schedule);

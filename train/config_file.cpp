@@ -38,6 +38,13 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
     else if (n.is_integer()) dst = static_cast<T>(n.as_integer()->get());
     else fail("a number");
   } else {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (key == "eval-iters" && n.is_string()) {  // eval-iters = "all"
+        if (n.as_string()->get() != "all") fail("a positive integer or \"all\"");
+        dst = kEvalWholeSplit;
+        return;
+      }
+    }
     if (!n.is_integer()) fail("an integer");
     const int64_t v = n.as_integer()->get();
     if constexpr (std::is_unsigned_v<T>) {

@@ -33,6 +33,14 @@ void ConsoleLogger::on_start(const RunStart& e) {
     << "model: " << e.model.summary() << ", " << e.model.num_parameters() << " parameters\n"
     << "run: batch " << c.batch_size << ", " << c.iters << " iters, lr " << c.lr << " -> " << c.min_lr << ", warmup "
     << c.warmup << ", seed " << c.seed << ", out " << c.out_dir << "\n";
+  if (c.optimizer != "adamw" || c.schedule != "cosine" || c.time_budget > 0) {  // nanoGPT's recipe says nothing more
+    s << "recipe: " << c.optimizer;
+    if (c.optimizer == "muon") s << " (lr " << c.muon_lr << " for the hidden matrices, AdamW for the rest)";
+    s << ", " << c.schedule << " schedule";
+    if (c.schedule == "wsd") s << " (the last " << c.cooldown << " of the steps in the decay)";
+    if (c.time_budget > 0) s << ", time budget " << c.time_budget << " s";
+    s << "\n";
+  }
   if (e.ranks > 1 || c.grad_accum > 1)
     s << "data parallel: " << e.ranks << (e.ranks == 1 ? " rank" : " ranks") << " x " << c.grad_accum
       << " micro-batches of " << c.batch_size / (e.ranks * c.grad_accum) << " rows"

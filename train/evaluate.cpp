@@ -1,5 +1,8 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "autograd/engine.h"
 #include "data/batch.h"
 #include "train/interrupt.h"
@@ -36,6 +39,52 @@ std::optional<double> estimate_loss(models::LanguageModel& model, const std::vec
   double total = 0;
   for (double l : losses) total += l;
   return total / static_cast<double>(eval_iters);
+}
+
+namespace {
+int64_t split_windows(int64_t split_size, int64_t block_size) { return split_size > 0 ? (split_size - 1) / block_size : 0; }
+}  // namespace
+
+int64_t split_batches(int64_t split_size, int64_t block_size, int64_t batch) {
+  return (split_windows(split_size, block_size) + batch - 1) / batch;
+}
+
+std::optional<double> split_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch, Comm& comm) {
+  NoGradGuard no_grad;
+  model.eval();
+  const int64_t T = model.block_size(), windows = split_windows(static_cast<int64_t>(ids.size()), T);
+  const int64_t batches = split_batches(static_cast<int64_t>(ids.size()), T, batch);
+  if (batches == 0) throw std::invalid_argument("split_loss: the split holds no window of block_size + 1 characters");
+  // Each batch's summed loss (its mean times its rows: every row has T targets), shared out and
+  // added up as estimate_loss's.
+  std::vector<double> sums(static_cast<size_t>(batches), 0.0);
+  for (int64_t b = 0; b < batches; ++b) {
+    bool stop = InterruptGuard::requested();
+    if (comm.distributed()) {
+      double any = stop ? 1.0 : 0.0;
+      if (b % comm.size() == 0) comm.allreduce_sum(&any, 1);
+      stop = b % comm.size() == 0 && any > 0;
+    }
+    if (stop) {
+      model.train();
+      return std::nullopt;
+    }
+    if (b % comm.size() != comm.rank()) continue;
+    const int64_t first = b * batch, rows = std::min(batch, windows - first);
+    std::vector<int64_t> x(static_cast<size_t>(rows * T)), y(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto from = ids.begin() + (first + r) * T;  // window first + r: characters [from, from + T]
+      std::copy(from, from + T, x.begin() + r * T);
+      std::copy(from + 1, from + T + 1, y.begin() + r * T);
+    }
+    const double mean = model.loss(Tensor::from_vector(x, {rows, T}), Tensor::from_vector(y, {rows, T})).item();
+    sums[static_cast<size_t>(b)] = mean * static_cast<double>(rows);
+  }
+  comm.allreduce_sum(sums.data(), static_cast<int>(sums.size()));
+  model.train();
+  double total = 0;
+  for (double v : sums) total += v;
+  return total / static_cast<double>(windows);
 }
 
 }  // namespace ag::train

@@ -19,6 +19,21 @@ std::string format_value(double v) {
   return buf;
 }
 std::string format_value(int64_t v) { return std::to_string(v); }
+
+int64_t parse_eval_iters(const std::string& text) {
+  if (text == "all") return kEvalWholeSplit;
+  size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || text.empty() || v <= 0)
+    throw std::invalid_argument("--eval-iters must be a positive count or all, got '" + text + "'");
+  return v;
+}
+
+std::string format_eval_iters(int64_t n) { return n == kEvalWholeSplit ? "all" : std::to_string(n); }
 std::string format_value(uint64_t v) { return std::to_string(v); }
 std::string format_value(int v) { return std::to_string(v); }
 std::string format_value(bool v) { return v ? "true" : "false"; }

@@ -45,6 +45,7 @@ enum class Check {
   X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse, Positive) \
   X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override, Positive) \
   X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override, NonNegative) \
+  X(double,      time_budget,    "time-budget",    0,     "train for this many seconds of wall time, evaluation included (--schedule wsd): after 10 steps the measured step time fixes the step count (at most --iters), which the run records, so --resume stays exact (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse, Positive)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse, NonNegative)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse, NonNegative)                                        \
@@ -57,7 +58,7 @@ enum class Check {
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse, Fraction)                                                \
   X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse, NonNegative)            \
   X(int64_t,     eval_every,     "eval-every",     250,   "evaluate and checkpoint every N steps", Refuse, Positive)                      \
-  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation", Refuse, Positive)                      \
+  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, NonNegative) \
   X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse, Positive)                                   \
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse, Any)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh, Threads) \
@@ -112,6 +113,15 @@ void visit_fields(Config& c, F&& f) {
 
 // A value as the help text and config files show it: the shortest decimal that reads back
 // exactly for doubles ("0.001", "1e-08"), "true"/"false" for bools.
+// --time-budget: the step count is fixed after this many steps (train/trainer.cpp).
+inline constexpr int64_t kBudgetProbeEnd = 10;
+
+// --eval-iters all: the whole validation split (train/evaluate.h).
+inline constexpr int64_t kEvalWholeSplit = 0;
+// --eval-iters: "all" (kEvalWholeSplit) or a count; throws std::invalid_argument otherwise.
+int64_t parse_eval_iters(const std::string& text);
+std::string format_eval_iters(int64_t n);  // "all" or the count
+
 std::string format_value(double v);
 std::string format_value(int64_t v);
 std::string format_value(uint64_t v);

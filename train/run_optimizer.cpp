@@ -33,7 +33,9 @@ RunOptimizer::RunOptimizer(const models::LanguageModel& model, const TrainConfig
     else (undecayed.count(name) ? no_decay : decay).params.push_back(p);
   }
   if (matrices.empty()) throw std::invalid_argument("--optimizer muon: the model has no hidden weight matrices for Muon");
-  muon_ = std::make_unique<optim::Muon>(matrices, optim::MuonOptions{.lr = cfg.muon_lr, .weight_decay = cfg.weight_decay});
+  optim::MuonOptions muon;  // torch's defaults (momentum 0.95, Nesterov, 5 Newton–Schulz steps)
+  muon.lr = cfg.muon_lr, muon.weight_decay = cfg.weight_decay;
+  muon_ = std::make_unique<optim::Muon>(matrices, muon);
   std::vector<optim::AdamW::ParamGroup> groups;
   for (auto* g : {&decay, &no_decay})
     if (!g->params.empty()) groups.push_back(*g);

@@ -1,6 +1,7 @@
 // The training loop (train/run.h's Run). Setting a run up (new, resumed, fine-tuned) is
 // train/run_setup.cpp; one step is train/step.cpp; what is printed and written are the
 // loggers' (train/run_logger.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -9,12 +10,14 @@
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
 #include "data/batch.h"
+#include "train/config_error.h"
 #include "train/evaluate.h"
 #include "train/flops.h"
 #include "train/interrupt.h"
 #include "train/param_groups.h"
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
+#include "train/time_budget.h"
 
 namespace ag::train {
 
@@ -106,13 +109,22 @@ TrainSummary Run::run(bool resumed) {
   start(resumed);
   for (int64_t& it = pos_.iter;; ++it) {
     const double lr = sched_.lr(it);
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !evaluate_and_checkpoint(it, lr))
+    // A time budget is spent on training: no evaluation of the untrained model.
+    const bool skip_first_eval = it == 0 && cfg_.time_budget > 0;
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !skip_first_eval &&
+        !evaluate_and_checkpoint(it, lr))
       return stop_interrupted();
     if (it == cfg_.iters) break;
+    if (first_step_ < 0) first_step_ = it;
+    // The probe's timing starts after a warm-up step when there is room for one.
+    if (cfg_.time_budget > 0 && probe_from_ < 0 && it < kBudgetProbeEnd &&
+        (it > first_step_ || it + 1 == kBudgetProbeEnd))
+      probe_from_ = it, t_probe_ = Clock::now();
     profile_.begin_step(it);
     const double loss = train_step(it, lr);
     note_profile(&ProfileSession::end_step);
     end_step(it, loss, lr);
+    if (cfg_.time_budget > 0 && it + 1 == kBudgetProbeEnd) fix_iters_to_budget(it + 1);
     if (cfg_.sample_every > 0 && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters && !loggers_.empty()) {
       const Sample s{it + 1, sample_text(100)};
       emit([&](RunLogger& l) { l.on_sample(s); });
@@ -127,12 +139,50 @@ TrainSummary Run::run(bool resumed) {
   return finish();
 }
 
+// --time-budget (train/time_budget.h): the timed steps fix the step count. WSD's steps before its
+// decay do not depend on the count, so the steps taken are those of a run given it from the start.
+void Run::fix_iters_to_budget(int64_t steps_done) {
+  if (probe_from_ < 0 || steps_done <= probe_from_) return;  // resumed past the probe: the count is the saved one
+  const double step_s = seconds_since(t_probe_) / static_cast<double>(steps_done - probe_from_);
+  const double eval_s = final_eval_seconds(*model_, cfg_, corpus_.val_ids) / static_cast<double>(comm_.size());
+  // Each rank's count, averaged: every rank fixes the same one.
+  double iters = static_cast<double>(
+      iters_for_budget(cfg_.time_budget, seconds_since(t_start_), step_s, eval_s, steps_done, cfg_.iters));
+  if (comm_.distributed()) {
+    comm_.allreduce_sum(&iters, 1);
+    iters = std::floor(iters / static_cast<double>(comm_.size()));
+  }
+  const int64_t fixed = std::max(steps_done, static_cast<int64_t>(iters));
+  if (fixed == cfg_.iters) return;  // capped by --iters
+  TrainConfig next = cfg_;
+  next.iters = fixed;
+  const LrSchedule fixed_sched(next);
+  for (int64_t k = 0; k < steps_done; ++k)
+    if (fixed_sched.lr(k) != sched_.lr(k))
+      throw ConfigError("--time-budget " + format_value(cfg_.time_budget) + " leaves " + std::to_string(fixed) +
+                        " steps, whose --schedule wsd decay would begin before the " + std::to_string(steps_done) +
+                        " steps timed: give a larger budget or a smaller --cooldown");
+  cfg_.iters = fixed;
+  sched_ = fixed_sched;
+  char msg[200];
+  std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay",
+                cfg_.time_budget, static_cast<long>(fixed), static_cast<long>(steps_done - probe_from_),
+                static_cast<long>(LrSchedule::decay_steps(cfg_.cooldown, fixed)));
+  emit([&](RunLogger& l) { l.on_note(msg); });
+}
+
 bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   check_same_weights(comm_, model_->named_parameters(), it);
   const Generator::State eval_start = eval_gen_.state();
-  const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_);
-  const auto vl = tl ? estimate_loss(*model_, corpus_.val_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_)
-                     : std::nullopt;
+  // --eval-iters all: the whole validation split; the training loss, a guide only, from
+  // kTrainBatchesWithWholeSplit random batches.
+  const bool whole = cfg_.eval_iters == kEvalWholeSplit;
+  const int64_t train_batches = whole ? kTrainBatchesWithWholeSplit : cfg_.eval_iters;
+  const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, train_batches, eval_gen_, comm_);
+  std::optional<double> vl;
+  if (tl)
+    vl = whole ? split_loss(*model_, corpus_.val_ids, kSplitRows, comm_)
+               : estimate_loss(*model_, corpus_.val_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_);
   if (!vl) {
     eval_gen_.set_state(eval_start);  // the checkpoint then resumes into this same evaluation
     return false;

@@ -32,7 +32,7 @@ struct MuonOptions {
   std::tuple<double, double, double> ns_coefficients = {3.4445, -4.7750, 2.0315};
   double eps = 1e-7;
   int64_t ns_steps = 5;
-  std::string adjust_lr_fn;  // "" (torch's None) or "original", "match_rms_adamw", "spectral_unclamped"
+  std::string adjust_lr_fn = "";  // "" (torch's None) or "original", "match_rms_adamw", "spectral_unclamped"
 };
 
 struct MuonParamState {
