@@ -53,7 +53,8 @@ Tensor zeropower_via_newtonschulz(const Tensor& u, std::tuple<double, double, do
   const bool tall = A > B;  // orthogonalise Uᵀ, whose Gram matrix XXᵀ is the smaller one
   const Tensor ud = u.detach();
   Tensor X = (tall ? transpose(ud, 0, 1) : ud).clone();  // (min, max), a fresh buffer the iteration overwrites
-  const auto [a, b, c] = coef;
+  // Plain variables, not a structured binding: the dispatch lambda captures them (clang 14 refuses).
+  const double a = std::get<0>(coef), b = std::get<1>(coef), c = std::get<2>(coef);
   AG_DISPATCH_FLOAT(X.dtype(), "Muon", [&] {
     newton_schulz(X.data<scalar_t>(), X.size(0), X.size(1), a, b, c, ns_steps, eps);
   });
