@@ -170,8 +170,11 @@ elastic)
   # checkpoint past iter 0; the supervisor drops it and finishes the run on the other 2.
   bed_up 3 1gbit || fail "cannot make the test bed"
   # A log line at every checkpoint (--log-every = --eval-every): the run by hand ends at the
-  # checkpoint, and a run logs its last iter whatever --log-every says.
-  run=("${endless[@]}" --batch 12 --eval-every 50 --log-every 50 --comm-timeout 5 --iters 300)
+  # checkpoint, and a run logs its last iter whatever --log-every says. 3000 steps: the cut must
+  # land mid-run (this model takes about 2 ms a step on an idle machine; 300 steps had ended
+  # before the cut, and mpirun's teardown then hung on the cut link).
+  end=3000
+  run=("${endless[@]}" --batch 12 --eval-every 50 --log-every 50 --comm-timeout 5 --iters $end)
   python3 "$here/../../scripts/elastic-train" --hostfile "$BED_HOSTFILE" --min-hosts 2 --max-restarts 2 \
     --probe-timeout 5 --mpirun "ip netns exec $BED-login mpirun $BED_MPIRUN_FLAGS" -- \
     "$ag" train "${run[@]}" --out "$work/run" >"$work/elastic.log" 2>&1 &
@@ -186,7 +189,7 @@ elastic)
   [ $status -eq 0 ] || fail "elastic-train exited $status; expected 0 (the run finished on 2 hosts)"
   grep -q "elastic-train: hosts that answer: .*; dropped: $victim$" "$work/elastic.log" || fail "$victim was not dropped"
   grep -q "elastic-train: restart 1 of at most 2 on 2 hosts" "$work/elastic.log" || fail "no restart on 2 hosts"
-  grep -q "^done: 300 iters" "$work/elastic.log" || fail "the run did not finish"
+  grep -q "^done: $end iters" "$work/elastic.log" || fail "the run did not finish"
   stop=$(sed -n 's/^resuming at iter \([0-9]*\)$/\1/p' "$work/elastic.log")
   [ -n "$stop" ] || fail "the restart did not resume"
   # By hand: the same checkpoint (the 3 hosts to iter $stop, bit for bit the elastic run's first
@@ -196,11 +199,11 @@ elastic)
   bed_mpirun -np 3 "$ag" train "${run[@]}" --iters "$stop" --out "$work/hand" >"$work/hand3.log" 2>&1 ||
     fail "the 3-host run to iter $stop failed"
   bed_hostfile $(echo h0 h1 h2 | tr ' ' '\n' | grep -vx "$victim")
-  bed_mpirun -np 2 "$ag" train --resume "$work/hand" --iters 300 --threads 1 --no-progress --comm-timeout 5 \
+  bed_mpirun -np 2 "$ag" train --resume "$work/hand" --iters $end --threads 1 --no-progress --comm-timeout 5 \
     >"$work/hand2.log" 2>&1 || fail "the resume by hand on 2 hosts failed"
   same_losses "$work/run/metrics.jsonl" "$work/hand/metrics.jsonl" 0
-  final=$(sed -n 's/^done: 300 iters.*val loss \([0-9.]*\),.*/\1/p' "$work/elastic.log")
-  [ "$final" = "$(sed -n 's/^done: 300 iters.*val loss \([0-9.]*\),.*/\1/p' "$work/hand2.log")" ] || fail "final losses differ"
+  final=$(sed -n "s/^done: $end iters.*val loss \([0-9.]*\),.*/\1/p" "$work/elastic.log")
+  [ "$final" = "$(sed -n "s/^done: $end iters.*val loss \([0-9.]*\),.*/\1/p" "$work/hand2.log")" ] || fail "final losses differ"
   echo "PASS: elastic-train lost $victim after iter $stop's checkpoint, restarted on the other 2 hosts and finished (val loss $final), every loss bit for bit that of a resume by hand; $(grep -c '' "$work/run/metrics.jsonl") metrics lines"
   ;;
 # FAULT [HOST [HOSTS]]: any fault, host and size (scripts/partition-soak draws them)
