@@ -9,6 +9,21 @@
 
 namespace ag::train {
 
+namespace {
+// A stop (SIGINT/SIGTERM) before batch i of an evaluation. With several ranks it is agreed at
+// the start of each round of N batches, never in between, so that all stop at the same batch.
+bool stop_before_batch(int64_t i, Comm& comm) {
+  const bool asked = InterruptGuard::requested();
+  if (!comm.distributed()) return asked;
+  if (i % comm.size() != 0) return false;
+  double any = asked ? 1.0 : 0.0;
+  comm.allreduce_sum(&any, 1);
+  return any > 0;
+}
+
+int64_t split_windows(int64_t split_size, int64_t block_size) { return split_size > 0 ? (split_size - 1) / block_size : 0; }
+}  // namespace
+
 // Checks for SIGINT and SIGTERM between batches, since a long evaluation must not make a stop
 // request wait. With several ranks, every rank draws every batch (the generators stay in step)
 // and computes the loss of batches i with i % N == rank; the sum over ranks of these vectors
@@ -21,13 +36,7 @@ std::optional<double> estimate_loss(models::LanguageModel& model, const std::vec
   model.eval();
   std::vector<double> losses(static_cast<size_t>(eval_iters), 0.0);
   for (int64_t i = 0; i < eval_iters; ++i) {
-    bool stop = InterruptGuard::requested();
-    if (comm.distributed()) {  // agreed at the start of each round, never in between
-      double any = stop ? 1.0 : 0.0;
-      if (i % comm.size() == 0) comm.allreduce_sum(&any, 1);
-      stop = i % comm.size() == 0 && any > 0;
-    }
-    if (stop) {
+    if (stop_before_batch(i, comm)) {
       model.train();
       return std::nullopt;
     }
@@ -40,10 +49,6 @@ std::optional<double> estimate_loss(models::LanguageModel& model, const std::vec
   for (double l : losses) total += l;
   return total / static_cast<double>(eval_iters);
 }
-
-namespace {
-int64_t split_windows(int64_t split_size, int64_t block_size) { return split_size > 0 ? (split_size - 1) / block_size : 0; }
-}  // namespace
 
 int64_t split_batches(int64_t split_size, int64_t block_size, int64_t batch) {
   return (split_windows(split_size, block_size) + batch - 1) / batch;
@@ -59,13 +64,7 @@ std::optional<double> split_loss(models::LanguageModel& model, const std::vector
   // added up as estimate_loss's.
   std::vector<double> sums(static_cast<size_t>(batches), 0.0);
   for (int64_t b = 0; b < batches; ++b) {
-    bool stop = InterruptGuard::requested();
-    if (comm.distributed()) {
-      double any = stop ? 1.0 : 0.0;
-      if (b % comm.size() == 0) comm.allreduce_sum(&any, 1);
-      stop = b % comm.size() == 0 && any > 0;
-    }
-    if (stop) {
+    if (stop_before_batch(b, comm)) {
       model.train();
       return std::nullopt;
     }
