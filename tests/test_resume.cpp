@@ -434,6 +434,30 @@ TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
   EXPECT_EQ(resume_lm(c.out_dir, "", 0, false, log).iters, fixed);
 }
 
+// The count is fixed after the probe and again where that count's stable phase ends, from every
+// step timed by then; the run ends at the second count (the same, larger, or kept when the steps
+// grew slower), and records it.
+TEST(TimeBudget, TheCountIsFixedAgainWhereTheStablePhaseEnds) {
+  const fs::path d = temp_dir("budget_refit");
+  std::ostringstream log;
+  TrainConfig c = small_run(d, "refit");
+  c.schedule = "wsd";
+  c.cooldown = 0.5;
+  c.time_budget = 1;
+  c.iters = 1000000;
+  c.eval_every = 1000000;
+  c.log_every = 1000000;
+  const TrainSummary s = train_lm(c, log);
+  std::vector<int64_t> counts;
+  const std::string text = log.str();
+  for (size_t at = text.find("time budget 1s: "); at != std::string::npos; at = text.find("time budget 1s: ", at + 1))
+    counts.push_back(std::stoll(text.substr(at + 16)));
+  ASSERT_EQ(counts.size(), 2u) << text;
+  EXPECT_GE(counts[1], counts[0]);
+  EXPECT_EQ(s.iters, counts[1]);
+  EXPECT_EQ(read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string()).config.iters, counts[1]);
+}
+
 TEST(TimeBudget, TheStepCountFillsWhatTheFinalEvaluationLeaves) {
   // 100 s budget, 10 s gone, 0.5 s a step, 20 s of evaluation: 10 steps done + 140 more.
   EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 1000000), 150);

@@ -45,7 +45,7 @@ class Run {
   bool evaluate_and_checkpoint(int64_t it, double lr);  // false: interrupted (redone on resume)
   double train_step(int64_t it, double lr);             // one update (or a skipped one); returns the loss
   void end_step(int64_t it, double loss, double lr);    // the StepEnd event and the throughput window
-  void fix_iters_to_budget(int64_t steps_done);         // --time-budget: after the probe steps
+  void fix_iters_to_budget(int64_t steps_done);         // --time-budget: after the probe steps, then again at the decay
   void checkpoint(bool best);
   TrainSummary stop_interrupted();                      // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                                // the last line and the sample
@@ -85,6 +85,8 @@ class Run {
   // --time-budget: the probe steps' start (steps after the first, since this process started).
   Clock::time_point t_probe_;
   int64_t probe_from_ = -1;    // the first timed step (-1: none yet)
+  int64_t refit_at_ = -1;      // where the stable phase ends: the count is fixed again there (-1: not again)
+  int64_t iters_cap_ = 0;      // --iters, the budget's cap, as given
   int64_t first_step_ = -1;    // the first step this process runs
   // The gradient report taken after the backward of the step before an evaluation.
   std::optional<GradReportFile> grad_report_;

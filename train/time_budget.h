@@ -1,8 +1,9 @@
 // --time-budget SECONDS (docs/speedrun.md): a run that ends, its final evaluation included, when
 // the budget is spent. The steps after the first (a warm-up) up to kBudgetProbeEnd are timed;
-// their mean and the time the final evaluation will take fix the step count (train/trainer.cpp
+// their mean and the time the final evaluation will take fix the step count, and the mean of
+// every step timed by the end of that count's stable phase fixes it again there (train/trainer.cpp
 // records it in the run's configuration, so that --resume continues it exactly). Evaluations
-// before the last (--eval-every) are not budgeted: the speedrun's configuration has none.
+// before the last (--eval-every) are budgeted only by the second fix, as part of the steps' time.
 #pragma once
 #include <cstdint>
 #include <vector>

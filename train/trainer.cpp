@@ -124,7 +124,7 @@ TrainSummary Run::run(bool resumed) {
     const double loss = train_step(it, lr);
     note_profile(&ProfileSession::end_step);
     end_step(it, loss, lr);
-    if (cfg_.time_budget > 0 && it + 1 == kBudgetProbeEnd) fix_iters_to_budget(it + 1);
+    if (cfg_.time_budget > 0 && (it + 1 == kBudgetProbeEnd || it + 1 == refit_at_)) fix_iters_to_budget(it + 1);
     if (cfg_.sample_every > 0 && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters && !loggers_.empty()) {
       const Sample s{it + 1, sample_text(100)};
       emit([&](RunLogger& l) { l.on_sample(s); });
@@ -139,31 +139,43 @@ TrainSummary Run::run(bool resumed) {
   return finish();
 }
 
-// --time-budget (train/time_budget.h): the timed steps fix the step count. WSD's steps before its
-// decay do not depend on the count, so the steps taken are those of a run given it from the start.
+// --time-budget (train/time_budget.h): the timed steps fix the step count, after the probe and
+// once more where the stable phase ends, from every step timed by then (the probe's few steps
+// include the slower first ones). WSD's steps before its decay do not depend on the count, so the
+// steps taken are those of a run given it from the start.
 void Run::fix_iters_to_budget(int64_t steps_done) {
   if (probe_from_ < 0 || steps_done <= probe_from_) return;  // resumed past the probe: the count is the saved one
+  const bool refit = steps_done == refit_at_;
+  if (!refit) iters_cap_ = cfg_.iters;
+  refit_at_ = -1;
   const double step_s = seconds_since(t_probe_) / static_cast<double>(steps_done - probe_from_);
   const double eval_s = final_eval_seconds(*model_, cfg_, corpus_.val_ids) / static_cast<double>(comm_.size());
   // Each rank's count, averaged: every rank fixes the same one.
   double iters = static_cast<double>(
-      iters_for_budget(cfg_.time_budget, seconds_since(t_start_), step_s, eval_s, steps_done, cfg_.iters));
+      iters_for_budget(cfg_.time_budget, seconds_since(t_start_), step_s, eval_s, steps_done, iters_cap_));
   if (comm_.distributed()) {
     comm_.allreduce_sum(&iters, 1);
     iters = std::floor(iters / static_cast<double>(comm_.size()));
   }
-  const int64_t fixed = std::max(steps_done, static_cast<int64_t>(iters));
-  if (fixed == cfg_.iters) return;  // capped by --iters
+  int64_t fixed = std::max(steps_done, static_cast<int64_t>(iters));
+  if (fixed == cfg_.iters && !refit) return;  // capped by --iters
   TrainConfig next = cfg_;
   next.iters = fixed;
-  const LrSchedule fixed_sched(next);
-  for (int64_t k = 0; k < steps_done; ++k)
-    if (fixed_sched.lr(k) != sched_.lr(k))
+  LrSchedule fixed_sched(next);
+  bool same_steps = true;
+  for (int64_t k = 0; k < steps_done && same_steps; ++k) same_steps = fixed_sched.lr(k) == sched_.lr(k);
+  if (!same_steps) {
+    if (!refit)
       throw ConfigError("--time-budget " + format_value(cfg_.time_budget) + " leaves " + std::to_string(fixed) +
                         " steps, whose --schedule wsd decay would begin before the " + std::to_string(steps_done) +
                         " steps timed: give a larger budget or a smaller --cooldown");
+    // The steps grew slower: a shorter run's decay would have begun already, so the count stays.
+    fixed = cfg_.iters;
+    fixed_sched = sched_;
+  }
   cfg_.iters = fixed;
   sched_ = fixed_sched;
+  if (!refit) refit_at_ = fixed - LrSchedule::decay_steps(cfg_.cooldown, fixed);
   char msg[200];
   std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay",
                 cfg_.time_budget, static_cast<long>(fixed), static_cast<long>(steps_done - probe_from_),
