@@ -17,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "train/metadata_seal.h"
 #include "train/train_state.h"
+#include "train/schedule.h"
 #include "train/time_budget.h"
 #include "train/trainer.h"
 
@@ -435,8 +436,8 @@ TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
 }
 
 // The count is fixed after the probe and again where that count's stable phase ends, from every
-// step timed by then; the run ends at the second count (the same, larger, or kept when the steps
-// grew slower), and records it.
+// step timed by then; the run ends at the second count (when the steps grew slower, a smaller one
+// whose decay begins there, its fraction recorded as the cooldown), and records both.
 TEST(TimeBudget, TheCountIsFixedAgainWhereTheStablePhaseEnds) {
   const fs::path d = temp_dir("budget_refit");
   std::ostringstream log;
@@ -453,9 +454,32 @@ TEST(TimeBudget, TheCountIsFixedAgainWhereTheStablePhaseEnds) {
   for (size_t at = text.find("time budget 1s: "); at != std::string::npos; at = text.find("time budget 1s: ", at + 1))
     counts.push_back(std::stoll(text.substr(at + 16)));
   ASSERT_EQ(counts.size(), 2u) << text;
-  EXPECT_GE(counts[1], counts[0]);
   EXPECT_EQ(s.iters, counts[1]);
-  EXPECT_EQ(read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string()).config.iters, counts[1]);
+  const TrainConfig saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string()).config;
+  EXPECT_EQ(saved.iters, counts[1]);
+  const size_t last = text.rfind("time budget 1s: ");
+  const size_t in_decay = text.find("the last ", last);
+  ASSERT_NE(in_decay, std::string::npos) << text;
+  EXPECT_EQ(LrSchedule::decay_steps(saved.cooldown, saved.iters), std::stoll(text.substr(in_decay + 9))) << text;
+}
+
+// The steps of a run whose count was fixed again with a shorter decay are those of a run given
+// that count and decay from the start: the recorded configuration reproduces its schedule.
+TEST(TimeBudget, ADecayShortenedWhereTheStablePhaseEndsKeepsTheStepsTaken) {
+  TrainConfig c;
+  c.schedule = "wsd";
+  c.lr = 0.01;
+  c.min_lr = 0;
+  c.warmup = 0;
+  c.iters = 400;
+  c.cooldown = 0.5;  // the stable phase ends at 200
+  const LrSchedule before(c);
+  c.iters = 300;  // slower steps: 100 more, all in the decay
+  c.cooldown = 100.0 / 300.0;
+  const LrSchedule after(c);
+  EXPECT_EQ(LrSchedule::decay_steps(c.cooldown, c.iters), 100);
+  for (int64_t k = 0; k <= 200; ++k) EXPECT_EQ(after.lr(k), before.lr(k)) << k;
+  EXPECT_LT(after.lr(201), after.lr(200));
 }
 
 TEST(TimeBudget, TheStepCountFillsWhatTheFinalEvaluationLeaves) {

@@ -161,20 +161,25 @@ void Run::fix_iters_to_budget(int64_t steps_done) {
   if (fixed == cfg_.iters && !refit) return;  // capped by --iters
   TrainConfig next = cfg_;
   next.iters = fixed;
-  LrSchedule fixed_sched(next);
-  bool same_steps = true;
-  for (int64_t k = 0; k < steps_done && same_steps; ++k) same_steps = fixed_sched.lr(k) == sched_.lr(k);
-  if (!same_steps) {
+  auto same_steps = [&](const LrSchedule& sched) {
+    for (int64_t k = 0; k < steps_done; ++k)
+      if (sched.lr(k) != sched_.lr(k)) return false;
+    return true;
+  };
+  if (!same_steps(LrSchedule(next))) {
     if (!refit)
       throw ConfigError("--time-budget " + format_value(cfg_.time_budget) + " leaves " + std::to_string(fixed) +
                         " steps, whose --schedule wsd decay would begin before the " + std::to_string(steps_done) +
                         " steps timed: give a larger budget or a smaller --cooldown");
-    // The steps grew slower: a shorter run's decay would have begun already, so the count stays.
-    fixed = cfg_.iters;
-    fixed_sched = sched_;
+    // The steps grew slower: the shorter run's decay would have begun already. It begins now,
+    // over the steps left, and its fraction is recorded (--cooldown) so that --resume follows it.
+    next.iters = fixed = std::max(fixed, steps_done + 1);
+    next.cooldown = static_cast<double>(fixed - steps_done) / static_cast<double>(fixed);
+    if (!same_steps(LrSchedule(next))) next = cfg_, fixed = cfg_.iters;  // a guard: the count stays
   }
   cfg_.iters = fixed;
-  sched_ = fixed_sched;
+  cfg_.cooldown = next.cooldown;
+  sched_ = LrSchedule(next);
   if (!refit) refit_at_ = fixed - LrSchedule::decay_steps(cfg_.cooldown, fixed);
   char msg[200];
   std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay",
