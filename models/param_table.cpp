@@ -69,6 +69,14 @@ std::vector<std::string> ParamTable::names(OptimGroup g) const {
   return out;
 }
 
+std::vector<std::string> ParamTable::lookup_tables() const {
+  std::vector<std::string> out;
+  for_each([&](const std::string& name, const ParamSpec& s) {
+    if (s.group == OptimGroup::Decay && s.matmul_uses == 0) out.push_back(name);
+  });
+  return out;
+}
+
 double ParamTable::forward_flops(int64_t positions) const {
   // 2 FLOPs (a multiply and an add) per use of each element, at every position.
   const double uses = static_cast<double>(weighted_sum(*this, [](const ParamSpec& s) { return mul(s.matmul_uses, numel_of(s), "FLOPs"); }));

@@ -74,6 +74,9 @@ struct ParamTable {
   std::vector<std::pair<std::string, Shape>> shapes() const;
   // The parameter names of one optimizer group, in registration order.
   std::vector<std::string> names(OptimGroup g) const;
+  // The Decay rows no matmul reads: tables that are only looked up (an untied token embedding,
+  // a position table), which the speedrun's recipe trains at a learning rate of their own.
+  std::vector<std::string> lookup_tables() const;
   // Matmul FLOPs of a forward pass over `positions` positions (batch × sequence length);
   // a backward costs twice that.
   double forward_flops(int64_t positions) const;

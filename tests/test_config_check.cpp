@@ -78,9 +78,9 @@ TEST(ConfigCheck, EveryDoubleFieldRefusesNonFiniteValues) {
       }
     }
   });
-  // lr, min-lr, cooldown, muon-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout, time-budget,
-  // dropout, softcap
-  EXPECT_EQ(doubles, 12);
+  // lr, min-lr, cooldown, muon-lr, embed-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout,
+  // time-budget, dropout, softcap
+  EXPECT_EQ(doubles, 13);
 }
 
 // Each rule, on a value just outside it, for every row that has it.
@@ -164,6 +164,14 @@ std::string usage_error(const cli::TrainFlags& f) {
     return e.what();
   }
   return "";
+}
+
+TEST(ConfigCheck, EmbedLrIsMuonsRecipeOnly) {
+  TrainConfig c = valid();
+  c.embed_lr = 0.1;
+  EXPECT_NE(refusal(c).find("--embed-lr needs --optimizer muon"), std::string::npos) << refusal(c);
+  c.optimizer = "muon";
+  EXPECT_EQ(refusal(c), "");
 }
 
 TEST(ConfigCheck, FlagsTheChosenModelDoesNotHaveAreRefused) {

@@ -10,6 +10,7 @@
 
 #include "cli/train_flags.h"
 #include "models/registry.h"
+#include "train/config_check.h"
 #include "train/config_file.h"
 #include "train/trainer.h"
 
@@ -102,6 +103,21 @@ TEST(ConfigFile, ShippedConfigsAreTheDefaultsAndTheBenchLargeModel) {
   EXPECT_EQ(large.model.block_size, 256);
   EXPECT_EQ(large.batch_size, 16);
   EXPECT_NO_THROW(models::find_model(large.model.name).validate(large.model));
+}
+
+// configs/speedrun.toml (docs/speedrun.md): the modern model under a time budget, which needs
+// the wsd schedule, evaluated on the whole validation split; valid as `attograd train` checks it.
+TEST(ConfigFile, TheSpeedrunConfigIsAValidModernRunOverTheWholeValidationSplit) {
+  TrainConfig c;
+  read_config_toml(std::string(ATTOGRAD_SOURCE_DIR) + "/configs/speedrun.toml", c);
+  EXPECT_EQ(c.model.name, "modern");
+  EXPECT_EQ(c.schedule, "wsd");
+  EXPECT_EQ(c.optimizer, "muon");
+  EXPECT_EQ(c.eval_iters, kEvalWholeSplit);
+  c.time_budget = 120;
+  c.data_path = "corpus.txt";
+  c.out_dir = "runs/speedrun";
+  EXPECT_NO_THROW(validate_config(c, 1));
 }
 
 TEST(ConfigFile, FlagsOverrideTheFileWhichOverridesTheDefaults) {

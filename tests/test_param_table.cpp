@@ -11,6 +11,8 @@
 #include "nn/linear.h"
 #include "tests/test_util.h"
 #include "train/param_groups.h"
+#include "train/run_config.h"
+#include "train/run_optimizer.h"
 
 namespace ag {
 namespace {
@@ -193,6 +195,46 @@ TEST(ParamTable, SizesOfHugeConfigurationsAreComputedAndChecked) {
   EXPECT_THROW(models::find_model("gpt").parameters(c).num_parameters(), std::overflow_error);
   c.n_embd = std::numeric_limits<int64_t>::max() / 2;
   EXPECT_THROW(models::find_model("gpt").parameters(c), std::overflow_error);  // 3E does not fit
+}
+
+// --embed-lr: the tables the modern model only looks up (its untied token embedding) get an
+// AdamW group of their own at that rate, which follows the schedule's shape as Muon's does;
+// without it, they stay in the decayed group at --lr.
+TEST(ParamTable, EmbedLrGivesTheLookedUpTablesAGroupOnTheSameSchedule) {
+  const ModelConfig c = small("modern");
+  EXPECT_EQ(models::find_model("modern").parameters(c).lookup_tables(), std::vector<std::string>{"tok_emb.weight"});
+  Generator g(3);
+  const auto model = models::find_model("modern").make(c, DType::Float32, g);
+  train::TrainConfig cfg;
+  cfg.optimizer = "muon";
+  cfg.lr = 0.008;
+  cfg.muon_lr = 0.05;
+  auto group_of = [&](train::RunOptimizer& opt, const std::string& name) {
+    const TensorImpl* p = nullptr;
+    for (const auto& [n, t] : model->named_parameters())
+      if (n == name) p = &t.impl();
+    for (size_t k = 0; k < opt.num_param_groups(); ++k)
+      for (const Tensor& q : opt.group_params(k))
+        if (&q.impl() == p) return k;
+    ADD_FAILURE() << name << " is in no group";
+    return size_t(0);
+  };
+  train::RunOptimizer plain(*model, cfg);
+  EXPECT_EQ(group_of(plain, "tok_emb.weight"), group_of(plain, "lm_head.weight"));
+  cfg.embed_lr = 0.2;
+  train::RunOptimizer opt(*model, cfg);
+  EXPECT_EQ(opt.num_param_groups(), plain.num_param_groups() + 1);
+  const size_t emb = group_of(opt, "tok_emb.weight"), head = group_of(opt, "lm_head.weight"),
+               fc = group_of(opt, "blocks.0.mlp.fc.weight");
+  EXPECT_EQ(opt.group_params(emb).size(), 1u);
+  EXPECT_NE(emb, head);
+  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.2);
+  opt.set_schedule_lr(0.002);  // a quarter of the peak
+  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.05);
+  EXPECT_DOUBLE_EQ(opt.get_lr(head), 0.002);
+  EXPECT_DOUBLE_EQ(opt.get_lr(fc), 0.0125);
+  opt.set_lr(emb, 0.004);  // the schedule's rate, as an lr_scheduler sets it
+  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.1);
 }
 
 }  // namespace

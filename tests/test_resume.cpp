@@ -483,8 +483,9 @@ TEST(TimeBudget, ADecayShortenedWhereTheStablePhaseEndsKeepsTheStepsTaken) {
 }
 
 TEST(TimeBudget, TheStepCountFillsWhatTheFinalEvaluationLeaves) {
-  // 100 s budget, 10 s gone, 0.5 s a step, 20 s of evaluation: 10 steps done + 140 more.
-  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 1000000), 150);
+  // 100 s budget less its 2 s spare, 10 s gone, 0.5 s a step, 20 s of evaluation: 10 steps
+  // done + 136 more.
+  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 1000000), 146);
   EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 120), 120);  // the cap
   EXPECT_EQ(iters_for_budget(100, 95, 0.5, 20, 10, 1000), 10);   // spent: no more steps
   EXPECT_EQ(iters_for_budget(100, 10, 0.0, 20, 10, 1000), 10);   // nothing timed

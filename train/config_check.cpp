@@ -63,6 +63,8 @@ const models::ModelEntry& validate_config(const TrainConfig& c, int64_t ranks) {
   if (c.time_budget > 0 && c.schedule != "wsd")
     throw ConfigError("train: --time-budget needs --schedule wsd (its steps before the decay do not depend on the step count the budget fixes)");
   if (c.cooldown > 1) throw ConfigError("train: --cooldown must be in [0, 1] (the fraction of the steps in the decay)");
+  if (c.embed_lr > 0 && c.optimizer != "muon")
+    throw ConfigError("train: --embed-lr needs --optimizer muon (with adamw every group runs at --lr)");
   try {
     LrSchedule::check_name(c.schedule);
     RunOptimizer::check_name(c.optimizer);

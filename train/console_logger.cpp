@@ -35,7 +35,11 @@ void ConsoleLogger::on_start(const RunStart& e) {
     << c.warmup << ", seed " << c.seed << ", out " << c.out_dir << "\n";
   if (c.optimizer != "adamw" || c.schedule != "cosine" || c.time_budget > 0) {  // nanoGPT's recipe says nothing more
     s << "recipe: " << c.optimizer;
-    if (c.optimizer == "muon") s << " (lr " << c.muon_lr << " for the hidden matrices, AdamW for the rest)";
+    if (c.optimizer == "muon") {
+      s << " (lr " << c.muon_lr << " for the hidden matrices, AdamW for the rest";
+      if (c.embed_lr > 0) s << ", at lr " << c.embed_lr << " for the embedding";
+      s << ")";
+    }
     s << ", " << c.schedule << " schedule";
     if (c.schedule == "wsd") s << " (the last " << c.cooldown << " of the steps in the decay)";
     if (c.time_budget > 0) s << ", time budget " << c.time_budget << " s";

@@ -53,6 +53,7 @@ enum class Check {
   X(double,      cooldown,       "cooldown",       0.4,   "wsd: the fraction of the steps in the final linear decay, in [0, 1]", Refuse, NonNegative) \
   X(std::string, optimizer,      "optimizer",      "adamw", "adamw (nanoGPT's) or muon (Muon for the hidden matrices, AdamW for the rest)", Refuse, Any) \
   X(double,      muon_lr,        "muon-lr",        0.02,  "peak learning rate of Muon's matrices (--optimizer muon)", Refuse, NonNegative) \
+  X(double,      embed_lr,       "embed-lr",       0,     "peak learning rate of AdamW for the tables that are only looked up, as an untied token embedding (--optimizer muon; 0: --lr)", Refuse, NonNegative) \
   X(double,      weight_decay,   "weight-decay",   0.1,   "decoupled weight decay of AdamW's (and Muon's) parameters of two or more dims", Refuse, NonNegative) \
   X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse, Fraction)                                                \
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse, Fraction)                                                \

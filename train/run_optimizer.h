@@ -3,13 +3,14 @@
 //          --weight-decay, the others not (train/param_groups.h);
 //   muon   the modded-nanogpt speedrun's: Muon (momentum 0.95, Nesterov) for the hidden layers'
 //          weight matrices at --muon-lr, AdamW for everything else (embeddings, the head, gains,
-//          biases) at --lr, decayed as above. Both optimizers' decoupled weight decay is
-//          --weight-decay (each multiplies it by its own learning rate).
+//          biases) at --lr, decayed as above, except the tables that are only looked up (an
+//          untied token embedding), at --embed-lr when it is given. Both optimizers' decoupled
+//          weight decay is --weight-decay (each multiplies it by its own learning rate).
 // Which parameter goes where is the model's parameter table's (models/param_table.h): its
 // Matrix rows to Muon, its Decay and NoDecay rows to AdamW's two groups.
 // The schedule sets the learning rate of a step (set_lr, set_schedule_lr): AdamW's groups run
-// at it, Muon's at muon_lr/lr times it, so that both follow the same shape; get_lr reports
-// each group's own.
+// at it, Muon's at muon_lr/lr times it (the tables' at embed_lr/lr times it), so that all follow
+// the same shape; get_lr reports each group's own.
 #pragma once
 #include <memory>
 #include <optional>
@@ -48,7 +49,9 @@ class RunOptimizer : public optim::Optimizer {
  private:
   size_t muon_groups() const { return muon_ ? muon_->num_param_groups() : 0; }
   double muon_lr(double schedule_lr) const;
+  double adam_lr(size_t g, double schedule_lr) const;  // AdamW group g's
   double lr_ = 0, muon_lr_ = 0;
+  std::vector<double> adam_peak_;  // each AdamW group's peak learning rate (--optimizer muon)
   std::unique_ptr<optim::Muon> muon_;
   std::unique_ptr<optim::AdamW> adamw_;
 };

@@ -182,9 +182,9 @@ void Run::fix_iters_to_budget(int64_t steps_done) {
   sched_ = LrSchedule(next);
   if (!refit) refit_at_ = fixed - LrSchedule::decay_steps(cfg_.cooldown, fixed);
   char msg[200];
-  std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay",
+  std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay; %.1f s for the final evaluation",
                 cfg_.time_budget, static_cast<long>(fixed), static_cast<long>(steps_done - probe_from_),
-                static_cast<long>(LrSchedule::decay_steps(cfg_.cooldown, fixed)));
+                static_cast<long>(LrSchedule::decay_steps(cfg_.cooldown, fixed)), eval_s);
   emit([&](RunLogger& l) { l.on_note(msg); });
 }
 
