@@ -84,7 +84,8 @@ fuzz:
 
 # attograd next to PyTorch on the same models and cores (bench/compare.py). PyTorch comes from
 # $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x and tensorboard there), or Debian's
-# python3-torch; BENCH_FLAGS=--quick for a smoke run.
+# python3-torch; BENCH_FLAGS=--quick for a smoke run, --speedrun-only for the speedrun beside its
+# PyTorch twin (docs/speedrun.md).
 BENCH_FLAGS ?=
 bench: build
 	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)

@@ -8,7 +8,10 @@ Runs every measurement in a fresh process (peak memory is per process):
     first of $TORCH_PYTHON, .venv-torch/bin/python, /usr/bin/python3 that imports torch), at
     each of its thread settings and modes, its --attention mode at the same lengths, and again
     with --decode (KV-cache sampling).
-Then prints one side-by-side table: each side at its own best setting, and the ratio.
+Then prints one side-by-side table: each side at its own best setting, and the ratio; then the
+speedrun (docs/speedrun.md): `attograd train --config configs/speedrun.toml --time-budget S` and
+its PyTorch twin, bench/torch_speedrun.py reading the same file, one after the other on the same
+cores for the same wall time, each with the validation loss of the whole split it reached.
 Needs only the standard library.
 """
 
@@ -20,6 +23,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,6 +90,50 @@ def write_readme_table(path: str, report: list[str], lines: list[dict], load_at_
     print(f"bench: wrote the table into {path}")
 
 
+def run_speedrun(ag: str, torch_py: str | None, budget_s: float, data: str | None) -> list[dict]:
+    """Both sides of the speedrun for budget_s seconds each, timed from process start to exit."""
+    if data is None:
+        found = subprocess.run([os.path.join(ROOT, "scripts/find-corpus.sh")], capture_output=True, text=True)
+        if found.returncode != 0:
+            return [{"bench": "speedrun", "side": "attograd", "error": "no corpus (scripts/find-corpus.sh failed)"}]
+        data = found.stdout.strip()
+    config = os.path.join(ROOT, "configs/speedrun.toml")
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="attograd-speedrun-") as tmp:
+        run_dir = os.path.join(tmp, "run")
+        t0 = time.perf_counter()
+        proc = subprocess.run([ag, "train", "--config", config, "--time-budget", str(budget_s), "--data", data,
+                               "--out", run_dir, "--sample-tokens", "0"], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        rec = {"bench": "speedrun", "side": "attograd", "label": "attograd", "budget_s": budget_s, "wall_s": wall}
+        evals = []
+        if proc.returncode == 0:
+            with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+                evals = [r for r in map(json.loads, f) if "val_loss" in r]
+        if evals:
+            rec.update(val_loss=evals[-1]["val_loss"], iters=evals[-1]["iter"],
+                       ms_per_step=1e3 * wall / max(1, evals[-1]["iter"]),
+                       budget_notes=[l for l in proc.stdout.splitlines() if l.startswith("time budget")])
+        else:
+            rec["error"] = f"attograd train exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+        out.append(rec)
+    if torch_py:
+        t0 = time.perf_counter()
+        proc = subprocess.run([torch_py, os.path.join(ROOT, "bench/torch_speedrun.py"), "--config", config, "--data", data,
+                               "--time-budget", str(budget_s), "--threads", str(os.cpu_count() or 1)],
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        res = [r for r in map(json.loads, (l for l in proc.stdout.splitlines() if l.startswith("{"))) if "result" in r]
+        rec = {"bench": "speedrun", "side": "torch", "budget_s": budget_s, "wall_s": wall}
+        if proc.returncode == 0 and res:
+            rec.update(label=f"PyTorch {res[-1]['torch']}", val_loss=res[-1]["val_loss"], iters=res[-1]["iters"],
+                       ms_per_step=1e3 * wall / max(1, res[-1]["iters"]))
+        else:
+            rec["error"] = f"torch_speedrun.py exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+        out.append(rec)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attograd", default=os.path.join(ROOT, "build/attograd"))
@@ -97,6 +145,10 @@ def main() -> int:
     ap.add_argument("--torch-threads", default=None,
                     help="torch x OpenBLAS thread settings for the PyTorch models (torch_baseline.py --threads; "
                          "default: all four; pip's torch uses MKL, so 1x1,2x1 cover it)")
+    ap.add_argument("--speedrun", type=float, default=None,
+                    help="the speedrun's wall-clock budget in seconds, for each side (default: 120; --quick: 15; 0: skip)")
+    ap.add_argument("--data", default=None, help="the corpus for the speedrun (default: scripts/find-corpus.sh)")
+    ap.add_argument("--speedrun-only", action="store_true", help="the speedrun alone (README.md is not rewritten)")
     ap.add_argument("--out", default=None, help="also write every JSON line to this file")
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
                     help="a full run with PyTorch rewrites the speed table of this file ('' for none)")
@@ -109,6 +161,8 @@ def main() -> int:
     lines: list[dict] = []
 
     # ---- attograd --------------------------------------------------------------------------
+    if a.speedrun_only:
+        configs = []
     for c in configs:
         for what in ("train", "forward"):
             for t in (1, 2):
@@ -116,14 +170,15 @@ def main() -> int:
         for t in (1, 2):  # decoding at batch 1 and 8, next to the memory-bandwidth bound
             lines += run_json([ag, "bench", "sample", "--config", c, "--threads", str(t), "--batch", "1,8", "--json",
                                "--tokens", "50" if a.quick else "500"])
-    att_lens = [64] if a.quick else [64, 128, 256, 512, 1024, 2048]
+    att_lens = [] if a.speedrun_only else [64] if a.quick else [64, 128, 256, 512, 1024, 2048]
     for T in att_lens:
         lines += run_json([ag, "bench", "attention", "--len", str(T), "--json"] + secs)
-    lines += run_json([ag, "bench", "sgemm", "--json"])
+    if not a.speedrun_only:
+        lines += run_json([ag, "bench", "sgemm", "--json"])
 
     # ---- PyTorch ---------------------------------------------------------------------------
     torch_py = None if a.no_torch else find_torch_python(a.torch_python)
-    if torch_py:
+    if torch_py and not a.speedrun_only:
         cmd = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py,
                "--configs", ",".join(configs)] + (["--threads", a.torch_threads] if a.torch_threads else [])
         if a.quick:
@@ -144,9 +199,13 @@ def main() -> int:
         for rec in run_json(dec, env):
             rec["side"] = "torch"  # bench: "sample"
             lines.append(rec)
-    elif not a.no_torch:
+    elif not torch_py and not a.no_torch:
         print("bench: no Python with torch found (install python3-torch, or pip's torch into .venv-torch); "
               "showing attograd only", file=sys.stderr)
+
+    speedrun_s = a.speedrun if a.speedrun is not None else (15.0 if a.quick else 120.0)
+    if speedrun_s > 0:
+        lines += run_speedrun(ag, torch_py, speedrun_s, a.data)
 
     if a.out:
         with open(a.out, "w") as f:
@@ -166,10 +225,11 @@ def main() -> int:
         report.extend(text.split("\n"))
 
     say(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores")
-    say("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
-    hdr = f"{'config':<8} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} {'setting':<34} {'ratio':>6}"
-    say(hdr)
-    say("-" * len(hdr))
+    if configs:
+        say("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
+        hdr = f"{'config':<8} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} {'setting':<34} {'ratio':>6}"
+        say(hdr)
+        say("-" * len(hdr))
     for c in configs:
         for what, key_ag, key_t in (("train", "tokens_per_s", "tokens_per_s"), ("forward", "tokens_per_s", "fwd_tokens_per_s")):
             ra = best("attograd", what, c, key_ag)
@@ -250,11 +310,21 @@ def main() -> int:
             cols += (f" {ts['sdpa_ms']:>11.2f} {ts['sdpa_ms'] / sd:>6.2f} {tm['mha_ms']:>10.2f} {tm['mha_ms'] / r['ms_fwd_bwd']:>6.2f}"
                      if ts and sd else "")
             say(f"{r['len']:>6} {r['ms_fwd_bwd']:>9.2f} {r['tensor_peak_mb']:>15.1f} {r['peak_rss_mb']:>8.0f} {cols}")
+    runs = [r for r in lines if r.get("bench") == "speedrun"]
+    if runs:
+        say(f"\nspeedrun (configs/speedrun.toml, whole validation split), {runs[0]['budget_s']:.0f} s of wall time each, "
+            "one side after the other; wall = the process, start to end; ms/step = wall / steps:")
+        say(f"{'side':<22} {'val loss':>8} {'steps':>6} {'ms/step':>8} {'wall s':>7}")
+        for r in runs:
+            if r.get("error"):
+                say(f"{r['side']:<22} {r['error']}")
+                continue
+            say(f"{r['label']:<22} {r['val_loss']:>8.4f} {r['iters']:>6} {r['ms_per_step']:>8.1f} {r['wall_s']:>7.1f}")
     sg = [r for r in lines if r.get("bench") == "sgemm"]
     if sg:
         say(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "
               f"{sg[0]['gflops_2048']:.0f} on {sg[0]['threads']}; {sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
-    if a.readme and not a.quick and torch_py:
+    if a.readme and not a.quick and not a.speedrun_only and torch_py:
         write_readme_table(a.readme, report, lines, load_at_start)
     return 0
 

@@ -13,7 +13,12 @@ norm is RMSNorm without a gain (F.rms_norm, eps = the dtype's machine epsilon) o
 train with Muon (torch.optim.Muon's rule; its Newton-Schulz in the parameters' dtype, see
 --muon), the embedding, the head and any gains with AdamW (no weight decay). The learning rate
 follows warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last
---cooldown fraction of the steps.
+--cooldown fraction of the steps. The global gradient norm is clipped to --grad-clip first, as
+attograd does (its default 1).
+
+--config configs/speedrun.toml takes the recipe from attograd's own file (flags after it win), so
+that `make bench` (bench/compare.py) trains one recipe on both sides; a key of that file the twin
+cannot follow is an error.
 
 Evaluation: the whole validation split (the last 10% of the corpus) in windows of block_size,
 in order, every target once (attograd's data::eval_windows); training batches are random
@@ -201,10 +206,18 @@ def get_batch(ids, batch, block, gen):
     return w[:, :-1], w[:, 1:]
 
 
+BUDGET_SPARE = 0.02  # the share of the budget left unplanned, as attograd's kBudgetSpare (train/time_budget.h)
+
+
+def decay_steps(cooldown: float, iters: int) -> int:
+    """round(cooldown · iters), halves away from zero (attograd's llround; Python's round goes to even)."""
+    return int(math.floor(cooldown * iters + 0.5))
+
+
 def wsd(it: int, iters: int, warmup: int, cooldown: float, final: float = 0.0) -> float:
     """lr scale at step it: (it+1)/(warmup+1) during warmup, 1, then linear to `final` over the
     last round(cooldown·iters) steps (attograd's WarmupStableDecay)."""
-    decay = int(round(cooldown * iters))
+    decay = decay_steps(cooldown, iters)
     if it < warmup:
         return (it + 1) / (warmup + 1)
     if it < iters - decay:
@@ -240,6 +253,45 @@ def cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+# ---- the recipe from attograd's configuration file -----------------------------------------------
+
+# attograd's key -> this script's flag; one learning rate for every AdamW group, as attograd has
+TOML_TO_FLAG = {"layers": "layers", "heads": "heads", "embd": "embd", "block": "block", "softcap": "softcap",
+                "batch": "batch", "iters": "iters", "warmup": "warmup", "cooldown": "cooldown",
+                "muon-lr": "muon_lr", "lr": ("adam_lr", "emb_lr"), "beta1": "beta1", "beta2": "beta2",
+                "seed": "seed", "log-every": "log_every", "grad-clip": "grad_clip"}
+# keys that must hold this value, because the twin implements only that (anything else: an error)
+TOML_FIXED = {"model": "modern", "optimizer": "muon", "schedule": "wsd", "min-lr": 0.0, "weight-decay": 0.0,
+              "dropout": 0.0}
+# keys about attograd's own logging and evaluation cadence, which do not change the recipe
+TOML_IGNORED = {"eval-iters", "eval-every", "sample-tokens", "time-budget", "threads", "out", "data"}
+
+
+def recipe_from_toml(path: str) -> dict:
+    """The twin's defaults from attograd's flat TOML (keys are attograd train's flags), so that both
+    sides train the recipe of one file; a key the twin cannot follow is an error, never ignored."""
+    import tomllib
+    with open(path, "rb") as f:
+        cfg = tomllib.load(f)
+    out: dict = {}
+    # "lr" first: it sets the embedding's rate too, unless "embed-lr" (> 0) gives it its own
+    for key, value in sorted(cfg.items(), key=lambda kv: kv[0] != "lr"):
+        if key == "embed-lr":
+            if value > 0:
+                out["emb_lr"] = value
+            continue
+        if key in TOML_FIXED:
+            if value != TOML_FIXED[key]:
+                raise ValueError(f"{key} = {value!r}: the PyTorch twin implements only {TOML_FIXED[key]!r}")
+        elif key in TOML_TO_FLAG:
+            dests = TOML_TO_FLAG[key]
+            for d in dests if isinstance(dests, tuple) else (dests,):
+                out[d] = value
+        elif key not in TOML_IGNORED:
+            raise ValueError(f"'{key}' is not a key the PyTorch twin knows")
+    return out
+
+
 # ---- training -----------------------------------------------------------------------------------
 
 
@@ -267,6 +319,8 @@ def main(argv=None) -> int:
     p.add_argument("--emb-lr", type=float, default=0.05)
     p.add_argument("--beta1", type=float, default=0.9)
     p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--grad-clip", type=float, default=1.0,
+                   help="clip the global gradient norm to this before the update (0: off); attograd's default")
     p.add_argument("--muon", choices=["float32", "torch"], default="float32",
                    help="float32: torch.optim.Muon's rule with Newton-Schulz in float32; torch: torch.optim.Muon (bfloat16)")
     p.add_argument("--eval-every", type=int, default=0, help="also evaluate every N steps (0: at the end only)")
@@ -275,6 +329,14 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--config", default=None,
+                   help="take the recipe from attograd's TOML (configs/speedrun.toml); flags given after it win")
+    pre, _ = p.parse_known_args(argv)
+    if pre.config:
+        try:
+            p.set_defaults(**recipe_from_toml(pre.config))
+        except (OSError, ValueError) as e:
+            p.error(f"--config {pre.config}: {e}")
     a = p.parse_args(argv)
     t0, c0 = time.perf_counter(), cpu_s()
     torch.set_num_threads(a.threads)
@@ -288,7 +350,7 @@ def main(argv=None) -> int:
     gains = [p_ for n, p_ in model.named_parameters() if p_.dim() == 1]
     if gains:
         groups.append(dict(params=gains, lr=a.adam_lr))
-    opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-10, weight_decay=0.0)
+    opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-8, weight_decay=0.0)  # attograd's eps
     opts = [opt_m, opt_a]
     for o in opts:
         for g in o.param_groups:
@@ -296,6 +358,7 @@ def main(argv=None) -> int:
     run = torch.compile(model) if a.compile else model
     gen = torch.Generator().manual_seed(a.seed)
     iters = a.iters
+    refit_at = -1
     n_evals = 0
 
     def step(it, total):
@@ -306,10 +369,12 @@ def main(argv=None) -> int:
         x, y = get_batch(train_ids, a.batch, a.block, gen)
         loss = run(x, y)
         loss.backward()
+        if a.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
         for o in opts:
             o.step()
         model.zero_grad(set_to_none=True)
-        return float(loss), s
+        return float(loss.detach()), s
 
     it = 0
     if a.time_budget > 0:
@@ -325,13 +390,23 @@ def main(argv=None) -> int:
             step(it, max(a.iters, 1))
             it += 1
         step_s = (time.perf_counter() - tp) / a.probe_steps
-        left = a.time_budget - (time.perf_counter() - t0) - eval_s * 1.05
+        left = a.time_budget * (1 - BUDGET_SPARE) - (time.perf_counter() - t0) - eval_s * 1.05
         iters = it + max(0, int(left / step_s))
         print(json.dumps({"probe_step_ms": round(1e3 * step_s, 2), "eval_s": round(eval_s, 2), "iters": iters}),
               flush=True)
+        refit_at, probe_from = iters - decay_steps(a.cooldown, iters), it - a.probe_steps
     while it < iters:
         loss, s = step(it, iters)
         it += 1
+        if a.time_budget > 0 and it == refit_at:
+            # attograd's second fix: the mean of every step timed so far, where the stable phase ends;
+            # a smaller count (slower steps) would have begun its decay already, so it stays
+            step_s = (time.perf_counter() - tp) / (it - probe_from)
+            left = a.time_budget * (1 - BUDGET_SPARE) - (time.perf_counter() - t0) - eval_s * 1.05
+            again = it + max(0, int(left / step_s))
+            if again - decay_steps(a.cooldown, again) >= it:
+                iters = again
+            print(json.dumps({"refit_step_ms": round(1e3 * step_s, 2), "iters": iters}), flush=True)
         if a.log_every and (it % a.log_every == 0 or it == iters):
             print(json.dumps({"step": it, "train_loss": round(loss, 4), "lr_scale": round(s, 4),
                               "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),

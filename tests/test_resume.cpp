@@ -385,6 +385,7 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
     c.model.name = "modern";
     c.optimizer = "muon";
     c.schedule = "wsd";
+    c.embed_lr = 0.05;               // the token embedding in an AdamW group of its own
     c.eval_iters = kEvalWholeSplit;  // and the whole-split evaluation, deterministic
     return c;
   };
@@ -411,17 +412,25 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
   EXPECT_FALSE(st.has("adam.exp_avg.blocks.0.mlp.fc.weight"));
 }
 
+namespace {
+// A small run under a time budget of `seconds`, with only the final evaluation.
+TrainConfig budget_run(const fs::path& d, const std::string& name, double seconds) {
+  TrainConfig c = small_run(d, name);
+  c.schedule = "wsd";
+  c.time_budget = seconds;
+  c.iters = 1000000;  // a cap the budget stays below
+  c.eval_every = 1000000;
+  c.log_every = 1000000;
+  return c;
+}
+}  // namespace
+
 // --time-budget fixes the step count after the probe steps and records it: a run interrupted
 // after that ends, resumed, at the count it fixed (its schedule's, not the cap).
 TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
   const fs::path d = temp_dir("resume_budget");
   std::ostringstream log;
-  TrainConfig c = small_run(d, "budget");
-  c.schedule = "wsd";
-  c.time_budget = 3;
-  c.iters = 1000000;  // a cap the budget stays below
-  c.eval_every = 1000000;
-  c.log_every = 1000;
+  const TrainConfig c = budget_run(d, "budget", 3);
   RunHooks hooks;
   hooks.after_step = [](int64_t it) {
     if (it == kBudgetProbeEnd + 5) std::raise(SIGINT);
@@ -441,13 +450,8 @@ TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
 TEST(TimeBudget, TheCountIsFixedAgainWhereTheStablePhaseEnds) {
   const fs::path d = temp_dir("budget_refit");
   std::ostringstream log;
-  TrainConfig c = small_run(d, "refit");
-  c.schedule = "wsd";
+  TrainConfig c = budget_run(d, "refit", 1);
   c.cooldown = 0.5;
-  c.time_budget = 1;
-  c.iters = 1000000;
-  c.eval_every = 1000000;
-  c.log_every = 1000000;
   const TrainSummary s = train_lm(c, log);
   std::vector<int64_t> counts;
   const std::string text = log.str();

@@ -37,7 +37,7 @@ void ConsoleLogger::on_start(const RunStart& e) {
     s << "recipe: " << c.optimizer;
     if (c.optimizer == "muon") {
       s << " (lr " << c.muon_lr << " for the hidden matrices, AdamW for the rest";
-      if (c.embed_lr > 0) s << ", at lr " << c.embed_lr << " for the embedding";
+      if (c.embed_lr > 0) s << ", the embedding at lr " << c.embed_lr;
       s << ")";
     }
     s << ", " << c.schedule << " schedule";
