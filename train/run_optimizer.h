@@ -7,7 +7,8 @@
 //          untied token embedding), at --embed-lr when it is given. Both optimizers' decoupled
 //          weight decay is --weight-decay (each multiplies it by its own learning rate).
 // Which parameter goes where is the model's parameter table's (models/param_table.h): its
-// Matrix rows to Muon, its Decay and NoDecay rows to AdamW's two groups.
+// Matrix rows to Muon, its Decay and NoDecay rows to AdamW's two groups (with --embed-lr, its
+// lookup_tables() to a third).
 // The schedule sets the learning rate of a step (set_lr, set_schedule_lr): AdamW's groups run
 // at it, Muon's at muon_lr/lr times it (the tables' at embed_lr/lr times it), so that all follow
 // the same shape; get_lr reports each group's own.
