@@ -14,7 +14,7 @@
 namespace ag::train {
 
 // The share of the budget the step count leaves unplanned: on a shared machine the steps after
-// the last fix ran up to 5% slower or faster than the mean that fixed the count
+// the last fix ran up to 7% slower or faster than the mean that fixed the count
 // (docs/speedrun.md), and the budget is a limit, not a target.
 inline constexpr double kBudgetSpare = 0.02;
 
