@@ -95,7 +95,8 @@ def run_speedrun(ag: str, torch_py: str | None, budget_s: float, data: str | Non
     if data is None:
         found = subprocess.run([os.path.join(ROOT, "scripts/find-corpus.sh")], capture_output=True, text=True)
         if found.returncode != 0:
-            return [{"bench": "speedrun", "side": "attograd", "error": "no corpus (scripts/find-corpus.sh failed)"}]
+            return [{"bench": "speedrun", "side": "attograd", "budget_s": budget_s,
+                     "error": "no corpus (scripts/find-corpus.sh failed)"}]
         data = found.stdout.strip()
     config = os.path.join(ROOT, "configs/speedrun.toml")
     out: list[dict] = []

@@ -274,12 +274,9 @@ def recipe_from_toml(path: str) -> dict:
     with open(path, "rb") as f:
         cfg = tomllib.load(f)
     out: dict = {}
-    # "lr" first: it sets the embedding's rate too, unless "embed-lr" (> 0) gives it its own
-    for key, value in sorted(cfg.items(), key=lambda kv: kv[0] != "lr"):
+    for key, value in cfg.items():
         if key == "embed-lr":
-            if value > 0:
-                out["emb_lr"] = value
-            continue
+            continue  # below: it overrides what "lr" gives the embedding
         if key in TOML_FIXED:
             if value != TOML_FIXED[key]:
                 raise ValueError(f"{key} = {value!r}: the PyTorch twin implements only {TOML_FIXED[key]!r}")
@@ -289,6 +286,8 @@ def recipe_from_toml(path: str) -> dict:
                 out[d] = value
         elif key not in TOML_IGNORED:
             raise ValueError(f"'{key}' is not a key the PyTorch twin knows")
+    if cfg.get("embed-lr", 0) > 0:  # the embedding's own rate (0: lr's)
+        out["emb_lr"] = cfg["embed-lr"]
     return out
 
 
@@ -400,13 +399,16 @@ def main(argv=None) -> int:
         it += 1
         if a.time_budget > 0 and it == refit_at:
             # attograd's second fix: the mean of every step timed so far, where the stable phase ends;
-            # a smaller count (slower steps) would have begun its decay already, so it stays
+            # when a smaller count's decay would have begun already (slower steps), it begins now,
+            # over the steps left
             step_s = (time.perf_counter() - tp) / (it - probe_from)
             left = a.time_budget * (1 - BUDGET_SPARE) - (time.perf_counter() - t0) - eval_s * 1.05
-            again = it + max(0, int(left / step_s))
-            if again - decay_steps(a.cooldown, again) >= it:
-                iters = again
-            print(json.dumps({"refit_step_ms": round(1e3 * step_s, 2), "iters": iters}), flush=True)
+            iters = it + max(0, int(left / step_s))
+            if iters - decay_steps(a.cooldown, iters) < it:
+                iters = max(iters, it + 1)
+                a.cooldown = (iters - it) / iters
+            print(json.dumps({"refit_step_ms": round(1e3 * step_s, 2), "iters": iters,
+                              "decay_steps": decay_steps(a.cooldown, iters)}), flush=True)
         if a.log_every and (it % a.log_every == 0 or it == iters):
             print(json.dumps({"step": it, "train_loss": round(loss, 4), "lr_scale": round(s, 4),
                               "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),

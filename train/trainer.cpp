@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
@@ -175,7 +176,9 @@ void Run::fix_iters_to_budget(int64_t steps_done) {
     // over the steps left, and its fraction is recorded (--cooldown) so that --resume follows it.
     next.iters = fixed = std::max(fixed, steps_done + 1);
     next.cooldown = static_cast<double>(fixed - steps_done) / static_cast<double>(fixed);
-    if (!same_steps(LrSchedule(next))) next = cfg_, fixed = cfg_.iters;  // a guard: the count stays
+    if (!same_steps(LrSchedule(next)))  // wsd's steps before its decay depend on neither
+      throw std::logic_error("--time-budget: a decay beginning at step " + std::to_string(steps_done) +
+                             " changed the learning rate of the steps taken");
   }
   cfg_.iters = fixed;
   cfg_.cooldown = next.cooldown;
