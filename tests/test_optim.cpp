@@ -293,7 +293,7 @@ TEST(ClipGrad, NonFiniteNormScalesToNaNOrThrowsTorchsMessage) {
   EXPECT_TRUE(std::isnan(w.grad().at({1})));  // as torch: scaled by a NaN coefficient
   w.set_grad(grad_of({INFINITY, 1}));
   expect_has(error_of([&] { nn::utils::clip_grad_norm_({w}, 1.0, 2.0, /*error_if_nonfinite=*/true); }),
-             {"The total norm of order 2 for gradients from `parameters` is non-finite, so it cannot be clipped"});
+             {"The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped"});
   EXPECT_EQ(w.grad().at({1}), 1.0);  // unchanged when it throws
 }
 
