@@ -223,6 +223,93 @@ float32_sweep)
   done
   [ $failed -eq 0 ] || fail "$failed of 24 healthy float32 GPTs failed the finite-difference check"
   ;;
+eval_iters_rule)
+  # eval-iters: one rule and one message on the command line and in TOML. 0 in TOML used to
+  # mean the whole validation split silently while the command line refused it.
+  for v in 0 -3; do
+    printf 'eval-iters = %s\n' "$v" >e.toml
+    "$ag" train --config e.toml --data "$corpus" --out r >log 2>&1; st=$?
+    [ $st -eq 2 ] || fail "eval-iters = $v in TOML: exit $st, want 2: $(cat log)"
+    grep -q "e.toml:1: 'eval-iters' must be a positive count or all, got '$v'" log || fail "TOML $v: $(cat log)"
+    [ -e r ] && fail "eval-iters = $v: a run folder was created"
+    "$ag" train --eval-iters "$v" --data "$corpus" --out r >log 2>&1; st=$?
+    [ $st -eq 2 ] && grep -q -- "--eval-iters must be a positive count or all, got '$v'" log || fail "--eval-iters $v: exit $st: $(cat log)"
+  done
+  printf 'eval-iters = 1.5\n' >e.toml
+  "$ag" train --config e.toml --data "$corpus" --out r >log 2>&1
+  grep -q "'eval-iters' must be a positive count or all, got 'a float'" log || fail "TOML 1.5: $(cat log)"
+  # "all" both ways, and a run's own config.toml says "all" and reads back.
+  printf 'eval-iters = "all"\n' >e.toml
+  "$ag" train --config e.toml --data "$corpus" --out all_run "${tiny[@]/--eval-iters/--log-every}" --iters 2 --eval-every 2 >log 2>&1 ||
+    fail "eval-iters = \"all\": $(cat log)"
+  grep -q '^eval-iters = "all"$' all_run/config.toml || fail "config.toml: $(grep eval-iters all_run/config.toml)"
+  "$ag" train --config all_run/config.toml --data "$corpus" --out again --overwrite --iters 2 >log 2>&1 ||
+    fail "a run's own config.toml does not read back: $(cat log)"
+  ;;
+run_identity)
+  # A train state copied from another run into a run folder is refused on resume (it used to
+  # continue that other run there, mixing two runs' metrics); a whole folder copied, and a
+  # folder made before identities, resume as before.
+  small_run A
+  small_run B
+  grep -Eq '^[0-9a-f]{32}$' A/run_id || fail "A/run_id: $(cat A/run_id)"
+  [ "$(cat A/run_id)" != "$(cat B/run_id)" ] || fail "two runs got the same identity"
+  cp -r B C
+  cp B/train_state.safetensors A/
+  cp A/metrics.jsonl metrics.before
+  "$ag" train --resume A --iters 6 --no-progress >log 2>&1; st=$?
+  [ $st -eq 1 ] || fail "a state of run B in A's folder: exit $st, want 1: $(cat log)"
+  grep -q "A/train_state.safetensors is the checkpoint of run $(cat B/run_id), not of run $(cat A/run_id), which A holds" log ||
+    fail "the identities are not named: $(cat log)"
+  cmp -s A/metrics.jsonl metrics.before || fail "A's metrics were written to"
+  rm A/run_id
+  "$ag" train --resume A --iters 6 --no-progress >log 2>&1; st=$?
+  [ $st -eq 1 ] && grep -q "but A has no run_id file: the state was copied from another run's folder" log ||
+    fail "a state with an identity in a folder without one: exit $st: $(cat log)"
+  "$ag" train --resume C --iters 6 --no-progress >log 2>&1 || fail "a whole folder copied does not resume: $(cat log)"
+  # A folder made before identities (tests/fixtures/run_before_optim, by an older attograd).
+  cp -r "$(dirname "$0")/../fixtures/run_before_optim" old
+  "$ag" train --resume old --iters 12 --data "$corpus" --threads 1 --no-progress >log 2>&1 ||
+    fail "a run folder made before identities does not resume: $(cat log)"
+  ;;
+profile_limits)
+  # Class 5: profiling never costs the run. A count whose trace cannot fit is refused before the
+  # first step; a trace write that fails ends profiling with a message and the run goes on to
+  # its end and its checkpoint; memory does not grow with the profiled steps (events go to disk
+  # step by step).
+  (ulimit -f 500; exec "$ag" train --data "$corpus" --out big "${tiny[@]}" --iters 8001 --profile-steps 8000) >log 2>&1; st=$?
+  [ $st -eq 2 ] || fail "--profile-steps 8000 under ulimit -f 500: exit $st, want 2: $(cat log)"
+  grep -q -- "--profile-steps 8000: its trace needs at least 3.2 MB (400 bytes a step at the least), more than the file-size limit (ulimit -f) of 512 KB" log ||
+    fail "not the refusal: $(cat log)"
+  [ -e big ] && fail "a run folder was made before the refusal"
+  # A trace that fits the first check but not the disk: the profile stops, the run does not.
+  (ulimit -f 500; exec "$ag" train --data "$corpus" --out full "${tiny[@]}" --iters 400 --eval-every 200 --profile-steps 300) >log 2>&1; st=$?
+  [ $st -eq 0 ] || fail "a trace beyond ulimit -f: exit $st, want 0 (the run goes on): $(cat log)"
+  grep -q "profile: write to .*full/trace.json.tmp failed: File too large (the file-size limit, ulimit -f); profiling stopped after [0-9]* of 300 profiled steps (the run goes on)" log ||
+    fail "no message for the failed trace: $(cat log)"
+  grep -q "done: 400 iters" log || fail "the run did not reach its end: $(cat log)"
+  [ -e full/trace.json ] || [ -e full/trace.json.tmp ] && fail "a partial trace was left"
+  python3 - full/train_state.safetensors <<'PY' || fail "the checkpoint is not the one of iter 400"
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    (n,) = struct.unpack("<Q", f.read(8))
+    sys.exit(0 if json.loads(f.read(n))["__metadata__"]["iter"] == "400" else 1)
+PY
+  # Memory: 1500 profiled steps take what 20 take (the old profile kept every event, and the
+  # whole trace as JSON, in memory until the end).
+  peak() {
+    python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
+  }
+  few=$(peak "$ag" train --data "$corpus" --out p20 "${tiny[@]}" --iters 1501 --eval-every 1501 --profile-steps 20)
+  many=$(peak "$ag" train --data "$corpus" --out p1500 "${tiny[@]}" --iters 1501 --eval-every 1501 --profile-steps 1500)
+  [ "$few" -gt 0 ] && [ "$many" -gt 0 ] || fail "a profiled run failed ($few, $many KB)"
+  [ $((many - few)) -lt 30000 ] || fail "1500 profiled steps peaked at $many KB, 20 at $few KB: memory grows with the profile"
+  python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); n = sum(1 for e in t["traceEvents"] if e.get("name") == "step"); sys.exit(0 if n == 1500 else 1)' p1500/trace.json ||
+    fail "p1500/trace.json does not hold 1500 steps"
+  echo "peak RSS: $few KB with 20 profiled steps, $many KB with 1500"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS: $case_name"
