@@ -4,7 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "autograd/short_quote.h"
+#include "base/short_quote.h"
 
 namespace ag::cli {
 

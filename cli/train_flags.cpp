@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "models/registry.h"
-#include "train/config_error.h"
-#include "train/config_file.h"
+#include "train/config/config_error.h"
+#include "train/config/config_file.h"
 
 namespace ag::cli {
 

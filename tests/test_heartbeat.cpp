@@ -1,4 +1,4 @@
-// Heartbeats between ranks (train/heartbeat.h): where they go, how a wait is judged, and two
+// Heartbeats between ranks (distributed/heartbeat.h): where they go, how a wait is judged, and two
 // real heartbeat threads talking over loopback in one process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,11 +10,13 @@
 #include <functional>
 #include <thread>
 
-#include "train/heartbeat.h"
-#include "train/hmac_sha256.h"
+#include "distributed/heartbeat.h"
+#include "distributed/hmac_sha256.h"
 
 namespace ag::train {
 namespace {
+
+using namespace ag::distributed;
 
 uint32_t ip(const char* dotted) {
   in_addr a{};
