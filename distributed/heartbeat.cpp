@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "train/hmac_sha256.h"
+#include "distributed/hmac_sha256.h"
 
 namespace ag::distributed {
 

@@ -37,7 +37,7 @@ struct HeartbeatAddress {
   std::string to_string() const;  // "10.0.0.2:40123, 127.0.0.1:40124"
 };
 
-// The job's secret: heartbeats carry HMAC-SHA256 tags under it (train/hmac_sha256.h), never the
+// The job's secret: heartbeats carry HMAC-SHA256 tags under it (distributed/hmac_sha256.h), never the
 // secret itself. Rank 0 draws it (new_heartbeat_key, the system's random source) and sends it
 // to the others over MPI, so a host that sees the datagrams cannot forge a live peer.
 using HeartbeatKey = std::array<uint8_t, 32>;

@@ -1,9 +1,9 @@
-#include "train/hmac_sha256.h"
+#include "distributed/hmac_sha256.h"
 
 #include <cstring>
 #include <vector>
 
-namespace ag::train {
+namespace ag::distributed {
 
 namespace {
 
@@ -84,4 +84,4 @@ bool digests_equal(const uint8_t* a, const uint8_t* b, size_t bytes) {
   return diff == 0;
 }
 
-}  // namespace ag::train
+}  // namespace ag::distributed

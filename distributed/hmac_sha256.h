@@ -1,5 +1,5 @@
 // HMAC-SHA256 (RFC 2104 over FIPS 180-4's SHA-256), for the heartbeats' authentication
-// (train/heartbeat.h): a datagram is accepted only when it carries the tag of the job's secret,
+// (distributed/heartbeat.h): a datagram is accepted only when it carries the tag of the job's secret,
 // which rank 0 draws and sends to the others over MPI and which never travels in a datagram.
 // Small and self-contained (no crypto library is linked); checked against RFC 4231's vectors.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ag::train {
+namespace ag::distributed {
 
 using Sha256Digest = std::array<uint8_t, 32>;
 
@@ -17,4 +17,4 @@ Sha256Digest hmac_sha256(const void* key, size_t key_bytes, const void* data, si
 // a == b without an early exit (the time taken does not tell how many leading bytes agree).
 bool digests_equal(const uint8_t* a, const uint8_t* b, size_t bytes);
 
-}  // namespace ag::train
+}  // namespace ag::distributed

@@ -12,7 +12,7 @@
 #include "models/transformer_lm.h"
 #include "nn/attention.h"
 #include "tests/test_util.h"
-#include "train/run_identity.h"
+#include "train/run_folder/run_identity.h"
 #include "viz/attention_walk.h"
 #include "viz/explore.h"
 #include "viz/explore_html.h"

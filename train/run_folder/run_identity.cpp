@@ -1,11 +1,11 @@
-#include "train/run_identity.h"
+#include "train/run_folder/run_identity.h"
 
 #include <filesystem>
 #include <random>
 #include <stdexcept>
 
-#include "autograd/atomic_file.h"
-#include "autograd/input_file.h"
+#include "base/atomic_file.h"
+#include "base/input_file.h"
 
 namespace ag::train {
 
