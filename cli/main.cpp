@@ -18,6 +18,7 @@
 #include "autograd/blas_buffers.h"
 #include "base/memory_limit.h"
 #include "autograd/parallel.h"
+#include "distributed/comm.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/suggest.h"
@@ -130,6 +131,7 @@ std::string flag_given_value(int argc, char** argv, const std::string& value) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  ag::distributed::Comm::finish_world();  // MPI_Finalize, as world()'s destructor would have done
   std::_Exit(status);
 }
 

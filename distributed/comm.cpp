@@ -106,7 +106,9 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
   impl_->parent_pid = static_cast<int>(getppid());
 }
 
-Comm::~Comm() {
+Comm::~Comm() { shutdown(); }
+
+void Comm::shutdown() {
   if (impl_) impl_->heartbeat.reset();  // its thread ends before MPI does
 #ifdef ATTOGRAD_WITH_MPI
   if (impl_ && impl_->mpi && impl_->finalize) {
@@ -118,6 +120,14 @@ Comm::~Comm() {
     }
   }
 #endif
+}
+
+namespace {
+Comm* g_world = nullptr;  // world(), once called
+}  // namespace
+
+void Comm::finish_world() {
+  if (g_world) g_world->shutdown();
 }
 
 Comm& Comm::single() {
@@ -167,6 +177,7 @@ Comm& Comm::world() {
     return c;
 #endif
   }();
+  g_world = &w;
   return w;
 }
 
