@@ -265,10 +265,10 @@ std::string format_profile_table(const ProfileSummary& s, const std::string& tit
 void add_to_summary(ProfileSummary& sum, const ProfileSummary& part) {
   sum.steps += part.steps;
   sum.step_ms += part.step_ms;
-  for (const auto& [name, t] : part.phases_ms) {
-    auto it = std::find_if(sum.phases_ms.begin(), sum.phases_ms.end(), [&](const auto& ph) { return ph.first == name; });
-    if (it == sum.phases_ms.end()) sum.phases_ms.emplace_back(name, t);
-    else it->second += t;
+  for (const auto& phase : part.phases_ms) {  // not a structured binding: clang 14 will not capture one
+    auto it = std::find_if(sum.phases_ms.begin(), sum.phases_ms.end(), [&](const auto& ph) { return ph.first == phase.first; });
+    if (it == sum.phases_ms.end()) sum.phases_ms.push_back(phase);
+    else it->second += phase.second;
   }
   sum.covered_ms += part.covered_ms;
   for (const OpStats& r : part.ops) {
