@@ -39,7 +39,7 @@ def _from_array_copy(array, dtype, requires_grad):
         a = a.astype(np.int64, copy=False)
     elif kind != "b":
         raise TypeError(f"can't convert an array of type {a.dtype} to a tensor")
-    t = _C.from_numpy(np.ascontiguousarray(a)).clone()
+    t = _C.from_numpy(np.asarray(a, order="C")).clone()  # (ascontiguousarray would make a 0-d array 1-d)
     if dtype is not None:
         t = t.to(dtype)
     return t.requires_grad_(True) if requires_grad else t

@@ -78,7 +78,7 @@ def _format_nested(data, shape, fmt, indent, summarize):
     if len(shape) == 1:
         items = [fmt.format(v) for v in (data[:EDGEITEMS] if elided else data)]
         if elided:
-            items += ["..."] + [fmt.format(v) for v in data[n - EDGEITEMS:]]
+            items += [" ..."] + [fmt.format(v) for v in data[n - EDGEITEMS:]]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"

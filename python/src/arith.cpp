@@ -130,6 +130,10 @@ Tensor binary(BinaryOp op, const Tensor& a, const Scalar& s, bool reflected) {
   check_bool_op(op, common);
   ag::NoGradGuard no_grad;
   const Tensor x = as_dtype(a, DType::Float64), c = Tensor::scalar(s.value, DType::Float64);
+  if (op == BinaryOp::Pow && !reflected) {
+    if (s.value < 0) throw std::runtime_error("Integers to negative integer powers are not allowed.");
+    return integer_result(ag::pow(x, s.value), out, "pow");
+  }
   return integer_result(reflected ? float_op(op, c, x) : float_op(op, x, c), out, op_name(op));
 }
 

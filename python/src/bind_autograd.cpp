@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "common.h"
 #include "gil.h"
+#include "python_hooks.h"
 
 namespace agpy {
 
@@ -23,10 +24,15 @@ std::string torch_node_name(const std::string& op) {
   bool snake = true;
   for (char c : op) snake &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   if (!snake) return op + "Backward";
+  // Where torch's node has another name than attograd's op (torch.cat is attograd's concat).
+  static const std::pair<const char*, const char*> renamed[] = {
+      {"concat", "CatBackward0"}, {"clamp", "ClampBackward1"}, {"norm", "LinalgVectorNormBackward0"},
+      {"to", "ToCopyBackward0"}, {"narrow", "SliceBackward0"}, {"slice", "SliceBackward0"},
+      {"rsub_scalar", "RsubBackward1"}, {"rdiv_scalar", "DivBackward0"}};
+  for (const auto& [ours, torchs] : renamed)
+    if (op == ours) return torchs;
   std::string base = op;
-  for (const char* suffix : {"_scalar"})
-    if (base.size() > std::string(suffix).size() && base.ends_with(suffix)) base.resize(base.size() - std::string(suffix).size());
-  if (base == "rdiv") base = "div";
+  if (base.ends_with("_scalar")) base.resize(base.size() - 7);  // add_scalar is torch's AddBackward0
   std::string out;
   bool upper = true;
   for (char c : base) {
@@ -53,20 +59,6 @@ nb::tuple next_functions(const Node& node) {
     else out.append(nb::make_tuple(nb::none(), 0));
   }
   return nb::tuple(out);
-}
-
-ag::GradHook python_grad_hook(nb::handle fn) {
-  return [f = PyRef(fn)](const Tensor& grad) -> Tensor {
-    nb::gil_scoped_acquire gil;
-    nb::object r = f.get()(grad);
-    if (r.is_none()) return Tensor();
-    Tensor t;
-    if (!nb::try_cast(r, t))
-      throw nb::type_error(("a hook returned " + nb::cast<std::string>(nb::str(r.type().attr("__name__"))) +
-                            ": it must return a Tensor or None")
-                               .c_str());
-    return t;
-  };
 }
 
 std::vector<Tensor> optional_tensors(const std::vector<std::optional<Tensor>>& ts) {
@@ -109,13 +101,10 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
   cls.def("register_hook", [](const Tensor& t, nb::handle hook) {
     if (!t.requires_grad())
       throw std::runtime_error("cannot register a hook on a tensor that doesn't require gradient");
-    return t.register_hook(python_grad_hook(hook));
+    return t.register_hook(PythonGradHook{PyRef(hook)});
   }, nb::arg("hook"));
   cls.def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::handle hook) {
-    return t.register_post_accumulate_grad_hook([f = PyRef(hook)](const Tensor& leaf) {
-      nb::gil_scoped_acquire gil;
-      f.get()(leaf);
-    });
+    return t.register_post_accumulate_grad_hook(PythonPostAccumulateHook{PyRef(hook)});
   }, nb::arg("hook"));
   cls.def("retain_grad", [](const Tensor& t) {
     if (!t.requires_grad()) throw std::runtime_error("can't retain_grad on Tensor that has requires_grad=False");

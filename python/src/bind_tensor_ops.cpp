@@ -31,14 +31,19 @@ void def_both(nb::module_& m, nb::class_<TensorImpl>& cls, const char* name, F f
 // A GEMM this large (multiply-adds) releases the GIL: below it the release costs more than it frees.
 constexpr double kGemmReleaseWork = 32768;
 
-nb::object return_type(const char* name) {
-  static nb::object types = nb::dict();
-  nb::dict d = nb::borrow<nb::dict>(types);
-  if (!d.contains(name)) {
-    nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
-    d[name] = namedtuple(name, nb::make_tuple("values", "indices"), nb::arg("module") = "attograd.return_types");
-  }
-  return d[name];
+// torch.return_types.max / min: named tuples (values, indices), made once at import. The module
+// owns them (its attribute _return_types), so no static object outlives the interpreter.
+nb::handle g_return_types;
+
+nb::object return_type(const char* name) { return nb::borrow<nb::dict>(g_return_types)[name]; }
+
+void make_return_types(nb::module_& m) {
+  nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
+  nb::dict types;
+  for (const char* name : {"max", "min"})
+    types[name] = namedtuple(name, nb::make_tuple("values", "indices"), nb::arg("module") = "attograd.return_types");
+  m.attr("_return_types") = types;
+  g_return_types = types;
 }
 
 // A float tensor for the float-only unary ops (exp, log, ...): integers become the default dtype.
@@ -301,6 +306,7 @@ nb::object inplace_operator(BinaryOp op, nb::handle self, nb::handle other, cons
 }  // namespace
 
 void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
+  make_return_types(m);
   // ---- element-wise ---------------------------------------------------------------------------------
   def_both(m, cls, "exp", [](const Tensor& a) { return ag::exp(floating(a)); });
   def_both(m, cls, "log", [](const Tensor& a) { return ag::log(floating(a)); });

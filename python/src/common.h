@@ -84,6 +84,10 @@ std::vector<int64_t> dims_from_python(nb::handle h);
 // attograd.Size(shape): a tuple subclass defined in Python (attograd/_size.py), as torch.Size.
 nb::object size_object(const ag::Shape& shape);
 
+// The Tensor type's garbage-collector slots (gc.cpp).
+int tensor_traverse(PyObject* self, visitproc visit, void* arg);
+int tensor_clear(PyObject* self);
+
 // The bind_* functions, in module.cpp's order. Each binds one part of the API onto `m`; a new
 // part of the C++ API gets a function here and a line in module.cpp.
 void bind_errors(nb::module_& m);

@@ -12,7 +12,11 @@ NB_MODULE(_C, m) {
   m.attr("__version__") = ATTOGRAD_VERSION;
   agpy::bind_errors(m);
   agpy::bind_dtype(m);
-  nb::class_<ag::TensorImpl> tensor(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable());
+  static PyType_Slot tensor_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(&agpy::tensor_traverse)},
+                                        {Py_tp_clear, reinterpret_cast<void*>(&agpy::tensor_clear)},
+                                        {0, nullptr}};
+  nb::class_<ag::TensorImpl> tensor(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(),
+                                    nb::type_slots(tensor_slots));
   agpy::bind_tensor(m, tensor);
   agpy::bind_tensor_ops(m, tensor);
   agpy::bind_indexing(tensor);
