@@ -156,6 +156,19 @@ Tensor binary(BinaryOp op, nb::handle a, nb::handle b) {
                            .c_str());
 }
 
+nb::object times_alpha(nb::handle other, double alpha) {
+  if (alpha == 1.0) return nb::borrow(other);
+  if (const std::optional<Scalar> s = scalar_from_python(other)) {
+    const double v = s->value * alpha;
+    if (s->kind != ScalarKind::Float && alpha == std::floor(alpha)) return nb::int_(static_cast<int64_t>(v));
+    return nb::float_(v);
+  }
+  Tensor t;
+  if (!nb::try_cast(other, t)) throw nb::type_error("add/sub: other must be a Tensor or a number");
+  const Scalar a{alpha, alpha == std::floor(alpha) ? ScalarKind::Int : ScalarKind::Float};
+  return nb::cast(binary(BinaryOp::Mul, t, a));
+}
+
 void binary_inplace(BinaryOp op, const Tensor& self, nb::handle other, const char* name) {
   if (ag::GradMode::enabled() && self.requires_grad()) {
     if (self.is_leaf())

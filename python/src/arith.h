@@ -27,6 +27,10 @@ std::optional<ag::Tensor> try_binary(BinaryOp op, const ag::Tensor& a, nb::handl
 // Either operand a Tensor or a number (what torch.add(input, other) takes); TypeError otherwise.
 ag::Tensor binary(BinaryOp op, nb::handle a, nb::handle b);
 
+// torch's `alpha` of add and sub: other · alpha, a Tensor or a number (an int stays an int when
+// alpha is whole).
+nb::object times_alpha(nb::handle other, double alpha);
+
 // int64 values computed in float64, back to int64 (throws beyond ±2^53).
 ag::Tensor float64_to_int64_exact(const ag::Tensor& t, const char* op);
 

@@ -124,8 +124,8 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
     }
     nb::gil_scoped_release release;
     t.backward(gradient ? *gradient : Tensor(), options);
-  }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false,
-     nb::arg("inputs") = nb::none());
+  }, nb::arg("gradient").none() = nb::none(), nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false,
+     nb::arg("inputs").none() = nb::none());
   m.def("_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grad_tensors,
                         std::optional<bool> retain_graph, bool create_graph, std::optional<std::vector<Tensor>> inputs) {
     ag::BackwardOptions options;

@@ -48,11 +48,12 @@ Tensor strided_slice(const Tensor& a, int64_t d, int64_t start, int64_t stop, in
   return out;
 }
 
-Tensor select_int(const Tensor& a, int64_t d, int64_t i) {
+// a[i] along dim d; `shown_dim` is the dim of the indexed tensor an error names (torch's).
+Tensor select_int(const Tensor& a, int64_t d, int64_t i, int64_t shown_dim = -1) {
   const int64_t size = a.size(d);
   if (i < -size || i >= size)
-    throw ag::IndexError("index " + std::to_string(i) + " is out of bounds for dimension " + std::to_string(d) +
-                         " with size " + std::to_string(size));
+    throw ag::IndexError("index " + std::to_string(i) + " is out of bounds for dimension " +
+                         std::to_string(shown_dim < 0 ? d : shown_dim) + " with size " + std::to_string(size));
   if (i < 0) i += size;
   return ag::squeeze(ag::narrow(a, d, i, 1), d);
 }
@@ -145,21 +146,24 @@ Indexed apply_basic(const Tensor& self, nb::handle index) {
   if (consumed > self.dim())
     throw ag::IndexError("too many indices for tensor of dimension " + std::to_string(self.dim()));
   Indexed r{self, Tensor(), 0};
-  int64_t d = 0;
+  int64_t d = 0;         // the dim of r.view the next item applies to
+  int64_t original = 0;  // ... and of self, for error messages
   for (nb::handle item : items) {
     if (item.is_none()) {
       r.view = ag::unsqueeze(r.view, d++);
     } else if (item.is(Py_Ellipsis)) {
       d += self.dim() - consumed;
+      original += self.dim() - consumed;
     } else if (PySlice_Check(item.ptr())) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(item.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
-      if (step <= 0) throw std::runtime_error("step must be greater than zero");
+      if (step <= 0) throw ag::ValueError("step must be greater than zero");
       const int64_t size = r.view.size(d);
       PySlice_AdjustIndices(static_cast<Py_ssize_t>(size), &start, &stop, step);
       if (step == 1) r.view = ag::narrow(r.view, d, start, std::max<int64_t>(stop - start, 0));
       else r.view = strided_slice(r.view, d, start, stop, step);
       ++d;
+      ++original;
     } else if (is_advanced(item)) {
       if (r.advanced.defined())
         throw nb::index_error("attograd indexes with one tensor (or list) at a time; index again for another");
@@ -167,9 +171,11 @@ Indexed apply_basic(const Tensor& self, nb::handle index) {
       if (r.advanced.dtype() != DType::Int64 && r.advanced.dtype() != DType::Bool)
         throw nb::index_error("tensors used as indices must be long, int, byte or bool tensors");
       r.advanced_dim = d;
-      d += r.advanced.dtype() == DType::Bool ? std::max<int64_t>(r.advanced.dim(), 1) : 1;
+      const int64_t k = r.advanced.dtype() == DType::Bool ? std::max<int64_t>(r.advanced.dim(), 1) : 1;
+      d += k;
+      original += k;
     } else if (PyIndex_Check(item.ptr())) {
-      r.view = select_int(r.view, d, nb::cast<int64_t>(item));
+      r.view = select_int(r.view, d, nb::cast<int64_t>(item), original++);
     } else {
       throw nb::index_error(("only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are valid "
                              "indices (got " + nb::cast<std::string>(nb::str(item.type().attr("__name__"))) + ")")
@@ -279,7 +285,8 @@ void setitem(const Tensor& self, nb::handle index, nb::handle value) {
 }  // namespace
 
 void bind_indexing(nb::class_<ag::TensorImpl>& cls) {
-  cls.def("__getitem__", [](const Tensor& self, nb::handle index) { return getitem(self, index); });
+  cls.def("__getitem__", [](const Tensor& self, nb::handle index) { return getitem(self, index); },
+          nb::arg("index").none());
   cls.def("__setitem__", [](const Tensor& self, nb::handle index, nb::handle value) {
     // torch's rule for in-place writes: not into a leaf that requires grad, in grad mode.
     if (ag::GradMode::enabled() && self.requires_grad())
@@ -291,7 +298,7 @@ void bind_indexing(nb::class_<ag::TensorImpl>& cls) {
       throw std::runtime_error("attograd records no in-place op: assigning a tensor that requires grad into another "
                                "would drop its gradient; build the result out of place (cat, where)");
     setitem(self, index, value);
-  });
+  }, nb::arg("index").none(), nb::arg("value"));
 }
 
 }  // namespace agpy

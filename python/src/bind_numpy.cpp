@@ -102,7 +102,7 @@ void bind_numpy(nb::module_& m, nb::class_<ag::TensorImpl>& cls) {
     if (!dtype.is_none()) arr = arr.attr("astype")(dtype, nb::arg("copy") = false);
     if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
     return arr;
-  }, nb::arg("dtype") = nb::none(), nb::kw_only(), nb::arg("copy") = nb::none());
+  }, nb::arg("dtype").none() = nb::none(), nb::kw_only(), nb::arg("copy").none() = nb::none());
   cls.def("__dlpack__", [](const Tensor& t, nb::kwargs kwargs) {
     if (t.requires_grad()) throw std::runtime_error("Can't export tensors that require gradient, use tensor.detach()");
     nb::object arr = nb::cast(export_array<nb::array_api>(t));

@@ -72,7 +72,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         if (dim.is_none()) return size_object(t.shape);
         const Tensor s = self_of(t);
         return nb::int_(s.size(nb::cast<int64_t>(dim)));
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim").none() = nb::none())
       .def_prop_ro("dtype", [](TensorImpl& t) { return t.dtype; })
       .def_prop_ro("ndim", [](TensorImpl& t) { return t.shape.size(); })
       .def("dim", [](TensorImpl& t) { return t.shape.size(); })
@@ -87,7 +87,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         if (dim.is_none()) return nb::tuple(nb::cast(t.strides));
         const int64_t d = ag::wrap_dim(nb::cast<int64_t>(dim), static_cast<int64_t>(t.shape.size()), "stride", self_of(t));
         return nb::int_(t.strides[static_cast<size_t>(d)]);
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim").none() = nb::none())
       .def("element_size", [](TensorImpl& t) { return ag::dtype_size(t.dtype); })
       .def("is_contiguous", [](TensorImpl& t) { return self_of(t).is_contiguous(); })
       .def("is_floating_point", [](TensorImpl& t) { return ag::is_floating(t.dtype); })

@@ -333,12 +333,10 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     return ag::eq(ag::sub(x, x), 0.0);  // x − x is 0 for finite x, NaN for ±inf and NaN
   });
   def_both(m, cls, "add", [](const Tensor& a, nb::handle other, double alpha) {
-    return alpha == 1.0 ? binary(BinaryOp::Add, nb::cast(a), other)
-                        : binary(BinaryOp::Add, a, binary(BinaryOp::Mul, other, nb::float_(alpha)));
+    return binary(BinaryOp::Add, nb::cast(a), times_alpha(other, alpha));
   }, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1.0);
   def_both(m, cls, "sub", [](const Tensor& a, nb::handle other, double alpha) {
-    return alpha == 1.0 ? binary(BinaryOp::Sub, nb::cast(a), other)
-                        : binary(BinaryOp::Sub, a, binary(BinaryOp::Mul, other, nb::float_(alpha)));
+    return binary(BinaryOp::Sub, nb::cast(a), times_alpha(other, alpha));
   }, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1.0);
   def_both(m, cls, "mul", [](const Tensor& a, nb::handle other) { return binary(BinaryOp::Mul, nb::cast(a), other); },
            nb::arg("other"));
@@ -356,7 +354,7 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     def_both(m, cls, name, [](const Tensor& a, std::optional<double> min, std::optional<double> max) {
       if (!min && !max) throw std::runtime_error("torch.clamp: At least one of 'min' or 'max' must not be None");
       return ag::clamp(a, min, max);
-    }, nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+    }, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
   const char* cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   for (int i = 0; i < 6; ++i)
     def_both(m, cls, cmp_names[i], [i](const Tensor& a, nb::handle other) { return compare(a, other, i); }, nb::arg("other"));
@@ -385,37 +383,37 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     return reduce_integer(x, DType::Int64, "sum", [&](const Tensor& v) {
       return dim.is_none() && !keepdim ? ag::sum(v) : ag::sum(v, dims, keepdim);
     });
-  }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(), nb::arg("dtype") = nb::none());
+  }, nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false, nb::kw_only(), nb::arg("dtype").none() = nb::none());
   def_both(m, cls, "mean", [](const Tensor& a, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
     const Tensor x = dtype ? as_dtype(a, *dtype) : a;
     if (!ag::is_floating(x.dtype()))
       throw std::runtime_error(std::string("mean(): could not infer output dtype. Input dtype must be either a floating "
                                            "point or complex dtype. Got: ") + ag::dtype_name(x.dtype()));
     return dim.is_none() && !keepdim ? ag::mean(x) : ag::mean(x, dims_from_python(dim), keepdim);
-  }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(), nb::arg("dtype") = nb::none());
+  }, nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false, nb::kw_only(), nb::arg("dtype").none() = nb::none());
   def_both(m, cls, "max", [](const Tensor& a, nb::handle dim, bool keepdim) { return max_min(a, dim, keepdim, true); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+           nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "min", [](const Tensor& a, nb::handle dim, bool keepdim) { return max_min(a, dim, keepdim, false); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+           nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "amax", [](const Tensor& a, nb::handle dim, bool keepdim) {
     return reduce_integer(a, a.dtype(), "amax", [&](const Tensor& x) { return ag::amax(x, dims_from_python(dim), keepdim); });
-  }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }, nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "amin", [](const Tensor& a, nb::handle dim, bool keepdim) {
     return reduce_integer(a, a.dtype(), "amin", [&](const Tensor& x) { return ag::amin(x, dims_from_python(dim), keepdim); });
-  }, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }, nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "argmax", [](const Tensor& a, nb::handle dim, bool keepdim) { return arg_extreme(a, dim, keepdim, true); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+           nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "argmin", [](const Tensor& a, nb::handle dim, bool keepdim) { return arg_extreme(a, dim, keepdim, false); },
-           nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+           nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
   def_both(m, cls, "norm", [](const Tensor& a, nb::handle p, nb::handle dim, bool keepdim) {
     return ag::norm(a, norm_order(p), dims_from_python(dim), keepdim);
-  }, nb::arg("p") = "fro", nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  def_both(m, cls, "var", &var, nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::arg("keepdim") = false,
-           nb::kw_only(), nb::arg("correction") = nb::none());
+  }, nb::arg("p") = "fro", nb::arg("dim").none() = nb::none(), nb::arg("keepdim") = false);
+  def_both(m, cls, "var", &var, nb::arg("dim").none() = nb::none(), nb::arg("unbiased").none() = nb::none(), nb::arg("keepdim") = false,
+           nb::kw_only(), nb::arg("correction").none() = nb::none());
   def_both(m, cls, "std", [](const Tensor& a, nb::handle dim, std::optional<bool> unbiased, bool keepdim,
                              std::optional<double> correction) { return ag::sqrt(var(a, dim, unbiased, keepdim, correction)); },
-           nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-           nb::arg("correction") = nb::none());
+           nb::arg("dim").none() = nb::none(), nb::arg("unbiased").none() = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+           nb::arg("correction").none() = nb::none());
   def_both(m, cls, "logsumexp", [](const Tensor& a, nb::handle dim, bool keepdim) {
     return ag::logsumexp(a, dims_from_python(dim), keepdim);
   }, nb::arg("dim"), nb::arg("keepdim") = false);
@@ -464,7 +462,7 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     std::sort(dims.rbegin(), dims.rend());  // the highest first, so the others keep their place
     for (int64_t d : dims) r = squeeze_dim(r, d);
     return r;
-  }, nb::arg("dim") = nb::none());
+  }, nb::arg("dim").none() = nb::none());
   def_both(m, cls, "flatten", &flatten, nb::arg("start_dim") = 0, nb::arg("end_dim") = -1);
   def_both(m, cls, "unflatten", [](const Tensor& a, int64_t dim, nb::handle sizes) {
     const int64_t d = ag::wrap_dim(dim, a.dim(), "unflatten", a);
@@ -520,8 +518,10 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
                             Operator{"__truediv__", "__rtruediv__", "__itruediv__", BinaryOp::Div},
                             Operator{"__pow__", "__rpow__", "__ipow__", BinaryOp::Pow}}) {
     const BinaryOp op = o.op;
-    cls.def(o.name, [op](const Tensor& a, nb::handle b) { return op_or_not_implemented(op, a, b, false); });
-    cls.def(o.rname, [op](const Tensor& a, nb::handle b) { return op_or_not_implemented(op, a, b, true); });
+    cls.def(o.name, [op](const Tensor& a, nb::handle b) { return op_or_not_implemented(op, a, b, false); },
+            nb::arg("other").none());
+    cls.def(o.rname, [op](const Tensor& a, nb::handle b) { return op_or_not_implemented(op, a, b, true); },
+            nb::arg("other").none());
     const char* iname = o.iname;
     cls.def(iname, [op, iname](nb::handle self, nb::handle b) { return inplace_operator(op, self, b, iname); });
   }
@@ -529,17 +529,22 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     const char* name;
     BinaryOp op;
   };
-  for (const InplaceMethod& o : {InplaceMethod{"add_", BinaryOp::Add}, InplaceMethod{"sub_", BinaryOp::Sub},
-                                 InplaceMethod{"mul_", BinaryOp::Mul}, InplaceMethod{"div_", BinaryOp::Div},
-                                 InplaceMethod{"pow_", BinaryOp::Pow}}) {
+  for (const InplaceMethod& o : {InplaceMethod{"add_", BinaryOp::Add}, InplaceMethod{"sub_", BinaryOp::Sub}}) {
     const BinaryOp op = o.op;
     const char* name = o.name;
     cls.def(name, [op, name](nb::handle self, nb::handle other, double alpha) {
-      const Tensor a = nb::cast<Tensor>(self);
-      if (alpha == 1.0) binary_inplace(op, a, other, name);
-      else binary_inplace(op, a, nb::cast(binary(BinaryOp::Mul, other, nb::float_(alpha))), name);
+      binary_inplace(op, nb::cast<Tensor>(self), times_alpha(other, alpha), name);
       return nb::borrow(self);
     }, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = 1.0);
+  }
+  for (const InplaceMethod& o : {InplaceMethod{"mul_", BinaryOp::Mul}, InplaceMethod{"div_", BinaryOp::Div},
+                                 InplaceMethod{"pow_", BinaryOp::Pow}}) {
+    const BinaryOp op = o.op;
+    const char* name = o.name;
+    cls.def(name, [op, name](nb::handle self, nb::handle other) {
+      binary_inplace(op, nb::cast<Tensor>(self), other, name);
+      return nb::borrow(self);
+    }, nb::arg("other"));
   }
   cls.def("clamp_", [](nb::handle self, std::optional<double> min, std::optional<double> max) {
     Tensor a = nb::cast<Tensor>(self);
@@ -547,7 +552,7 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
       throw std::runtime_error("clamp_: a tensor that requires grad is being used in an in-place operation");
     a.copy_(ag::clamp(a, min, max));
     return nb::borrow(self);
-  }, nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+  }, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
   cls.def("masked_fill_", [](nb::handle self, const Tensor& mask, nb::handle value) {
     Tensor a = nb::cast<Tensor>(self);
     if (ag::GradMode::enabled() && a.requires_grad())
@@ -562,8 +567,10 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
   cls.def("__abs__", [](const Tensor& a) { return keep_integer(a, "abs", [](const Tensor& x) { return ag::abs(x); }); });
   const char* cmp_dunders[] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
   for (int i = 0; i < 6; ++i) {
-    cls.def(cmp_dunders[i], [i](const Tensor& a, nb::handle other) { return compare(a, other, i); });
-    cls.def(cmp_dunders[i], [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); });
+    cls.def(cmp_dunders[i], [i](const Tensor& a, nb::handle other) { return compare(a, other, i); },
+            nb::arg("other").none());
+    cls.def(cmp_dunders[i], [](const Tensor&, nb::handle) { return nb::borrow(Py_NotImplemented); },
+            nb::arg("other").none());
   }
   cls.def("__invert__", [](const Tensor& a) {
     ag::NoGradGuard no_grad;
