@@ -101,7 +101,8 @@ fuzz:
 # PyTorch twin (docs/speedrun.md).
 BENCH_FLAGS ?=
 bench: build
-	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)
+	@python3 bench/compare.py --attograd $(BUILD)/attograd --attograd-python $(PYTHON_VENV)/bin/python \
+	  --attograd-pythonpath $(BUILD)/python $(BENCH_FLAGS)
 
 bench-torch2:
 	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy tensorboard
