@@ -104,7 +104,7 @@ def _format(self, spec):
 def _install():
     T = Tensor
     T.__repr__ = lambda self: tensor_repr(self)
-    T.__str__ = T.__repr__
+    T.__str__ = lambda self: repr(self)  # a subclass's own __repr__ too
     T.__format__ = _format
     T.to = _to
     T.double = lambda self: self._to_dtype(_C.float64, False)

@@ -16,8 +16,6 @@ namespace {
 using ag::Tensor;
 using ag::TensorImpl;
 
-Tensor self_of(TensorImpl& impl) { return Tensor(impl.shared_from_this()); }
-
 // One element as the Python value torch's item() gives: float, int or bool.
 nb::object element(const Tensor& t, int64_t offset) {
   switch (t.dtype()) {
@@ -68,9 +66,8 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
 
   // ---- metadata ---------------------------------------------------------------------------------
   cls.def_prop_ro("shape", [](TensorImpl& t) { return size_object(t.shape); })
-      .def("size", [](TensorImpl& t, nb::handle dim) -> nb::object {
-        if (dim.is_none()) return size_object(t.shape);
-        const Tensor s = self_of(t);
+      .def("size", [](const Tensor& s, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return size_object(s.shape());
         return nb::int_(s.size(nb::cast<int64_t>(dim)));
       }, nb::arg("dim").none() = nb::none())
       .def_prop_ro("dtype", [](TensorImpl& t) { return t.dtype; })
@@ -83,13 +80,13 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         if (t.shape.empty()) throw nb::type_error("len() of a 0-d tensor");
         return t.shape[0];
       })
-      .def("stride", [](TensorImpl& t, nb::handle dim) -> nb::object {
-        if (dim.is_none()) return nb::tuple(nb::cast(t.strides));
-        const int64_t d = ag::wrap_dim(nb::cast<int64_t>(dim), static_cast<int64_t>(t.shape.size()), "stride", self_of(t));
-        return nb::int_(t.strides[static_cast<size_t>(d)]);
+      .def("stride", [](const Tensor& s, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return nb::tuple(nb::cast(s.strides()));
+        const int64_t d = ag::wrap_dim(nb::cast<int64_t>(dim), s.dim(), "stride", s);
+        return nb::int_(s.strides()[static_cast<size_t>(d)]);
       }, nb::arg("dim").none() = nb::none())
       .def("element_size", [](TensorImpl& t) { return ag::dtype_size(t.dtype); })
-      .def("is_contiguous", [](TensorImpl& t) { return self_of(t).is_contiguous(); })
+      .def("is_contiguous", [](const Tensor& s) { return s.is_contiguous(); })
       .def("is_floating_point", [](TensorImpl& t) { return ag::is_floating(t.dtype); })
       .def("data_ptr", [](TensorImpl& t) {
         return reinterpret_cast<uintptr_t>(static_cast<char*>(t.storage->data) + t.offset * ag::dtype_size(t.dtype));
@@ -102,16 +99,15 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
   // ---- autograd state ------------------------------------------------------------------------------
   cls.def_prop_rw(
          "requires_grad", [](TensorImpl& t) { return t.requires_grad; },
-         [](TensorImpl& t, bool on) { self_of(t).requires_grad_(on); })
+         [](Tensor s, bool on) { s.requires_grad_(on); })
       .def("requires_grad_", [](nb::handle self, bool on) {
         nb::cast<Tensor>(self).requires_grad_(on);
         return nb::borrow(self);
       }, nb::arg("requires_grad") = true)
       .def_prop_ro("is_leaf", [](TensorImpl& t) { return t.grad_fn == nullptr || !t.requires_grad; })
       .def_prop_rw(
-          "grad", [](TensorImpl& t) { return self_of(t).grad(); },
-          [](TensorImpl& t, std::optional<Tensor> g) {
-            Tensor s = self_of(t);
+          "grad", [](const Tensor& s) { return s.grad(); },
+          [](Tensor s, std::optional<Tensor> g) {
             if (!g || !g->defined()) return s.zero_grad();
             if (g->dtype() != s.dtype())
               throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(*g) +
@@ -119,7 +115,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
             s.set_grad(*g);
           },
           nb::arg("grad").none())
-      .def("detach", [](TensorImpl& t) { return self_of(t).detach(); })
+      .def("detach", [](const Tensor& s) { return s.detach(); })
       .def("detach_", [](nb::handle self) {
         TensorImpl& t = nb::cast<TensorImpl&>(self);
         t.grad_fn.reset();
@@ -127,7 +123,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         return nb::borrow(self);
       })
       .def_prop_rw(
-          "data", [](TensorImpl& t) { return self_of(t).detach(); },
+          "data", [](const Tensor& s) { return s.detach(); },
           [](TensorImpl& t, const Tensor& src) {
             // torch's `p.data = x`: p now views x's storage, keeping its own identity and autograd state.
             const TensorImpl& s = src.impl();
@@ -139,27 +135,25 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
           });
 
   // ---- conversions to Python values ---------------------------------------------------------------
-  cls.def("item", [](TensorImpl& t) { return item(self_of(t)); })
-      .def("tolist", [](TensorImpl& t) { return tolist_rec(self_of(t), 0, t.offset); })
-      .def("__bool__", [](TensorImpl& t) {
-        if (ag::shape_numel(t.shape) != 1)
-          throw std::runtime_error("Boolean value of Tensor with more than one value is ambiguous");
-        return nb::cast<double>(item(self_of(t))) != 0.0;
+  cls.def("item", [](const Tensor& s) { return item(s); })
+      .def("tolist", [](const Tensor& s) { return tolist_rec(s, 0, s.impl().offset); })
+      .def("__bool__", [](const Tensor& s) {
+        if (s.numel() != 1) throw std::runtime_error("Boolean value of Tensor with more than one value is ambiguous");
+        return nb::cast<double>(item(s)) != 0.0;
       })
-      .def("__float__", [](TensorImpl& t) { return nb::cast<double>(item(self_of(t))); })
-      .def("__int__", [](TensorImpl& t) {
-        nb::object v = item(self_of(t));
+      .def("__float__", [](const Tensor& s) { return nb::cast<double>(item(s)); })
+      .def("__int__", [](const Tensor& s) {
+        nb::object v = item(s);
         return nb::steal(PyNumber_Long(v.ptr()));
       })
-      .def("__index__", [](TensorImpl& t) {
-        if (t.dtype != ag::DType::Int64 && t.dtype != ag::DType::Bool)
+      .def("__index__", [](const Tensor& s) {
+        if (s.dtype() != ag::DType::Int64 && s.dtype() != ag::DType::Bool)
           throw nb::type_error("only integer tensors of a single element can be converted to an index");
-        return item(self_of(t));
+        return item(s);
       })
-      .def("contiguous", [](TensorImpl& t) { return self_of(t).contiguous(); })
-      .def("clone", [](TensorImpl& t) { return self_of(t).clone(); })
-      .def("_to_dtype", [](TensorImpl& t, ag::DType d, bool copy) {
-        const Tensor s = self_of(t);
+      .def("contiguous", [](const Tensor& s) { return s.contiguous(); })
+      .def("clone", [](const Tensor& s) { return s.clone(); })
+      .def("_to_dtype", [](const Tensor& s, ag::DType d, bool copy) {
         if (d == s.dtype() && !copy) return s;
         return s.to(d);
       });

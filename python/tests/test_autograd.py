@@ -64,6 +64,12 @@ def test_grad_mode():
         return x * 2
 
     assert not f().requires_grad
+
+    @attograd.no_grad
+    def g():
+        return x * 2
+
+    assert not g().requires_grad and g.__name__ == "g"
     attograd.set_grad_enabled(False)
     assert not attograd.is_grad_enabled()
     attograd.set_grad_enabled(True)

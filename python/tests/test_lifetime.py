@@ -109,3 +109,24 @@ def test_tensors_keep_their_python_object():
     r = weakref.ref(y)
     del y
     assert r() is None
+
+
+def test_a_python_subclass_keeps_its_class_through_the_engine():
+    class Parameter(attograd.Tensor):  # what attograd.nn.Parameter will be
+        def __init__(self, data, requires_grad=True):
+            super().__init__(data)
+            self.requires_grad_(requires_grad)
+
+        def __repr__(self):
+            return "Parameter containing:\n" + super().__repr__()
+
+    p = Parameter(attograd.tensor([1.0, 2.0]))
+    assert p.is_leaf and p.requires_grad and str(p).startswith("Parameter containing:\ntensor([1., 2.]")
+    y = p * 3
+    (leaf, _), = y.grad_fn.next_functions
+    assert leaf.variable is p
+    y.sum().backward()
+    assert p.grad.tolist() == [3.0, 3.0]
+    with attograd.no_grad():
+        p -= 0.5 * p.grad
+    assert type(p) is Parameter and p.tolist() == [-0.5, 0.5]

@@ -25,7 +25,16 @@ class _GradModeContext:
         return self.__class__(*self._args())
 
 
-class no_grad(_GradModeContext):
+class _NoArgsDecorator(_GradModeContext):
+    """Also usable without parentheses: ``@no_grad`` as ``@no_grad()`` (torch 2)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoArgsDecorator):
     """Nothing is recorded inside it: results do not require grad (inference, optimizer updates)."""
 
     def __enter__(self):
@@ -38,7 +47,7 @@ class no_grad(_GradModeContext):
         return False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoArgsDecorator):
     """Recording on again inside a ``no_grad`` block."""
 
     def __enter__(self):
