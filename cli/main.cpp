@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "autograd/blas_buffers.h"
-#include "autograd/memory_limit.h"
+#include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
