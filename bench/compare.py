@@ -182,9 +182,11 @@ def report_python_front(lines: list[dict], say) -> None:
         say(line)
     if thr:
         ratios = [r["ratio"] for r in thr]
+        controls = [r["control_ratio"] for r in thr]
         say(f"  GEMM work on two Python threads / on one ({thr[0]['gemms']} products of 384x384 each, attograd pool "
             f"at 1 thread): {median(ratios):.2f}x the wall time (target < 1.5; 2 would mean the GIL serialised them), "
-            f"rounds {', '.join(f'{x:.2f}' for x in ratios)}; load average {os.getloadavg()[0]:.1f}")
+            f"rounds {', '.join(f'{x:.2f}' for x in ratios)}; the GIL-free control (hashlib) {median(controls):.2f}x "
+            f"(what the machine gave two threads); load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> int:

@@ -7,13 +7,15 @@ runs it for `make bench`, alternating the sides):
   --what ops_grad   the same loop on tensors that require grad, with a backward every iteration;
   --what threads    the GIL: GEMM work (--gemms products of 384x384 matrices) on one Python thread,
                     then the same work on each of two threads at once, attograd's pool at one thread
-                    so that each Python thread is one core's worth; prints both wall times.
+                    so that each Python thread is one core's worth; prints both wall times, and the
+                    same ratio for a control that CPython runs without the GIL (hashlib).
 
 Run with the interpreter that has the module: the build's venv (PYTHONPATH=build/python) for
 attograd, a Python with torch for torch.
 """
 
 import argparse
+import hashlib
 import importlib
 import json
 import threading
@@ -39,14 +41,8 @@ def small_ops(T, n_ops, grad):
     return {"ops": iters * (6 if grad else 5), "seconds": dt, "us_per_op": 1e6 * dt / (iters * (6 if grad else 5))}
 
 
-def gemm_threads(T, gemms):
-    T.manual_seed(0)
-    a = T.randn(384, 384)
-
-    def work():
-        for _ in range(gemms):
-            a @ a
-
+def one_and_two_threads(work):
+    """Wall time of work() on one thread, then of work() on each of two threads at once."""
     work()  # warm up (buffers, page faults)
     t0 = time.perf_counter()
     work()
@@ -57,8 +53,31 @@ def gemm_threads(T, gemms):
         t.start()
     for t in threads:
         t.join()
-    two = time.perf_counter() - t0
-    return {"gemms": gemms, "one_thread_s": one, "two_threads_s": two, "ratio": two / one}
+    return one, time.perf_counter() - t0
+
+
+def gemm_threads(T, gemms):
+    T.manual_seed(0)
+    a = T.randn(384, 384)
+
+    def work():
+        for _ in range(gemms):
+            a @ a
+
+    one, two = one_and_two_threads(work)
+    # The control: work that CPython itself runs without the GIL (hashing a large buffer), about
+    # as long. Its ratio is what the machine gives two threads now: near 1 on two free cores,
+    # near 2 when other processes leave this one a single core's worth.
+    data = b"attograd" * (1 << 20)
+    rounds = max(1, round(one / 0.02))
+
+    def control():
+        for _ in range(rounds):
+            hashlib.sha256(data).digest()
+
+    c_one, c_two = one_and_two_threads(control)
+    return {"gemms": gemms, "one_thread_s": one, "two_threads_s": two, "ratio": two / one,
+            "control_ratio": c_two / c_one}
 
 
 def main():
