@@ -11,7 +11,10 @@ Runs every measurement in a fresh process (peak memory is per process):
 Then prints one side-by-side table: each side at its own best setting, and the ratio; then the
 speedrun (docs/speedrun.md): `attograd train --config configs/speedrun.toml --time-budget S` and
 its PyTorch twin, bench/torch_speedrun.py reading the same file, one after the other on the same
-cores for the same wall time, each with the validation loss of the whole split it reached.
+cores for the same wall time, each with the validation loss of the whole split it reached; then
+the Python front (bench/python_front.py, attograd from the build's venv): 10^5 small tensor ops
+from Python beside the same loop in torch eager, in alternating rounds, and GEMM work on two
+Python threads against one (the GIL released).
 Needs only the standard library.
 """
 
@@ -135,6 +138,57 @@ def run_speedrun(ag: str, torch_py: str | None, budget_s: float, data: str | Non
     return out
 
 
+def median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
+
+
+def run_python_front(ag_py: str, ag_path: str, torch_py: str | None, quick: bool) -> list[dict]:
+    """bench/python_front.py in fresh processes, attograd and torch alternating round by round."""
+    if not os.path.exists(ag_py) or not os.path.isdir(os.path.join(ag_path, "attograd")):
+        print(f"bench: no attograd Python package at {ag_path} (make build makes it); skipping the Python front",
+              file=sys.stderr)
+        return []
+    script = os.path.join(ROOT, "bench/python_front.py")
+    env = dict(os.environ, PYTHONPATH=ag_path)
+    rounds, n_ops, gemms = (1, "10000", "20") if quick else (5, "100000", "200")
+    lines: list[dict] = []
+    for what in ("ops", "ops_grad"):
+        for _ in range(rounds):
+            lines += run_json([ag_py, script, "--module", "attograd", "--what", what, "--ops", n_ops], env)
+            if torch_py:
+                lines += run_json([torch_py, script, "--module", "torch", "--what", what, "--ops", n_ops])
+    for _ in range(rounds):
+        lines += run_json([ag_py, script, "--module", "attograd", "--what", "threads", "--gemms", gemms], env)
+    return lines
+
+
+def report_python_front(lines: list[dict], say) -> None:
+    ops = [r for r in lines if r.get("bench") in ("python_ops", "python_ops_grad")]
+    thr = [r for r in lines if r.get("bench") == "python_threads"]
+    if not ops and not thr:
+        return
+    say("\nPython front (bench/python_front.py; median of alternating rounds, one thread each side):")
+    for bench, label in (("python_ops", "small tensor ops"), ("python_ops_grad", "small ops + backward")):
+        ag = [r["us_per_op"] for r in ops if r["bench"] == bench and r["side"] == "attograd"]
+        tt = [r["us_per_op"] for r in ops if r["bench"] == bench and r["side"] == "torch"]
+        if not ag:
+            continue
+        n = next(r["ops"] for r in ops if r["bench"] == bench)
+        line = f"  {label:<22} {n} ops: attograd {median(ag):.2f} us/op"
+        if tt:
+            line += (f", torch {next(r['version'] for r in ops if r['side'] == 'torch')} eager {median(tt):.2f} us/op: "
+                     f"attograd takes {median(ag) / median(tt):.2f}x torch's time")
+        say(line)
+    if thr:
+        ratios = [r["ratio"] for r in thr]
+        controls = [r["control_ratio"] for r in thr]
+        say(f"  GEMM work on two Python threads / on one ({thr[0]['gemms']} products of 384x384 each, attograd pool "
+            f"at 1 thread): {median(ratios):.2f}x the wall time (target < 1.5; 2 would mean the GIL serialised them), "
+            f"rounds {', '.join(f'{x:.2f}' for x in ratios)}; the GIL-free control (hashlib) {median(controls):.2f}x "
+            f"(what the machine gave two threads); load average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attograd", default=os.path.join(ROOT, "build/attograd"))
@@ -151,6 +205,11 @@ def main() -> int:
     ap.add_argument("--data", default=None, help="the corpus for the speedrun (default: scripts/find-corpus.sh)")
     ap.add_argument("--speedrun-only", action="store_true", help="the speedrun alone (README.md is not rewritten)")
     ap.add_argument("--out", default=None, help="also write every JSON line to this file")
+    ap.add_argument("--attograd-python", default=os.path.join(ROOT, "build/python-venv/bin/python"),
+                    help="the Python with the package's dependencies (make build's venv)")
+    ap.add_argument("--attograd-pythonpath", default=os.path.join(ROOT, "build/python"),
+                    help="where the built package attograd is (make build puts it in BUILD/python)")
+    ap.add_argument("--no-python-front", action="store_true", help="skip the Python front's measurements")
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
                     help="a full run with PyTorch rewrites the speed table of this file ('' for none)")
     a = ap.parse_args()
@@ -207,6 +266,9 @@ def main() -> int:
     speedrun_s = a.speedrun if a.speedrun is not None else (15.0 if a.quick else 120.0)
     if speedrun_s > 0:
         lines += run_speedrun(ag, torch_py, speedrun_s, a.data)
+
+    if not a.no_python_front and not a.speedrun_only:
+        lines += run_python_front(a.attograd_python, a.attograd_pythonpath, torch_py, a.quick)
 
     if a.out:
         with open(a.out, "w") as f:
@@ -325,6 +387,7 @@ def main() -> int:
     if sg:
         say(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "
               f"{sg[0]['gflops_2048']:.0f} on {sg[0]['threads']}; {sg[0]['gflops_512']:.0f} GFLOP/s at 512³")
+    report_python_front(lines, say)
     if a.readme and not a.quick and not a.speedrun_only and torch_py:
         write_readme_table(a.readme, report, lines, load_at_start)
     return 0

@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(cmake make g++ pkg-config libopenblas-dev libcxxopts-dev libgtest-dev
           nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core libtomlplusplus-dev python3
+          python3-venv python3-dev  # the Python package (python/): its venv and the headers of its module
           libprotobuf-dev protobuf-compiler libboost-dev libboost-stacktrace-dev tmux
           libopenmpi-dev openmpi-bin
           iproute2  # ip, tc: the multi-host test bed (tests/multihost/testbed.sh)

@@ -1,4 +1,4 @@
-// Validation of a run configuration, in one place (train/config_check.h): every row of the
+// Validation of a run configuration, in one place (train/config/config_check.h): every row of the
 // field table against its rule, every double finite, the one cross-field check with checked
 // arithmetic; and the flags a chosen model does not have (cli/train_flags.h).
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "tests/test_util.h"
-#include "train/config_check.h"
-#include "train/config_error.h"
+#include "train/config/config_check.h"
+#include "train/config/config_error.h"
 
 namespace ag {
 namespace {
@@ -103,6 +103,7 @@ TEST(ConfigCheck, EveryRowsRuleRefusesAValueOutsideIt) {
       switch (f.check) {
         case Check::Positive: cases.emplace_back(with(f.flag, 0), " must be positive"); break;
         case Check::NonNegative: cases.emplace_back(with(f.flag, -1), " must be ≥ 0"); break;
+        case Check::EvalCount: cases.emplace_back(with(f.flag, -1), " must be a positive count or all, got '-1'"); break;
         case Check::Fraction:
           cases.emplace_back(with(f.flag, 1.0), " must be in [0, 1)");
           cases.emplace_back(with(f.flag, -0.5), " must be in [0, 1)");

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/atomic_file.h"
+#include "base/atomic_file.h"
 
 extern "C" char* openblas_get_corename(void);
 
