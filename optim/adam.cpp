@@ -138,10 +138,20 @@ void AdamFamily<O>::step() {
 template class AdamFamily<AdamOptions>;
 template class AdamFamily<AdamWOptions>;
 
-Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::vector<ParamGroup>{{std::move(params), options}}) {}
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 Adam::Adam(std::vector<ParamGroup> groups) : AdamFamily("Adam", false) { init(std::move(groups)); }
+Adam::Adam(std::vector<PartialParamGroup> groups, AdamOptions defaults) : AdamFamily("Adam", false) {
+  init(std::move(groups), defaults);
+}
 
-AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(std::vector<ParamGroup>{{std::move(params), options}}) {}
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 AdamW::AdamW(std::vector<ParamGroup> groups) : AdamFamily("AdamW", true) { init(std::move(groups)); }
+AdamW::AdamW(std::vector<PartialParamGroup> groups, AdamWOptions defaults) : AdamFamily("AdamW", true) {
+  init(std::move(groups), defaults);
+}
 
 }  // namespace ag::optim

@@ -6,11 +6,21 @@
 //   optim::AdamW opt({{decay, {.lr = 1e-3, .weight_decay = 0.1}},      // parameter groups
 //                     {no_decay, {.lr = 1e-3, .weight_decay = 0.0}}});
 //
-// A group's options are all of its options: a field the group does not set takes torch's
-// default, not another group's value (libtorch's rule; torch's Python API fills unset keys
-// from the constructor's defaults, which a plain struct cannot tell apart).
+// A group given with complete options (ParamGroup, above) keeps them: a field it does not set
+// is torch's default. To give each group only what differs and take the rest from defaults, as
+// torch 2 does with its constructor's keyword arguments, give the groups as PartialParamGroup
+// (each optimizer's <Name>ParamGroupOptions: its options as std::optional fields) and the
+// defaults beside them:
+//
+//   optim::AdamW opt({{decay, {}}, {no_decay, {.weight_decay = 0.0}}},   // inherit, or override
+//                    {.lr = 1e-3, .weight_decay = 0.1});                  // the defaults
+//
+// A group's unset options are filled from the defaults when the group is added (torch's
+// add_param_group), so param_groups() and state_dict() hold every group's complete options and
+// a state dict round trip keeps each group's inherited and overridden values alike.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +38,20 @@ struct ParamGroup {
   std::vector<Tensor> params;
   Options options{};
 };
+
+// A parameter group given in part: the options it sets (GroupOptions: optional fields); the
+// others are the optimizer's defaults.
+template <class GroupOptions>
+struct PartialParamGroup {
+  std::vector<Tensor> params;
+  GroupOptions options{};
+};
+
+// field = value when value is set (the <Name>ParamGroupOptions::resolve of each optimizer).
+template <class T>
+void override_if(const std::optional<T>& value, T& field) {
+  if (value) field = *value;
+}
 
 // torch's optimizer.state_dict(): each parameter's state by its position over all groups in
 // order ("step", "exp_avg", ... as torch names them), and each group's options with the
@@ -54,6 +78,11 @@ class Optimizer {
 
   // One update of every parameter that has a .grad (the others are skipped, as torch's).
   virtual void step() = 0;
+  // libtorch's step(closure): calls closure in grad mode (it re-evaluates the model and calls
+  // backward, as LBFGS-style code does), then updates as step() does, and returns the loss it
+  // returned (undefined for an empty closure).
+  using LossClosure = std::function<Tensor()>;
+  Tensor step(const LossClosure& closure);
   // set_to_none (torch 2's default) drops each .grad; otherwise it is zeroed in place.
   void zero_grad(bool set_to_none = true);
   // Every group's parameters, in order.
@@ -69,17 +98,25 @@ class Optimizer {
 };
 
 // The part of an optimizer that depends on its options and per-parameter state.
-template <class Options, class State>
+template <class Options, class State, class GroupOptions>
 class OptimizerBase : public Optimizer {
  public:
   using ParamGroup = optim::ParamGroup<Options>;
+  using PartialParamGroup = optim::PartialParamGroup<GroupOptions>;
   using StateDict = OptimizerStateDict<Options>;
+  using Optimizer::step;
 
   // Options may be changed between steps (torch's opt.param_groups[0]["lr"] = ...).
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  // What a group added without complete options inherits (torch's optimizer.defaults): the
+  // constructor's options or defaults; torch's defaults for an optimizer made of complete groups.
+  const Options& defaults() const { return defaults_; }
+  Options& defaults() { return defaults_; }
   // Checks the options and that no parameter is in a group already.
   void add_param_group(ParamGroup group);
+  // A group with the options it sets, the others from defaults() (torch's add_param_group).
+  void add_param_group(std::vector<Tensor> params, const GroupOptions& options = {});
 
   // A parameter's state: nullptr until a step updated it.
   const State* state(const Tensor& p) const;
@@ -105,11 +142,14 @@ class OptimizerBase : public Optimizer {
   explicit OptimizerBase(const char* name) : name_(name) {}
   // Adds the groups (the constructors' common part): at least one parameter in all.
   void init(std::vector<ParamGroup> groups);
+  // The same for groups given in part, completed from defaults (which become defaults()).
+  void init(std::vector<PartialParamGroup> groups, const Options& defaults);
   virtual void check_options(const Options& o) const = 0;  // throws torch's message
   virtual std::map<std::string, Tensor> state_to_map(const State& s) const = 0;
   virtual State state_from_map(const std::map<std::string, Tensor>& m, const Tensor& p) const = 0;
 
   const char* name_;  // "SGD", "Adam", "AdamW": the start of every message
+  Options defaults_{};
 
  private:
   std::vector<ParamGroup> groups_;
@@ -127,14 +167,27 @@ Tensor state_tensor_for(const char* optimizer, const std::string& key, const Ten
 // The shortest text that reads back as v, as Python prints a float ("0.1", "-1e-08").
 std::string repr(double v);
 
-template <class O, class S>
-void OptimizerBase<O, S>::init(std::vector<ParamGroup> groups) {
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::init(std::vector<ParamGroup> groups) {
   for (auto& g : groups) add_param_group(std::move(g));
   if (parameters().empty()) throw std::invalid_argument(std::string(name_) + ": optimizer got an empty parameter list");
 }
 
-template <class O, class S>
-void OptimizerBase<O, S>::add_param_group(ParamGroup group) {
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::init(std::vector<PartialParamGroup> groups, const O& defaults) {
+  defaults_ = defaults;
+  std::vector<ParamGroup> complete;
+  for (auto& g : groups) complete.push_back({std::move(g.params), g.options.resolve(defaults)});
+  init(std::move(complete));
+}
+
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::add_param_group(std::vector<Tensor> params, const G& options) {
+  add_param_group(ParamGroup{std::move(params), options.resolve(defaults_)});
+}
+
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::add_param_group(ParamGroup group) {
   check_options(group.options);
   for (size_t i = 0; i < group.params.size(); ++i) {
     const Tensor& p = group.params[i];
@@ -151,20 +204,20 @@ void OptimizerBase<O, S>::add_param_group(ParamGroup group) {
   initial_lrs_.resize(groups_.size());
 }
 
-template <class O, class S>
-const S* OptimizerBase<O, S>::state(const Tensor& p) const {
+template <class O, class S, class G>
+const S* OptimizerBase<O, S, G>::state(const Tensor& p) const {
   auto it = state_.find(&p.impl());
   return it == state_.end() ? nullptr : &it->second;
 }
 
-template <class O, class S>
-S* OptimizerBase<O, S>::state(const Tensor& p) {
+template <class O, class S, class G>
+S* OptimizerBase<O, S, G>::state(const Tensor& p) {
   auto it = state_.find(&p.impl());
   return it == state_.end() ? nullptr : &it->second;
 }
 
-template <class O, class S>
-void OptimizerBase<O, S>::set_state(const Tensor& p, S s) {
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::set_state(const Tensor& p, S s) {
   for (const auto& g : groups_)
     for (const Tensor& q : g.params)
       if (q.same(p)) {
@@ -174,8 +227,8 @@ void OptimizerBase<O, S>::set_state(const Tensor& p, S s) {
   throw std::invalid_argument(std::string(name_) + ": set_state for a tensor that is not one of its parameters");
 }
 
-template <class O, class S>
-typename OptimizerBase<O, S>::StateDict OptimizerBase<O, S>::state_dict() const {
+template <class O, class S, class G>
+typename OptimizerBase<O, S, G>::StateDict OptimizerBase<O, S, G>::state_dict() const {
   StateDict sd;
   int64_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -189,8 +242,8 @@ typename OptimizerBase<O, S>::StateDict OptimizerBase<O, S>::state_dict() const 
   return sd;
 }
 
-template <class O, class S>
-void OptimizerBase<O, S>::load_state_dict(const StateDict& sd) {
+template <class O, class S, class G>
+void OptimizerBase<O, S, G>::load_state_dict(const StateDict& sd) {
   const std::string who = std::string(name_) + ".load_state_dict: ";
   if (sd.param_groups.size() != groups_.size())
     throw std::invalid_argument(who + "loaded state dict has a different number of parameter groups (" +

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,8 @@
 #include "nn/module_dict.h"
 #include "nn/sequential.h"
 #include "nn/utils/clip_grad.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
 
 using namespace ag;
 using namespace ag::indexing;
@@ -38,6 +41,10 @@ const SafeTensorsFile& autograd_file() {
 }
 const SafeTensorsFile& nn_file() {
   static const SafeTensorsFile f = SafeTensorsFile::load((kDir / "nn.safetensors").string());
+  return f;
+}
+const SafeTensorsFile& optim_file() {
+  static const SafeTensorsFile f = SafeTensorsFile::load((kDir / "optim.safetensors").string());
   return f;
 }
 const nlohmann::json& api() {
@@ -465,4 +472,91 @@ TEST(CppApi2Parity, ModuleDictUpdatePopAsTorch) {
   EXPECT_EQ(d.keys(), api()["module_dict"]["keys"].get<std::vector<std::string>>());
   EXPECT_EQ(d.named_parameters().keys(), api()["module_dict"]["parameters"].get<std::vector<std::string>>());
   EXPECT_EQ(d.at<nn::Linear>("a").out_features, api()["module_dict"]["a_out_features"].get<int64_t>());
+}
+
+// ---- optimizers ----------------------------------------------------------------------------------
+
+namespace {
+// Runs a groups case's four steps on the fixture's tensors and gradients, then checks the
+// parameters and each group's options against torch's.
+template <class Opt, class MakeOpt>
+void expect_groups_case(const std::string& name, MakeOpt make, const std::function<void(const nlohmann::json&, const typename Opt::ParamGroup&)>& check) {
+  SCOPED_TRACE(name);
+  const auto& f = optim_file();
+  const std::string c = "groups." + name + ".";
+  Tensor a = f.get(c + "in.a").requires_grad_(), b = f.get(c + "in.b").requires_grad_();
+  Opt opt = make(a, b);
+  for (int s = 0; s < 4; ++s) {
+    opt.zero_grad();
+    a.set_grad(f.get(c + "grad." + std::to_string(s) + ".a"));
+    b.set_grad(f.get(c + "grad." + std::to_string(s) + ".b"));
+    opt.step();
+  }
+  expect_close(a, f.get(c + "after.a"), 1e-14, "a");
+  expect_close(b, f.get(c + "after.b"), 1e-14, "b");
+  const auto& want = api()["group_options"][name];
+  ASSERT_EQ(want.size(), opt.param_groups().size());
+  for (size_t g = 0; g < want.size(); ++g) check(want[g], opt.param_groups()[g]);
+}
+}  // namespace
+
+TEST(CppApi2Parity, OptimizerGroupsInheritTheDefaultsAsTorch2) {
+  auto adam_like = [](const nlohmann::json& w, const auto& g) {
+    EXPECT_EQ(g.options.lr, w["lr"].get<double>());
+    EXPECT_EQ(std::get<0>(g.options.betas), w["betas"][0].get<double>());
+    EXPECT_EQ(std::get<1>(g.options.betas), w["betas"][1].get<double>());
+    EXPECT_EQ(g.options.eps, w["eps"].get<double>());
+    EXPECT_EQ(g.options.weight_decay, w["weight_decay"].get<double>());
+    EXPECT_EQ(g.options.amsgrad, w["amsgrad"].get<bool>());
+  };
+  // torch: AdamW([{"params": [a]}, {"params": [b], "weight_decay": 0.0, "betas": (0.8, 0.9)}], lr=0.01, weight_decay=0.1)
+  expect_groups_case<optim::AdamW>(
+      "adamw",
+      [](const Tensor& a, const Tensor& b) {
+        return optim::AdamW({{{a}, {}}, {{b}, {.betas = std::make_tuple(0.8, 0.9), .weight_decay = 0.0}}},
+                            {.lr = 0.01, .weight_decay = 0.1});
+      },
+      adam_like);
+  // torch: Adam([{"params": [a], "amsgrad": True}, {"params": [b], "eps": 1e-6}], lr=0.02, betas=(0.85, 0.95))
+  expect_groups_case<optim::Adam>(
+      "adam",
+      [](const Tensor& a, const Tensor& b) {
+        return optim::Adam({{{a}, {.amsgrad = true}}, {{b}, {.eps = 1e-6}}}, {.lr = 0.02, .betas = std::make_tuple(0.85, 0.95)});
+      },
+      adam_like);
+  // torch: SGD([{"params": [a], "lr": 0.05}, {"params": [b]}], lr=0.1, momentum=0.9, nesterov=True)
+  expect_groups_case<optim::SGD>(
+      "sgd",
+      [](const Tensor& a, const Tensor& b) {
+        return optim::SGD({{{a}, {.lr = 0.05}}, {{b}, {}}}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+      },
+      [](const nlohmann::json& w, const optim::SGD::ParamGroup& g) {
+        EXPECT_EQ(g.options.lr, w["lr"].get<double>());
+        EXPECT_EQ(g.options.momentum, w["momentum"].get<double>());
+        EXPECT_EQ(g.options.dampening, w["dampening"].get<double>());
+        EXPECT_EQ(g.options.weight_decay, w["weight_decay"].get<double>());
+        EXPECT_EQ(g.options.nesterov, w["nesterov"].get<bool>());
+      });
+}
+
+TEST(CppApi2Parity, StepWithAClosureReturnsItsLossAndAddedGroupsInherit) {
+  Tensor w = ag::tensor({1.0, -2.0}, DType::Float64).requires_grad_();
+  optim::SGD opt({w}, {.lr = 0.5, .momentum = 0.9});
+  int calls = 0;
+  const Tensor loss = opt.step([&] {
+    ++calls;
+    EXPECT_TRUE(GradMode::enabled());  // the closure runs the model and backward
+    opt.zero_grad();
+    Tensor l = sum(w * w);
+    l.backward();
+    return l;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(loss.item(), 5.0);
+  EXPECT_EQ(w.to_double_vector(), (std::vector<double>{0.0, 0.0}));  // w − 0.5·2w
+  EXPECT_FALSE(opt.step(optim::Optimizer::LossClosure()).defined());  // no closure: no loss
+  Tensor v = ag::tensor({3.0}, DType::Float64).requires_grad_();
+  opt.add_param_group({v}, {.lr = 0.1});  // the rest from the defaults, as torch's add_param_group
+  EXPECT_EQ(opt.param_groups()[1].options.lr, 0.1);
+  EXPECT_EQ(opt.param_groups()[1].options.momentum, 0.9);
 }

@@ -12,6 +12,9 @@ The C++ API's second round (issue 33), each item computed by PyTorch in float64:
   modules with their options, binary_cross_entropy on probabilities (the −100 clamp and torch's
   1e-12 gradient clamp included), MultiheadAttention with fully masked rows (torch's NaN),
   clip_grad_norm_ with norm types 0, negative, −inf and on a single tensor.
+* optim.safetensors: libtorch's check_exact_values trajectories (optim_baseline.py's: 1001
+  steps of step(closure), every 100th) for SGD, Adam and AdamW, and parameter groups given in
+  part beside the constructor's defaults (torch 2's inheritance), stepped four times.
 * api.json: what torch says and names: needs_input_grad as each backward or grad call narrows
   it, versions after in-place ops, literal tensors' dtypes, shapes and values, the children and
   buffers containers list, and torch's error messages (torch.Size([2, 3]) written [2, 3], as
@@ -351,6 +354,82 @@ def nn_cases(t, doc):
     doc["clip_norm_types"] = {k: repr(v) for k, v in types.items()}  # "inf", "-inf": JSON has no infinities
 
 
+# ---- optimizers ----------------------------------------------------------------------------------
+
+EXACT_PARAMS = {  # libtorch's check_exact_values: fixed starting values, flattened
+    "0.weight": [-0.2109, -0.4976, -0.1413, -0.3420, -0.2524, 0.6976],
+    "0.bias": [-0.1085, -0.2979, 0.6892],
+    "2.weight": [-0.0508, -0.3941, -0.2843],
+    "2.bias": [-0.0711],
+}
+
+
+def exact_value_cases():
+    """libtorch's ProducesPyTorchValues cases that attograd's optimizers have."""
+    return {
+        "Adam": lambda p: torch.optim.Adam(p, lr=1.0),
+        "Adam_with_weight_decay": lambda p: torch.optim.Adam(p, lr=1.0, weight_decay=1e-2),
+        "Adam_with_weight_decay_and_amsgrad": lambda p: torch.optim.Adam(p, lr=1.0, weight_decay=1e-6, amsgrad=True),
+        "AdamW": lambda p: torch.optim.AdamW(p, lr=1.0),
+        "AdamW_without_weight_decay": lambda p: torch.optim.AdamW(p, lr=1.0, weight_decay=0),
+        "AdamW_with_amsgrad": lambda p: torch.optim.AdamW(p, lr=1.0, amsgrad=True),
+        "SGD": lambda p: torch.optim.SGD(p, lr=0.1),
+        "SGD_with_weight_decay": lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=1e-2),
+        "SGD_with_weight_decay_and_momentum": lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=1e-2, momentum=0.9),
+        "SGD_with_weight_decay_and_nesterov_momentum":
+            lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=1e-6, momentum=0.9, nesterov=True),
+    }
+
+
+def optim_cases(t, doc):
+    # The trajectories of libtorch's check_exact_values (its optim_baseline.py), every 100th of
+    # 1001 steps, each a step(closure) whose closure returns 10.
+    for name, make in exact_value_cases().items():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 3), nn.Sigmoid(), nn.Linear(3, 1), nn.Sigmoid()).double()
+        with torch.no_grad():
+            for k, v in model.named_parameters():
+                v.copy_(torch.tensor(EXACT_PARAMS[k], dtype=F64).view_as(v))
+        opt = make(model.parameters())
+        x = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], dtype=F64).reshape(3, 2)
+        for i in range(1001):
+            opt.zero_grad()
+            model(x).sum().backward()
+            loss = opt.step(lambda: torch.tensor([10.0]))
+            assert float(loss) == 10.0
+            if i % 100 == 0:
+                for j, (k, v) in enumerate(model.named_parameters()):
+                    t[f"exact.{name}.{i // 100}.{j}"] = v.detach().flatten().clone()
+    doc["exact_value_cases"] = list(exact_value_cases())
+
+    # Parameter groups given in part, the rest from the constructor's defaults (torch 2).
+    groups = {
+        "adamw": lambda a, b: torch.optim.AdamW(
+            [{"params": [a]}, {"params": [b], "weight_decay": 0.0, "betas": (0.8, 0.9)}], lr=0.01, weight_decay=0.1),
+        "adam": lambda a, b: torch.optim.Adam([{"params": [a], "amsgrad": True}, {"params": [b], "eps": 1e-6}],
+                                              lr=0.02, betas=(0.85, 0.95)),
+        "sgd": lambda a, b: torch.optim.SGD([{"params": [a], "lr": 0.05}, {"params": [b]}], lr=0.1, momentum=0.9,
+                                            nesterov=True),
+    }
+    opts = {}
+    for name, make in groups.items():
+        g = gen("groups_" + name)
+        a, b = leaf(g, 3, 2), leaf(g, 4)
+        t[f"groups.{name}.in.a"], t[f"groups.{name}.in.b"] = a.detach().clone(), b.detach().clone()
+        opt = make(a, b)
+        for s in range(4):
+            opt.zero_grad()
+            ga, gb = torch.randn(3, 2, generator=g, dtype=F64), torch.randn(4, generator=g, dtype=F64)
+            t[f"groups.{name}.grad.{s}.a"], t[f"groups.{name}.grad.{s}.b"] = ga, gb
+            a.grad, b.grad = ga.clone(), gb.clone()
+            opt.step()
+        t[f"groups.{name}.after.a"], t[f"groups.{name}.after.b"] = a.detach().clone(), b.detach().clone()
+        opts[name] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in grp.items()
+                       if k in ("lr", "betas", "eps", "weight_decay", "amsgrad", "momentum", "dampening", "nesterov")}
+                      for grp in opt.state_dict()["param_groups"]]
+    doc["group_options"] = opts
+
+
 # ---- containers and messages ----------------------------------------------------------------
 
 def container_cases(doc):
@@ -422,6 +501,9 @@ def main():
     t = {}
     nn_cases(t, doc)
     safetensors_io.save_file(t, os.path.join(args.out, "nn.safetensors"), meta)
+    t = {}
+    optim_cases(t, doc)
+    safetensors_io.save_file(t, os.path.join(args.out, "optim.safetensors"), meta)
     literal_cases(doc)
     container_cases(doc)
     messages(doc)
