@@ -23,11 +23,16 @@ std::string where(const std::string& source, const toml::node& n) {
 
 // One value of a TOML file into a field of type T.
 template <class T>
-void assign(T& dst, const toml::node& n, const std::string& key, const std::string& source) {
+void assign(T& dst, const toml::node& n, const FieldInfo& f, const std::string& source) {
+  const std::string key = f.flag;
   auto fail = [&](const std::string& want) {
     throw std::runtime_error(where(source, n) + ": '" + key + "' must be " + want);
   };
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (ChoiceField<T>) {
+    const auto parsed = n.is_string() ? parse_choice<T>(n.as_string()->get()) : std::nullopt;
+    if (!parsed) fail(choice_list<T>());
+    dst = *parsed;
+  } else if constexpr (std::is_same_v<T, bool>) {
     if (!n.is_boolean()) fail("true or false");
     dst = n.as_boolean()->get();
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -39,7 +44,7 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
     else fail("a number");
   } else {
     if constexpr (std::is_same_v<T, int64_t>) {
-      if (key == "eval-iters" && n.is_string()) {  // eval-iters = "all"
+      if (f.check == Check::CountOrAll && n.is_string()) {  // eval-iters = "all"
         if (n.as_string()->get() != "all") fail("a positive integer or \"all\"");
         dst = kEvalWholeSplit;
         return;
@@ -56,13 +61,16 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
   }
 }
 
-// A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly.
+// A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly,
+// a choice as its name, a count-or-all's 0 as "all".
 template <class T>
-std::string toml_value(const T& v) {
-  if constexpr (std::is_same_v<T, std::string>) {
+std::string toml_value(const T& v, const FieldInfo& f) {
+  if constexpr (std::is_same_v<T, std::string> || ChoiceField<T>) {
     std::ostringstream os;
-    os << toml::value<std::string>(v);
+    os << toml::value<std::string>(format_value(v));
     return os.str();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return f.check == Check::CountOrAll && v == kEvalWholeSplit ? "\"all\"" : format_value(v);
   } else if constexpr (std::is_floating_point_v<T>) {
     std::string s = format_value(v);
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // "1" would read back as an integer
@@ -162,7 +170,7 @@ std::set<std::string> parse_config_toml(const std::string& text, const std::stri
   std::set<std::string> given;
   visit_fields(cfg, [&](auto& v, const FieldInfo& f) {
     if (const toml::node* n = table.get(f.flag)) {
-      assign(v, *n, f.flag, source);
+      assign(v, *n, f, source);
       given.insert(f.flag);
     }
   });
@@ -188,7 +196,7 @@ std::string config_to_toml(const TrainConfig& cfg) {
   if (init) out += "# init-from: the model's fields (but dropout) are the checkpoint's, shown as comments\n";
   visit_fields(cfg, [&](const auto& v, const FieldInfo& f) {
     const bool comment = init && model_field_from_checkpoint(f.flag);
-    out += std::string("\n# ") + f.help + "\n" + (comment ? "# " : "") + f.flag + " = " + toml_value(v) + "\n";
+    out += std::string("\n# ") + f.help + "\n" + (comment ? "# " : "") + f.flag + " = " + toml_value(v, f) + "\n";
   });
   return out;
 }
