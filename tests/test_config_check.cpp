@@ -111,7 +111,7 @@ TEST(ConfigCheck, EveryRowsRuleRefusesAValueOutsideIt) {
           cases.emplace_back(with(f.flag, 1.5), " must be in [0, 1]");
           cases.emplace_back(with(f.flag, -0.5), " must be in [0, 1]");
           break;
-        case Check::CountOrAll: cases.emplace_back(with(f.flag, -1), " must be a positive count or all"); break;
+        case Check::CountOrAll: cases.emplace_back(with(f.flag, -1), " must be a positive count or all, got '-1'"); break;
         case Check::Threads:
           cases.emplace_back(with(f.flag, -1), " must be in 0..");
           cases.emplace_back(with(f.flag, parallel::kMaxThreads + 1), " must be in 0..");

@@ -42,8 +42,8 @@ void check_field(const T& v, const FieldInfo& f) {
       case Check::UnitInterval:
         if (!(x >= 0 && x <= 1)) throw ConfigError(flag + " must be in [0, 1]");
         break;
-      case Check::CountOrAll:
-        if (!(x >= 0)) throw ConfigError(flag + " must be a positive count or all");
+      case Check::CountOrAll:  // 0 holds "all": the rule the user reads is the command line's
+        if (!(x >= 0)) throw ConfigError(count_or_all_rule(flag, std::to_string(static_cast<int64_t>(x))));
         break;
       case Check::Threads:
         if (x < 0 || x > parallel::kMaxThreads)

@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "base/input_file.h"
+#include "train/config/config_error.h"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
@@ -44,9 +45,15 @@ void assign(T& dst, const toml::node& n, const FieldInfo& f, const std::string& 
     else fail("a number");
   } else {
     if constexpr (std::is_same_v<T, int64_t>) {
-      if (f.check == Check::CountOrAll && n.is_string()) {  // eval-iters = "all"
-        if (n.as_string()->get() != "all") fail("a positive integer or \"all\"");
-        dst = kEvalWholeSplit;
+      if (f.check == Check::CountOrAll) {  // the command line's rule and message (train/config/run_config.h)
+        const std::string given = n.is_string()    ? n.as_string()->get()
+                                  : n.is_integer() ? std::to_string(n.as_integer()->get())
+                                                   : "a " + std::string(n.is_floating_point() ? "float" : "non-number");
+        if (!(n.is_string() && given == "all") && !(n.is_integer() && n.as_integer()->get() > 0))
+          // A value out of range, as on the command line: a usage error (exit status 2).
+          throw ConfigError(where(source, n) + ": " + count_or_all_rule("'" + key + "'", given) +
+                            (given == "0" ? " (a config.toml written before this rule said 0 for all)" : ""));
+        dst = n.is_string() ? kEvalWholeSplit : n.as_integer()->get();
         return;
       }
     }
@@ -62,7 +69,7 @@ void assign(T& dst, const toml::node& n, const FieldInfo& f, const std::string& 
 }
 
 // A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly,
-// a choice as its name, a count-or-all's 0 as "all".
+// a choice as its name, a count-or-all's 0 as "all" (the one way to say it).
 template <class T>
 std::string toml_value(const T& v, const FieldInfo& f) {
   if constexpr (std::is_same_v<T, std::string> || ChoiceField<T>) {

@@ -20,6 +20,10 @@ std::string format_value(double v) {
 }
 std::string format_value(int64_t v) { return std::to_string(v); }
 
+std::string count_or_all_rule(const std::string& name, const std::string& given) {
+  return name + " must be a positive count or all, got '" + given + "'";
+}
+
 int64_t parse_count_or_all(const std::string& text, const char* flag) {
   if (text == "all") return kEvalWholeSplit;
   size_t used = 0;
@@ -28,8 +32,7 @@ int64_t parse_count_or_all(const std::string& text, const char* flag) {
     v = std::stoll(text, &used);
   } catch (const std::exception&) {
   }
-  if (used != text.size() || text.empty() || v <= 0)
-    throw std::invalid_argument(std::string("--") + flag + " must be a positive count or all, got '" + text + "'");
+  if (used != text.size() || text.empty() || v <= 0) throw std::invalid_argument(count_or_all_rule(std::string("--") + flag, text));
   return v;
 }
 

@@ -116,8 +116,11 @@ void visit_fields(Config& c, F&& f) {
 
 // --eval-iters all: the whole validation split (train/evaluate.h).
 inline constexpr int64_t kEvalWholeSplit = 0;
-// A field of Check::CountOrAll (--eval-iters): "all" (0) or a positive count; throws
-// std::invalid_argument naming the flag otherwise.
+// A field of Check::CountOrAll (--eval-iters): "all" (0) or a positive count. Its one rule, for
+// the command line and a TOML file alike, and its message: "NAME must be a positive count or
+// all, got 'GIVEN'" (0 is how "all" is held, never a count the user gives).
+std::string count_or_all_rule(const std::string& name, const std::string& given);
+// Throws std::invalid_argument with that message for --flag otherwise.
 int64_t parse_count_or_all(const std::string& text, const char* flag);
 std::string format_count_or_all(int64_t n);  // "all" or the count
 

@@ -42,6 +42,7 @@ struct RunPosition {
   double last_val_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t elapsed_ns = 0;  // of the run's clock: a resumed run's clock continues from it exactly
   std::optional<BudgetState> budget;  // --time-budget: what it decided so far
+  std::string run_id;  // the run's identity (train/run_folder/run_identity.h); "" in states written before it
   double elapsed_s() const { return static_cast<double>(elapsed_ns) * 1e-9; }
 };
 
