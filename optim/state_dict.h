@@ -123,10 +123,11 @@ Options options_from_map(const std::map<std::string, OptionValue>& m, Options ba
     }
   });
   if (used != m.size())
-    for (const auto& [k, _] : m) {
+    for (const auto& entry : m) {  // (not a structured binding: the lambda captures it, which clang 14 refuses)
+      const std::string& key = entry.first;
       bool known = false;
-      Options::for_each(base, [&](const char* name, const auto&) { known = known || k == name; });
-      if (!known) throw std::invalid_argument(who + ": unknown option '" + k + "'");
+      Options::for_each(base, [&](const char* name, const auto&) { known = known || key == name; });
+      if (!known) throw std::invalid_argument(who + ": unknown option '" + key + "'");
     }
   return base;
 }
