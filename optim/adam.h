@@ -33,6 +33,11 @@ struct AdamOptions {
   double weight_decay = 0.0;
   bool amsgrad = false;
   bool operator==(const AdamOptions&) const = default;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
 
 struct AdamWOptions {
@@ -42,6 +47,11 @@ struct AdamWOptions {
   double weight_decay = 1e-2;
   bool amsgrad = false;
   bool operator==(const AdamWOptions&) const = default;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
 
 // A parameter group's own options for Adam and AdamW (PartialParamGroup): each unset one is

@@ -35,6 +35,13 @@ struct MuonOptions {
   int64_t ns_steps = 5;
   std::string adjust_lr_fn = "";  // "" (torch's None) or "original", "match_rms_adamw", "spectral_unclamped"
   bool operator==(const MuonOptions&) const = default;
+
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("weight_decay", o.weight_decay), f("momentum", o.momentum), f("nesterov", o.nesterov);
+    f("ns_coefficients", o.ns_coefficients), f("eps", o.eps), f("ns_steps", o.ns_steps), f("adjust_lr_fn", o.adjust_lr_fn);
+  }
 };
 
 // A parameter group's own options (PartialParamGroup): each unset one is the optimizer's default.

@@ -20,6 +20,13 @@ struct SGDOptions {
   double weight_decay = 0.0;
   bool nesterov = false;
   bool operator==(const SGDOptions&) const = default;
+
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("momentum", o.momentum), f("dampening", o.dampening), f("weight_decay", o.weight_decay);
+    f("nesterov", o.nesterov);
+  }
 };
 
 // A parameter group's own options (PartialParamGroup): each unset one is the optimizer's default.

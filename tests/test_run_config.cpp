@@ -25,7 +25,11 @@ using train::TrainConfig;
 // A value of every field that differs from its default (`salt` picks one of several).
 template <class T>
 T changed(const T& def, int salt) {
-  if constexpr (std::is_same_v<T, bool>) return !def;
+  if constexpr (train::ChoiceField<T>) {  // another row of its registry
+    for (const auto& row : train::Registry<typename T::Row>::rows())
+      if (!(T(row) == def)) return T(row);
+    return def;
+  } else if constexpr (std::is_same_v<T, bool>) return !def;
   else if constexpr (std::is_same_v<T, std::string>) return def + "_x" + std::to_string(salt);
   else if constexpr (std::is_floating_point_v<T>) return def * 1.5 + 0.125 * salt + 1e-7;  // not a round number
   else return def + static_cast<T>(3 + salt);

@@ -11,6 +11,7 @@
 // peak of `threads` threads is that times threads. On a machine whose threads share cores this
 // overstates the peak, so the MFU errs low.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace ag::train {
@@ -38,8 +39,17 @@ std::string peak_cache_path();
 // so in `source`, and the peak measured now is used.
 PeakFlops kept_peak_flops(int threads);
 
-// The measurement itself: best of several timings of single-threaded sgemm 1024³, GFLOP/s of
-// the thread's CPU time (so that a busy machine does not lower it).
+// How sgemm_gflops times: the calling thread's CPU time (a single-threaded sgemm on a busy
+// machine, which waits for a core in wall time), or wall time (OpenBLAS's own threads).
+enum class SgemmClock { ThreadCpu, Wall };
+
+// OpenBLAS sgemm n × n × n on `threads` of its own threads (its count restored afterwards), in
+// GFLOP/s: one call untimed (page faults, OpenBLAS's buffers), then the best of `trials`
+// timings of `reps` calls. The one sgemm timer: the MFU peak below and `attograd bench sgemm`.
+double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clock);
+
+// The peak itself: single-threaded sgemm 1024³, the best of 5 timings of 2 calls in the thread's
+// CPU time (so that a busy machine does not lower it).
 double measure_sgemm_gflops_per_thread();
 
 }  // namespace ag::train

@@ -1,0 +1,145 @@
+// Fields of the run configuration that name one of several things (--optimizer adamw|muon,
+// --schedule cosine|wsd): a Choice<Entry> in TrainConfig, which holds a row of Entry's
+// registry. The rows hold the names, and only the flag, TOML and JSON readers turn a name
+// into a row (parse_choice) or a row back into its name; everything else asks the row
+// (cfg.optimizer->build(model, cfg)) rather than comparing names.
+//
+// A row has a name, a line of help, and its own settings: numbers only it reads (Muon's
+// --muon-lr, WSD's --cooldown), which become flags, config-file keys and saved fields as every
+// field of the table does. A registry holds the rows its file lists (Registry<Entry>::builtin,
+// e.g. train/optimizers/registry.cpp), then any a program adds (Registry<Entry>::add).
+#pragma once
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "train/config/field.h"
+
+namespace ag::train {
+
+struct TrainConfig;
+
+// A number one row of a registry reads: its flag, JSON key, default, help and rule. Only a run
+// that chose that row may set it to anything but its default (train/config/config_check.cpp).
+struct Setting {
+  const char* flag;
+  const char* key;
+  double default_value;
+  const char* help;
+  Check check = Check::Any;
+};
+
+// The settings' values in a configuration, by key: a setting never set has its default.
+class Settings {
+ public:
+  const double& get(const Setting& s) const {
+    const auto it = values_.find(s.key);
+    return it == values_.end() ? s.default_value : it->second;
+  }
+  double& ref(const Setting& s) { return values_.try_emplace(s.key, s.default_value).first->second; }
+
+ private:
+  std::map<std::string, double, std::less<>> values_;
+};
+
+template <class Entry>
+class Registry {
+ public:
+  // The built-in rows (defined by Entry's registry file), then those added, in order; references
+  // stay valid as rows are added.
+  static const std::deque<Entry>& rows() { return storage(); }
+  // Adds a row: a program's own optimizer or schedule. Throws std::invalid_argument when its name
+  // or a flag of its settings is taken.
+  static const Entry& add(Entry e) {
+    if (e.name.empty()) throw std::invalid_argument("a row of a registry needs a name");
+    for (const Entry& r : storage()) {
+      if (r.name == e.name) throw std::invalid_argument("'" + e.name + "' is registered already");
+      for (const Setting& mine : e.settings)
+        for (const Setting& theirs : r.settings)
+          if (std::string_view(mine.flag) == theirs.flag || std::string_view(mine.key) == theirs.key)
+            throw std::invalid_argument("'" + e.name + "': the setting --" + mine.flag + " is " + r.name + "'s already");
+    }
+    storage().push_back(std::move(e));
+    return storage().back();
+  }
+  static const Entry* find(std::string_view name) {
+    for (const Entry& r : storage())
+      if (r.name == name) return &r;
+    return nullptr;
+  }
+  // "adamw or muon", "cosine, wsd or const": for messages.
+  static std::string names() {
+    std::string s;
+    const auto& rows = storage();
+    for (size_t i = 0; i < rows.size(); ++i) s += (i == 0 ? "" : i + 1 == rows.size() ? " or " : ", ") + rows[i].name;
+    return s;
+  }
+
+ private:
+  static std::vector<Entry> builtin();  // specialised in Entry's registry file
+  static std::deque<Entry>& storage() {
+    static std::deque<Entry> rows = [] {
+      std::vector<Entry> b = builtin();
+      return std::deque<Entry>(std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
+    }();
+    return rows;
+  }
+};
+
+// The row a field names. Made from a name (the readers; TrainConfig's defaults; tests), it is a
+// row of the registry or an error listing the names.
+template <class Entry>
+class Choice {
+ public:
+  using Row = Entry;
+  explicit Choice(std::string_view name) : row_(Registry<Entry>::find(name)) {
+    if (!row_) throw std::invalid_argument("'" + std::string(name) + "' is none of " + Registry<Entry>::names());
+  }
+  explicit Choice(const Entry& row) : row_(&row) {}
+  const Entry& operator*() const { return *row_; }
+  const Entry* operator->() const { return row_; }
+  const std::string& name() const { return row_->name; }
+  friend bool operator==(const Choice& a, const Choice& b) { return a.row_ == b.row_; }
+
+ private:
+  const Entry* row_;
+};
+
+template <class T>
+struct is_choice : std::false_type {};
+template <class Entry>
+struct is_choice<Choice<Entry>> : std::true_type {};
+template <class T>
+concept ChoiceField = is_choice<std::remove_cv_t<T>>::value;
+
+template <ChoiceField C>
+std::optional<C> parse_choice(std::string_view text) {
+  if (const auto* row = Registry<typename C::Row>::find(text)) return C(*row);
+  return std::nullopt;
+}
+
+template <ChoiceField C>
+std::string choice_list() {
+  return Registry<typename C::Row>::names();
+}
+
+// Each row's name and help, for the field's --help: "adamw (nanoGPT's ...), muon (...)".
+template <ChoiceField C>
+std::string choice_help() {
+  std::string s;
+  for (const auto& r : Registry<typename C::Row>::rows()) s += (s.empty() ? "" : "; ") + r.name + ": " + r.help;
+  return s;
+}
+
+template <ChoiceField C>
+std::string format_value(const C& c) {
+  return c.name();
+}
+
+}  // namespace ag::train
