@@ -560,3 +560,54 @@ TEST(CppApi2Parity, StepWithAClosureReturnsItsLossAndAddedGroupsInherit) {
   EXPECT_EQ(opt.param_groups()[1].options.lr, 0.1);
   EXPECT_EQ(opt.param_groups()[1].options.momentum, 0.9);
 }
+
+namespace {
+// An optimizer declared without group options (docs/architecture.md, "A new optimizer"):
+// w ← w − lr·g, no state.
+struct DescentOptions {
+  double lr = 0.1;
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr);
+  }
+};
+struct DescentState {};
+class Descent : public optim::OptimizerBase<DescentOptions, DescentState> {
+ public:
+  Descent(std::vector<PartialParamGroup> groups, DescentOptions defaults) : OptimizerBase("Descent") {
+    init(std::move(groups), defaults);
+  }
+  using Optimizer::step;  // step(closure), which step() would hide
+  void step() override {
+    NoGradGuard no_grad;
+    for (const auto& g : param_groups())
+      for (const Tensor& p : g.params)
+        if (p.grad().defined()) p.sub_(p.grad() * g.options.lr);
+  }
+
+ protected:
+  void check_options(const DescentOptions& o) const override {
+    if (!(o.lr >= 0)) throw std::invalid_argument("Descent: Invalid learning rate: " + optim::repr(o.lr));
+  }
+  std::map<std::string, Tensor> state_to_map(const DescentState&) const override { return {}; }
+  DescentState state_from_map(const std::map<std::string, Tensor>&, const Tensor&) const override { return {}; }
+};
+}  // namespace
+
+TEST(CppApi2, AnOptimizerWithoutGroupOptionsGivesEveryPartialGroupTheDefaults) {
+  Tensor a = ag::tensor({1.0, 2.0}, DType::Float64).requires_grad_(), b = ag::tensor({3.0}, DType::Float64).requires_grad_();
+  Descent opt({{{a}, {}}}, {.lr = 0.25});
+  opt.add_param_group({b});
+  ASSERT_EQ(opt.param_groups().size(), 2u);
+  EXPECT_EQ(opt.param_groups()[1].options.lr, 0.25);
+  Tensor loss = opt.step([&] {
+    opt.zero_grad();
+    Tensor l = sum(a * a) + sum(b);
+    l.backward();
+    return l;
+  });
+  EXPECT_EQ(loss.item(), 8.0);
+  EXPECT_EQ(a.to_double_vector(), (std::vector<double>{0.5, 1.0}));  // a − 0.25·2a
+  EXPECT_EQ(b.to_double_vector(), (std::vector<double>{2.75}));      // b − 0.25·1
+  EXPECT_THROW(Descent({{{ag::tensor({1.0}).requires_grad_()}, {}}}, {.lr = -1.0}), std::invalid_argument);
+}

@@ -9,7 +9,9 @@
 // optim.safetensors). SerializationPreservesFieldTracking: attograd's group options are complete
 // once the optimizer has them (torch 2's rule), and the round trip is the optimizer's state_dict.
 // Left out, and why: Adagrad, RMSprop, LBFGS and ReduceLROnPlateau (attograd does not have them),
-// OldInterface (libtorch's deprecated interface and its warnings), and OptimizerAccessors' state()
+// OldInterface (libtorch's deprecated interface and its warnings), BasicInterface (a user class
+// deriving libtorch's Optimizer with add_parameters()/size(); attograd's Optimizer is an
+// interface over typed groups, docs/cpp_api.md), and OptimizerAccessors' state()
 // check (an Adagrad state exists before any step; attograd's optimizers make it in the first).
 #include <gtest/gtest.h>
 
