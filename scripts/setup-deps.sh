@@ -2,7 +2,7 @@
 # Installs the Debian packages attograd builds with, but only those that are missing,
 # so that `make test` and `make train` work on a fresh Debian 12 machine.
 set -euo pipefail
-packages=(cmake make g++ pkg-config libopenblas-dev libcxxopts-dev libgtest-dev
+packages=(cmake make g++ pkg-config libopenblas-dev libdnnl-dev libcxxopts-dev libgtest-dev
           nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core libtomlplusplus-dev python3
           libprotobuf-dev protobuf-compiler libboost-dev libboost-stacktrace-dev tmux
           libopenmpi-dev openmpi-bin
