@@ -13,6 +13,7 @@
 #include "data/corpus.h"
 #include "models/registry.h"
 #include "train/distributed.h"
+#include "train/gemm_choice.h"
 #include "train/grad_report.h"
 #include "train/run_optimizer.h"
 #include "train/profile.h"
@@ -29,6 +30,9 @@ class Run {
   // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed.
   Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, Comm& comm,
       std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks);
+  ~Run();  // the process's GEMM provider as it was before the run
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   // --init-from: the weights of a trained model of the same configuration (fine-tuning).
   void init_weights_from(const models::LanguageModel& trained);
@@ -71,6 +75,8 @@ class Run {
   RunPosition pos_;
   Clock::time_point t_start_ = Clock::now();
   PeakFlops peak_;
+  kernels::GemmProvider prev_provider_;
+  GemmDecision gemm_;
   double flops_per_token_ = 0;  // of a training step
   TrainSummary summary_;
   // The throughput window: the steps since the last logged step (evaluations excluded).

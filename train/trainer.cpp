@@ -14,6 +14,7 @@
 #include "train/config_error.h"
 #include "train/evaluate.h"
 #include "train/flops.h"
+#include "train/gemm_choice.h"
 #include "train/interrupt.h"
 #include "train/param_groups.h"
 #include "train/rank_fingerprint.h"
@@ -40,12 +41,16 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       eval_gen_(cfg.seed + 2),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
       opt_(*model_, cfg),
-      sched_(cfg) {
+      sched_(cfg),
+      prev_provider_(kernels::gemm_provider()) {
+  // The GEMM provider before any GEMM; the run records the one auto chose (train/gemm_choice.h).
+  gemm_ = apply_gemm_choice(cfg_, entry.parameters(cfg_.model), comm_);
+  cfg_.gemm = gemm_choice_of(gemm_.provider);
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())
     for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly});
+  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
   step_->after_backward = [this](double loss) {
     if (hooks_.after_backward) hooks_.after_backward(*model_);
     // --grad-report: the gradients of the step before each evaluation, before clipping.
@@ -56,6 +61,14 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
     }
   };
   decorrelate_dropout();
+}
+
+Run::~Run() {
+  try {
+    kernels::set_gemm_provider(prev_provider_);  // a program that runs several runs gets its own back
+  } catch (const std::exception&) {
+    // prev_provider_ ran before, so it can run now: nothing to do
+  }
 }
 
 void Run::init_weights_from(const models::LanguageModel& trained) {
@@ -88,7 +101,7 @@ void Run::decorrelate_dropout() {
 void Run::start(bool resumed) {
   // MFU's denominator: this machine's kept peak for the threads of this rank; ranks that share
   // a machine share its cores, as they do while training, and the job's peak is the sum.
-  peak_ = kept_peak_flops(parallel::num_threads());
+  peak_ = kept_peak_flops(parallel::num_threads(), cfg_.precision);
   if (comm_.distributed()) comm_.allreduce_sum(&peak_.gflops, 1);
   flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
   const Reducer* r = step_->reducer();
@@ -100,7 +113,9 @@ void Run::start(bool resumed) {
                    comm_.size(),
                    r ? static_cast<int64_t>(r->buckets().size()) : 0,
                    r ? r->bytes_per_step() : 0,
-                   peak_};
+                   peak_,
+                   gemm_header(gemm_),
+                   precision_header(cfg_.precision, gemm_.provider)};
   emit([&](RunLogger& l) { l.on_start(e); });
   t_log_ = Clock::now();
 }
@@ -197,6 +212,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   // --eval-iters all: the whole validation split; the training loss, a guide only, from
   // kTrainBatchesWithWholeSplit random batches.
   const bool whole = cfg_.eval_iters == kEvalWholeSplit;
+  const AutocastGuard precision(cfg_.precision);  // evaluated as it trains
   const int64_t train_batches = whole ? kTrainBatchesWithWholeSplit : cfg_.eval_iters;
   const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, train_batches, eval_gen_, comm_);
   std::optional<double> vl;
@@ -375,6 +391,7 @@ TrainSummary Run::finish() {
 std::string Run::sample_text(int64_t tokens) {
   // A generator of its own, seeded alike each time: sampling never moves the run's streams.
   Generator sample_gen(cfg_.seed);
+  const AutocastGuard precision(cfg_.precision);
   model_->eval();
   const int64_t nl = corpus_.tokenizer.id_of(U'\n');
   models::SampleOptions opt{tokens, 0.8, 0, true};
