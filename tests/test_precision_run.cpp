@@ -130,7 +130,7 @@ TEST(PrecisionRun, AutoChoosesRecordsAndKeepsItsChoice) {
   const LoadedTrainState st = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
   ASSERT_NE(st.config.gemm, GemmChoice::Auto);
   const std::string chosen = choice_name(st.config.gemm);
-  EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("gemm = \"" + chosen + "\""), std::string::npos);
+  EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("gemm = '" + chosen + "'"), std::string::npos);
   EXPECT_NE(first_log.find("gemm: " + chosen), std::string::npos) << first_log;
   // The process's provider is back to what it was once the run is over.
   EXPECT_EQ(kernels::gemm_provider(), kernels::GemmProvider::OpenBLAS);

@@ -55,8 +55,8 @@ void ConsoleLogger::on_start(const RunStart& e) {
   if (!e.gemm.empty()) s << e.gemm << "\n";
   if (!e.precision.empty()) s << e.precision << "\n";
   char peak[80];
-  std::snprintf(peak, sizeof peak, "mfu: against a%s GEMM peak of %.0f GFLOP/s",
-                c.precision == Precision::BF16 ? " bf16" : "n sgemm", e.peak.gflops);
+  std::snprintf(peak, sizeof peak, "mfu: against %s peak of %.0f GFLOP/s",
+                c.precision == Precision::BF16 ? "a bf16 GEMM" : "an sgemm", e.peak.gflops);
   s << peak << " (" << e.peak.source << ")\n";
   if (e.start_iter > 0) s << "resuming at iter " << e.start_iter << "\n";
   out_ << s.str();  // before any bar: no row to clear
