@@ -21,6 +21,11 @@
 
 namespace ag {
 
+class Tensor;
+namespace kernels {
+class Bf16Matrix;
+}
+
 enum class Precision : uint8_t { FP32, BF16 };
 const char* precision_name(Precision p);  // "fp32", "bf16"
 
@@ -42,6 +47,17 @@ class AutocastGuard {
   Precision prev_;
 };
 using autocast = AutocastGuard;  // torch's spelling: ag::autocast bf16(ag::Precision::BF16);
+
+// A weight's bf16 copy for the GEMMs of this autocast region, as torch's autocast caches the
+// casts of leaf tensors that require grad: rounded the first time a GEMM asks for it inside the
+// outermost AutocastGuard(BF16) of this thread, then reused by every GEMM of the region (the
+// forward's and, under the training step's guard, the backward's, which finds it through its
+// saved copy: the same storage), so a training step rounds each weight once. Null outside
+// autocast, for a float64 tensor, or for one that is not a 2-d contiguous leaf requiring grad
+// (or the same storage as one kept). The region's copies are dropped when it ends (the
+// optimizer then changes the weights), or when the tensor's version moves.
+const kernels::Bf16Matrix* autocast_weight(const Tensor& w);
+void clear_autocast_cache();  // torch.clear_autocast_cache()
 
 namespace detail {
 // The raw thread-local switch, for the pool and the engine, which carry a setting from one

@@ -8,6 +8,7 @@
 #include "autograd/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/bf16.h"
+#include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
@@ -196,4 +197,37 @@ TEST(Autocast, ModernStepGradientsWithin3e2OfFloat32) {
   GPTConfig cfg{65, 2, 4, 128, 64, 0.0};
   cfg.arch = Architecture::modern(30.0);
   expect_bf16_gradients_close(cfg, 4);
+}
+
+TEST(Autocast, AWeightIsRoundedOncePerRegionAndAgainWhenWritten) {
+  Generator gen(16);
+  Tensor w = Tensor::randn({8, 4}, DType::Float32, gen).requires_grad_();
+  EXPECT_EQ(autocast_weight(w), nullptr);  // outside autocast
+  {
+    AutocastGuard bf16(Precision::BF16);
+    const kernels::Bf16Matrix* first = autocast_weight(w);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(autocast_weight(w), first);           // the forward's GEMMs share it
+    EXPECT_EQ(autocast_weight(w.detach()), first);  // and the backward's saved copy (the same storage)
+    EXPECT_EQ(autocast_weight(w * 2.0), nullptr);   // an activation is rounded by each GEMM itself
+    {
+      NoGradGuard no_grad;
+      w.copy_(Tensor::full({8, 4}, 0.1));  // written (a version bump): rounded again
+    }
+    const kernels::Bf16Matrix* again = autocast_weight(w);
+    ASSERT_NE(again, nullptr);
+    const bool native = again->native();
+    const float got = native ? kernels::bf16_to_float(static_cast<const uint16_t*>(again->data())[5])
+                             : static_cast<const float*>(again->data())[5];
+    EXPECT_EQ(got, kernels::round_to_bf16(0.1f));
+  }
+  // Between regions an optimizer writes through the data pointer, with no version bump: the
+  // next region starts empty, so it rounds the new values.
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.3f;
+  AutocastGuard bf16(Precision::BF16);
+  const kernels::Bf16Matrix* next = autocast_weight(w);
+  ASSERT_NE(next, nullptr);
+  const float got = next->native() ? kernels::bf16_to_float(static_cast<const uint16_t*>(next->data())[5])
+                                   : static_cast<const float*>(next->data())[5];
+  EXPECT_EQ(got, kernels::round_to_bf16(0.3f));
 }

@@ -150,6 +150,17 @@ GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable&
   return d;
 }
 
+RunGemm::RunGemm(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm)
+    : prev_(kernels::gemm_provider()), decision_(apply_gemm_choice(cfg, table, comm)) {}
+
+RunGemm::~RunGemm() {
+  try {
+    kernels::set_gemm_provider(prev_);
+  } catch (const std::exception&) {
+    // prev_ ran before this run, so it runs now: never reached
+  }
+}
+
 std::string gemm_header(const GemmDecision& d) {
   return "gemm: " + kernels::gemm_provider_description(d.provider) + ", " + d.how;
 }

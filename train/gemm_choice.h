@@ -44,6 +44,21 @@ GemmDecision apply_gemm_choice(GemmChoice asked, Precision precision, const mode
 // cannot run here. A resumed run passes its recorded choice (never auto).
 GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm);
 
+// A run's provider while the run lives (apply_gemm_choice), then the process's previous one
+// again: a program or a test that runs several runs gets its own back.
+class RunGemm {
+ public:
+  RunGemm(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm);
+  ~RunGemm();
+  RunGemm(const RunGemm&) = delete;
+  RunGemm& operator=(const RunGemm&) = delete;
+  const GemmDecision& decision() const { return decision_; }
+
+ private:
+  kernels::GemmProvider prev_;
+  GemmDecision decision_;
+};
+
 // The run header's lines: "gemm: onednn 2.6.3 (JIT for avx512_core_bf16), chosen by ..." and
 // "precision: bf16 (bf16 GEMMs native: ...)".
 std::string gemm_header(const GemmDecision& d);

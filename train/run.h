@@ -30,9 +30,6 @@ class Run {
   // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed.
   Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, Comm& comm,
       std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks);
-  ~Run();  // the process's GEMM provider as it was before the run
-  Run(const Run&) = delete;
-  Run& operator=(const Run&) = delete;
 
   // --init-from: the weights of a trained model of the same configuration (fine-tuning).
   void init_weights_from(const models::LanguageModel& trained);
@@ -67,6 +64,7 @@ class Run {
   data::Corpus corpus_;
   std::vector<std::shared_ptr<RunLogger>> loggers_;
   RunHooks hooks_;
+  RunGemm gemm_;  // the run's GEMM provider, chosen before anything else (train/gemm_choice.h)
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
   RunOptimizer opt_;
@@ -75,8 +73,6 @@ class Run {
   RunPosition pos_;
   Clock::time_point t_start_ = Clock::now();
   PeakFlops peak_;
-  kernels::GemmProvider prev_provider_;
-  GemmDecision gemm_;
   double flops_per_token_ = 0;  // of a training step
   TrainSummary summary_;
   // The throughput window: the steps since the last logged step (evaluations excluded).

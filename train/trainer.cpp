@@ -36,16 +36,14 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       corpus_(std::move(corpus)),
       loggers_(std::move(loggers)),
       hooks_(hooks),
+      gemm_(cfg, entry.parameters(cfg.model), comm),  // before any GEMM (train/gemm_choice.h)
       model_gen_(cfg.seed),
       batch_gen_(cfg.seed + 1),
       eval_gen_(cfg.seed + 2),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
       opt_(*model_, cfg),
-      sched_(cfg),
-      prev_provider_(kernels::gemm_provider()) {
-  // The GEMM provider before any GEMM; the run records the one auto chose (train/gemm_choice.h).
-  gemm_ = apply_gemm_choice(cfg_, entry.parameters(cfg_.model), comm_);
-  cfg_.gemm = gemm_choice_of(gemm_.provider);
+      sched_(cfg) {
+  cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())
@@ -63,13 +61,6 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
   decorrelate_dropout();
 }
 
-Run::~Run() {
-  try {
-    kernels::set_gemm_provider(prev_provider_);  // a program that runs several runs gets its own back
-  } catch (const std::exception&) {
-    // prev_provider_ ran before, so it can run now: nothing to do
-  }
-}
 
 void Run::init_weights_from(const models::LanguageModel& trained) {
   std::map<std::string, Tensor> weights;
@@ -114,8 +105,8 @@ void Run::start(bool resumed) {
                    r ? static_cast<int64_t>(r->buckets().size()) : 0,
                    r ? r->bytes_per_step() : 0,
                    peak_,
-                   gemm_header(gemm_),
-                   precision_header(cfg_.precision, gemm_.provider)};
+                   gemm_header(gemm_.decision()),
+                   precision_header(cfg_.precision, gemm_.decision().provider)};
   emit([&](RunLogger& l) { l.on_start(e); });
   t_log_ = Clock::now();
 }
