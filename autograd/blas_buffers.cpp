@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/memory_limit.h"
+#include "base/memory_limit.h"
 #include "autograd/parallel.h"
 
 // OpenBLAS's own allocator of work buffers (driver/others/memory.c), exported by libopenblas.

@@ -10,7 +10,7 @@
 // Off (the default), a scope costs one predictable branch on a global flag: no clock read, no
 // allocation, no call. On, each thread appends to its own buffer (no lock, no contention
 // between the pool's workers); stop() hands back every thread's events. The trace writer and
-// the op table live above (train/profile.h).
+// the op table live above (train/logging/profile.h).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/atomic_file.h"
-#include "autograd/input_file.h"
-#include "autograd/memory_limit.h"
-#include "autograd/short_quote.h"
+#include "base/atomic_file.h"
+#include "base/input_file.h"
+#include "base/memory_limit.h"
+#include "base/short_quote.h"
 
 namespace ag {
 

@@ -81,7 +81,7 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path);
 std::string serialize_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                                   const std::map<std::string, std::string>& metadata = {});
 
-// Writes serialize_safetensors(...) durably with write_file_atomically (autograd/atomic_file.h):
+// Writes serialize_safetensors(...) durably with write_file_atomically (base/atomic_file.h):
 // to "<path>.tmp.<pid>" in the same folder, then fsync, rename over path, fsync the folder. On failure the temporary file is removed, path
 // is left as it was, and std::runtime_error (or std::invalid_argument, see above) names the path.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,

@@ -23,7 +23,7 @@ double sgemm_gflops(int64_t n, int reps, int threads) {
   return 2.0 * static_cast<double>(n * n * n) * reps / sec / 1e9;
 }
 
-double time_blocking_allreduce(train::Comm& comm, const train::Reducer& reducer, const std::vector<int64_t>& numels) {
+double time_blocking_allreduce(distributed::Comm& comm, const distributed::Reducer& reducer, const std::vector<int64_t>& numels) {
   std::vector<std::vector<float>> buffers;
   for (const auto& bucket : reducer.buckets()) {
     int64_t n = 0;

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "train/distributed.h"
+#include "distributed/comm.h"
 
 namespace ag::cli {
 
@@ -14,6 +14,6 @@ double sgemm_gflops(int64_t n, int reps, int threads);
 // A blocking allreduce of buffers shaped like the reducer's buckets, one after the other, with
 // no computation to hide it behind, in seconds: the reference for the overlap `bench train`
 // reports. `numels` are the reduced parameters' sizes, in the reducer's parameter order.
-double time_blocking_allreduce(train::Comm& comm, const train::Reducer& reducer, const std::vector<int64_t>& numels);
+double time_blocking_allreduce(distributed::Comm& comm, const distributed::Reducer& reducer, const std::vector<int64_t>& numels);
 
 }  // namespace ag::cli

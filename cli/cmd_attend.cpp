@@ -15,7 +15,7 @@
 
 #include "cli/commands.h"
 #include "data/text_file.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "viz/attention_maps.h"
 
 namespace ag::cli {

@@ -1,6 +1,6 @@
 // `attograd attention --in CASE --out RESULT`: the attention probe as a program, so that
 // anything that can write a safetensors file (PyTorch, numpy, ...) can compare its
-// MultiheadAttention with attograd's. The file formats are documented in nn/attention_probe.h
+// MultiheadAttention with attograd's. The file formats are documented in cli/harness/attention_probe.h
 // and tests/parity/README.md.
 #include <cstdio>
 #include <iostream>
@@ -9,7 +9,7 @@
 
 #include "autograd/safetensors.h"
 #include "cli/commands.h"
-#include "nn/attention_probe.h"
+#include "cli/harness/attention_probe.h"
 
 namespace ag::cli {
 
@@ -22,7 +22,7 @@ CASE tensors: query, key, value, in_proj_weight, out_proj.weight; optionally in_
 CASE __metadata__: num_heads (required); batch_first, is_causal, average_attn_weights as
   "true"/"false" (defaults false, false, true).
 RESULT tensors: output, attn_weights, and grad.<name> for query, key, value and each parameter.
-See nn/attention_probe.h and tests/parity/README.md.
+See cli/harness/attention_probe.h and tests/parity/README.md.
 )";
 
 double sum_of(const Tensor& t) {

@@ -24,12 +24,12 @@
 #include "cli/precision_flags.h"
 #include "models/registry.h"
 #include "nn/attention.h"
-#include "train/distributed.h"
+#include "distributed/comm.h"
+#include "optim/adam.h"
 #include "train/gemm_choice.h"
-#include "train/optim/adam.h"
 #include "train/param_groups.h"
 #include "train/peak_flops.h"
-#include "train/profile.h"
+#include "train/logging/profile.h"
 #include "train/step.h"
 
 namespace ag::cli {
@@ -71,7 +71,7 @@ BenchConfig config_named(const std::string& name) {
 // same number of steps (each step holds collectives).
 template <class F>
 double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& steps,
-                  train::Comm& comm = train::Comm::single()) {
+                  distributed::Comm& comm = distributed::Comm::single()) {
   for (int i = 0; i < warmup; ++i) fn();
   steps = 0;
   const auto t0 = Clock::now();
@@ -96,7 +96,7 @@ double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& 
 // profile_dir: empty, or where --profile writes trace.json and profile_table.txt.
 void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, const std::string& profile_dir,
                  Precision precision, nlohmann::json& out) {
-  train::Comm& comm = train::Comm::world();
+  distributed::Comm& comm = distributed::Comm::world();
   if (K < 1) throw UsageError("--grad-accum must be positive");
   if (bc.batch % (comm.size() * K) != 0)
     throw UsageError("the " + bc.name + " batch of " + std::to_string(bc.batch) + " does not split into ranks × --grad-accum = " +
@@ -136,7 +136,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
               {"sgemm_peak_gflops", peak.gflops}, {"mfu", flops / sec / 1e9 / peak.gflops},
               {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
               {"peak_rss_mb", peak_rss_mb()}});
-  if (const train::Reducer* reducer = step.reducer()) {
+  if (const distributed::Reducer* reducer = step.reducer()) {
     // When backward ended on each rank, step by step (one clock on one machine): the time a
     // rank then waits for slower ranks is imbalance, not communication.
     const size_t n = backward_ends.size(), R = static_cast<size_t>(comm.size());
@@ -217,8 +217,8 @@ int bench_command(int argc, char** argv) {
   const std::string what = r["what"].as<std::string>();
   const PrecisionFlags pf = read_precision_flags(r);
   const int threads = r["threads"].as<int>();
-  parallel::set_num_threads(threads > 0 || !train::Comm::world().distributed() ? threads
-                                                                              : train::Comm::world().threads_per_rank());
+  parallel::set_num_threads(threads > 0 || !distributed::Comm::world().distributed() ? threads
+                                                                              : distributed::Comm::world().threads_per_rank());
   const double seconds = r["seconds"].as<double>();
   const int64_t max_steps = r["max-steps"].as<int64_t>();
   if (!(seconds > 0) || max_steps < 1) throw UsageError("--seconds and --max-steps must be positive");
@@ -260,7 +260,7 @@ int bench_command(int argc, char** argv) {
   } else if (what == "train") {
     bench_train(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
                 r.count("profile") ? r["profile"].as<std::string>() : std::string(), pf.precision, out);
-    if (!train::Comm::world().is_root()) return 0;  // rank 0 reports
+    if (!distributed::Comm::world().is_root()) return 0;  // rank 0 reports
   } else if (what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const auto model_ptr = models::make_model(bc.model, DType::Float32, gen);
@@ -337,7 +337,7 @@ int bench_command(int argc, char** argv) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  return train::run_or_abort_job("bench", [&] { return bench_command(argc, argv); });
+  return distributed::run_or_abort_job("bench", [&] { return bench_command(argc, argv); });
 }
 
 }  // namespace ag::cli

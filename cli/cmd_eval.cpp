@@ -12,7 +12,7 @@
 #include "cli/precision_flags.h"
 #include "data/batch.h"
 #include "data/text_file.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "train/interrupt.h"
 
 namespace ag::cli {

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "autograd/atomic_file.h"
-#include "autograd/short_quote.h"
+#include "base/atomic_file.h"
+#include "base/short_quote.h"
 #include "cli/commands.h"
 #include "cli/matrix_flag.h"
 #include "viz/attention_walk.h"

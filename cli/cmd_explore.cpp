@@ -9,14 +9,14 @@
 #include <memory>
 #include <optional>
 
-#include "autograd/atomic_file.h"
+#include "base/atomic_file.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/matrix_flag.h"
 #include "cli/precision_flags.h"
 #include "nn/attention.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "viz/explore.h"
 #include "viz/explore_html.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
-#include "autograd/gradcheck_cases.h"
+#include "cli/harness/gradcheck_cases.h"
 #include "autograd/ops.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
@@ -179,7 +179,7 @@ int gradcheck_attention(const AttentionConfig& c, const GradcheckOptions& tol, c
   return report.passed() ? 0 : 1;
 }
 
-// ---- single ops: the case table of autograd/gradcheck_cases.h -------------------------------
+// ---- single ops: the case table of cli/harness/gradcheck_cases.h -------------------------------
 
 int gradcheck_ops(uint64_t seed, const GradcheckOptions& tol, const Order& order) {
   Generator gen(seed);
@@ -216,7 +216,7 @@ int cmd_gradcheck(int argc, char** argv) {
                            "gradients of the gradients the same way (torch.autograd.gradgradcheck).\n\n"
                            "  attention  nn::MultiheadAttention: output and attention weights wrt query, key,\n"
                            "             value and the four parameters (random, biases nonzero)\n"
-                           "  ops        every op of autograd/ops.h on small random inputs (autograd/gradcheck_cases.cpp)\n");
+                           "  ops        every op of autograd/ops.h on small random inputs (cli/harness/gradcheck_cases.cpp)\n");
   options.custom_help("attention|ops [options]");
   options.set_width(100);
   options.positional_help("");

@@ -1,18 +1,18 @@
 // `attograd graph (--model | --attention) --out FILE.dot|.svg|.png [options]`: records the
 // autograd graph of one forward pass, runs a backward through it with retain_graph while a
-// NodeGradNorms recorder notes the norm of each node's gradient, and writes it as Graphviz DOT (autograd/graph_export.h).
+// NodeGradNorms recorder notes the norm of each node's gradient, and writes it as Graphviz DOT (viz/graph_export.h).
 // For .svg and .png it also runs Graphviz's dot, when installed, next to a .dot file.
 #include <filesystem>
 #include <iostream>
 #include <optional>
 
-#include "autograd/atomic_file.h"
-#include "autograd/graph_export.h"
+#include "base/atomic_file.h"
+#include "viz/graph_export.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "models/registry.h"
 #include "nn/attention.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "viz/graphviz.h"
 
 namespace ag::cli {

@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
 #include "data/text_file.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "train/interrupt.h"
 
 namespace ag::cli {

@@ -1,6 +1,6 @@
 // `attograd train --data FILE --out DIR [flags]`: trains a language model; defaults are
 // nanoGPT's shakespeare_char CPU configuration. Every flag but --resume and --help comes from
-// the run configuration's field table (train/run_config.h, through cli/train_flags.h): its
+// the run configuration's field table (train/config/run_config.h, through cli/train_flags.h): its
 // name, help, default, and whether --resume accepts it.
 #include <filesystem>
 #include <iostream>
@@ -9,8 +9,8 @@
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "tensorboard/train_logger.h"
-#include "train/config_error.h"
-#include "train/distributed.h"
+#include "train/config/config_error.h"
+#include "distributed/comm.h"
 #include "train/interrupt.h"
 #include "train/trainer.h"
 
@@ -43,7 +43,7 @@ train::TrainSummary as_usage_errors(F run) {
 // exited, as `| head` does, or `| tee` on Ctrl-C) is a stop like a signal (130); any other
 // failure to write it (a full disk) is an error (1).
 int stop_status(const train::TrainSummary& summary, const std::string& dir) {
-  if (!train::InterruptGuard::output_failed() || !train::Comm::world().is_root())
+  if (!train::InterruptGuard::output_failed() || !distributed::Comm::world().is_root())
     return summary.interrupted ? kInterruptedStatus : 0;
   const std::string where = (summary.interrupted ? "stopped after iter " : "finished at iter ") +
                             std::to_string(summary.iters) + "; its checkpoint is in " + dir +
@@ -77,7 +77,7 @@ int train_command(int argc, char** argv) {
 // Under mpirun, an error on one rank ends the whole job (naming the rank) instead of leaving
 // the others waiting in a collective.
 int cmd_train(int argc, char** argv) {
-  return train::run_or_abort_job("train", [&] { return train_command(argc, argv); });
+  return distributed::run_or_abort_job("train", [&] { return train_command(argc, argv); });
 }
 
 }  // namespace ag::cli

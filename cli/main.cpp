@@ -17,7 +17,7 @@
 
 #include "autograd/blas_buffers.h"
 #include "autograd/kernels/gemm_provider.h"
-#include "autograd/memory_limit.h"
+#include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"

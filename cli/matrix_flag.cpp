@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/short_quote.h"
+#include "base/short_quote.h"
 
 namespace ag::cli {
 

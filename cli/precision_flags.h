@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/language_model.h"
-#include "train/choice.h"
+#include "train/config/choice.h"
 #include "train/gemm_choice.h"
 
 namespace ag::cli {

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "models/registry.h"
-#include "train/config_file.h"
+#include "train/config/config_file.h"
 
 namespace ag::cli {
 

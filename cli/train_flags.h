@@ -1,6 +1,6 @@
 // The flags of `attograd train`, derived from the run configuration's field table
-// (train/run_config.h): one flag per field with its help and default, plus --config (a TOML
-// file of the same fields, train/config_file.h), --resume and --help. A field takes the flag
+// (train/config/run_config.h): one flag per field with its help and default, plus --config (a TOML
+// file of the same fields, train/config/config_file.h), --resume and --help. A field takes the flag
 // given on the command line, else the --config file's value, else its default.
 #pragma once
 #include <set>
@@ -8,7 +8,7 @@
 
 #include <cxxopts.hpp>
 
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::cli {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 #include "data/text_file.h"
 
 namespace ag::data {

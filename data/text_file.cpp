@@ -1,6 +1,6 @@
 #include "data/text_file.h"
 
-#include "autograd/input_file.h"
+#include "base/input_file.h"
 
 namespace ag::data {
 

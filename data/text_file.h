@@ -1,5 +1,5 @@
 // Reading a whole text file given on the command line (a training corpus, eval's --text-file,
-// a prompt file) through autograd/input_file.h: only a regular file is read (not /dev/zero, a
+// a prompt file) through base/input_file.h: only a regular file is read (not /dev/zero, a
 // FIFO, a socket or a directory), and never more than kMaxTextFileBytes.
 #pragma once
 #include <cstdint>

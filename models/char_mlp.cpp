@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 

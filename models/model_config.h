@@ -1,6 +1,6 @@
 // The hyperparameters of a run's model, as one table. Each row of AG_MODEL_FIELDS is
 //   X(type, member, flag, default, help)
-// and declares a member of ModelConfig (with its default); train/run_config.h turns the same
+// and declares a member of ModelConfig (with its default); train/config/run_config.h turns the same
 // rows into `attograd train` flags, their help, the train state's JSON and the resume rules
 // (a model field never changes on resume). One row adds a model hyperparameter everywhere.
 //

@@ -1,6 +1,6 @@
 #include "models/model_size.h"
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 
 namespace ag::models {
 

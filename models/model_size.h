@@ -1,5 +1,5 @@
 // The memory a model configuration needs, estimated before anything is built and with checked
-// arithmetic (autograd/checked.h), so that a configuration from a flag or a file's metadata can
+// arithmetic (base/checked.h), so that a configuration from a flag or a file's metadata can
 // be refused with a clear message instead of wrapping around or allocating until memory runs
 // out. The parameters come from the model's table (models/param_table.h), the activations from
 // its own count per position (models/registry.h: ModelEntry::memory_bytes puts them together).

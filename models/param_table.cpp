@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 #include "nn/init.h"
 #include "nn/module.h"
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 #include "models/char_mlp.h"
 #include "models/model_size.h"
 #include "models/transformer_lm.h"

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "autograd/checked.h"
+#include "base/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "models/decode.h"

@@ -1,7 +1,7 @@
 // Writes a TensorBoard event file: scalars, histograms, PNG images and text, each a serialized
 // Event protobuf (tensorboard/event.proto) in a TFRecord (tensorboard/tfrecord.h). The file is
 // DIR/events.out.tfevents.<unix time>.<hostname>, always a new file (never through a symbolic
-// link: autograd/atomic_file.h's AppendFile); its first event says file_version
+// link: base/atomic_file.h's AppendFile); its first event says file_version
 // "brain.Event:2". Every event goes to the OS as it is written, so that a TensorBoard watching
 // DIR shows it while the run goes on, and a failed write (a full disk, ulimit -f) throws
 // std::runtime_error naming the file at once: no event is lost in silence.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace ag::tensorboard {
 

@@ -4,8 +4,8 @@
 #include <boost/endian/conversion.hpp>
 #include <stdexcept>
 
-#include "autograd/input_file.h"
-#include "autograd/memory_limit.h"
+#include "base/input_file.h"
+#include "base/memory_limit.h"
 
 namespace ag::tensorboard {
 

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "tensorboard/event_writer.h"
-#include "train/run_logger.h"
+#include "train/logging/run_logger.h"
 
 namespace ag::tensorboard {
 

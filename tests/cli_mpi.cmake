@@ -1,4 +1,4 @@
-# Tests of training over MPI (train/distributed.h): two ranks over loopback. Included by
+# Tests of training over MPI (distributed/comm.h): two ranks over loopback. Included by
 # CMakeLists.txt when MPI and mpirun were found. All names start with "mpi.".
 # OMPI_ALLOW_RUN_AS_ROOT* are set in the tests only (CI runs as root), never for the user.
 set(ATTOGRAD_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1)

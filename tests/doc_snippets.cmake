@@ -60,10 +60,10 @@ foreach(guide ${ATTOGRAD_API_GUIDES})
 #include \"nn/rms_norm.h\"
 #include \"nn/sequential.h\"
 #include \"nn/utils/clip_grad.h\"
-#include \"train/optim/adam.h\"
-#include \"train/optim/lr_scheduler.h\"
-#include \"train/optim/muon.h\"
-#include \"train/optim/sgd.h\"
+#include \"optim/adam.h\"
+#include \"optim/lr_scheduler.h\"
+#include \"optim/muon.h\"
+#include \"optim/sgd.h\"
 ${includes}
 using namespace ag;
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "models/gpt_config.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::testing_util {
 

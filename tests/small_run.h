@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::testing_util {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/safetensors.h"
-#include "nn/attention_probe.h"
+#include "cli/harness/attention_probe.h"
 
 using namespace ag;
 

@@ -16,8 +16,8 @@
 #include "autograd/safetensors.h"
 #include "models/char_mlp.h"
 #include "models/registry.h"
-#include "train/checkpoint.h"
-#include "train/train_state.h"
+#include "train/run_folder/checkpoint.h"
+#include "train/run_folder/train_state.h"
 #include "train/trainer.h"
 
 using namespace ag;

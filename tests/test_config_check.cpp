@@ -1,4 +1,4 @@
-// Validation of a run configuration, in one place (train/config_check.h): every row of the
+// Validation of a run configuration, in one place (train/config/config_check.h): every row of the
 // field table against its rule, every double finite, the one cross-field check with checked
 // arithmetic; and the flags a chosen model does not have (cli/train_flags.h).
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/train_flags.h"
 #include "tests/test_util.h"
-#include "train/config_check.h"
-#include "train/config_error.h"
+#include "train/config/config_check.h"
+#include "train/config/config_error.h"
 
 namespace ag {
 namespace {

@@ -1,5 +1,5 @@
-// TOML run configurations (train/config_file.h): `attograd train --config FILE`, configs/*.toml
-// and the config.toml of a run folder, all through the field table of train/run_config.h.
+// TOML run configurations (train/config/config_file.h): `attograd train --config FILE`, configs/*.toml
+// and the config.toml of a run folder, all through the field table of train/config/run_config.h.
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
@@ -10,8 +10,8 @@
 
 #include "cli/train_flags.h"
 #include "models/registry.h"
-#include "train/config_check.h"
-#include "train/config_file.h"
+#include "train/config/config_check.h"
+#include "train/config/config_file.h"
 #include "train/trainer.h"
 
 using namespace ag;

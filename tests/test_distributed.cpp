@@ -1,4 +1,4 @@
-// The communicator and the bucketed gradient reducer (train/distributed.h).
+// The communicator and the bucketed gradient reducer (distributed/comm.h).
 //
 // The Distributed* tests hold for any number of ranks: ctest runs them once in one process and
 // once under `mpirun -np 2` (mpi.unit_tests in tests/cli_mpi.cmake), where Comm::world() is
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "autograd/ops.h"
-#include "train/distributed.h"
+#include "distributed/comm.h"
 
 namespace ag::train {
 namespace {
@@ -33,7 +33,7 @@ Tensor rank_grad(int64_t n, size_t k, int rank, float scale) {
 TEST(ReducerLayout, BucketsRunFromTheLastParameterBackwardsWithinTheCaps) {
   // 4 bytes per element; first cap 40 bytes (10 elements), then 80 bytes (20 elements).
   const auto ps = make_params({6, 5, 30, 4, 8, 3});
-  Reducer r(Comm::single(), ps, 40, 80);
+  distributed::Reducer r(distributed::Comm::single(), ps, 40, 80);
   // From the last: 3 + 8 = 11 > 10, so bucket 0 = {5}; then {4, 3} (8 + 4 = 12 ≤ 20, + 30 > 20);
   // {2} alone (larger than the cap, never split); {1, 0} (5 + 6 = 11).
   const std::vector<std::vector<size_t>> want = {{5}, {4, 3}, {2}, {1, 0}};
@@ -43,12 +43,12 @@ TEST(ReducerLayout, BucketsRunFromTheLastParameterBackwardsWithinTheCaps) {
 
 TEST(ReducerLayout, RefusesNonFloat32Parameters) {
   std::vector<Tensor> ps = {Tensor::zeros({3}, DType::Float64).requires_grad_()};
-  EXPECT_THROW(Reducer(Comm::single(), ps), std::invalid_argument);
+  EXPECT_THROW(distributed::Reducer(distributed::Comm::single(), ps), std::invalid_argument);
 }
 
 TEST(ReducerProtocol, MisuseThrowsInsteadOfSendingAStaleGradient) {
   auto ps = make_params({4, 4});
-  Reducer r(Comm::single(), ps, 16, 16);
+  distributed::Reducer r(distributed::Comm::single(), ps, 16, 16);
   EXPECT_THROW(r.mark_ready(0), std::logic_error);  // before prepare()
   EXPECT_THROW(r.finish(), std::logic_error);
   r.prepare();
@@ -61,7 +61,7 @@ TEST(ReducerProtocol, MisuseThrowsInsteadOfSendingAStaleGradient) {
 
 TEST(ReducerProtocol, BucketsLaunchInIndexOrderOnly) {
   auto ps = make_params({4, 4, 4});  // one parameter per bucket: bucket 0 = param 2, 1 = param 1, 2 = param 0
-  Reducer r(Comm::single(), ps, 16, 16);
+  distributed::Reducer r(distributed::Comm::single(), ps, 16, 16);
   ASSERT_EQ(r.buckets().size(), 3u);
   r.prepare();
   r.mark_ready(0);  // bucket 2 is complete, but buckets 0 and 1 are not: nothing may start
@@ -81,7 +81,7 @@ TEST(ReducerProtocol, BucketsLaunchInIndexOrderOnly) {
 TEST(ReducerProtocol, AParameterWithoutGradientContributesZeros) {
   auto ps = make_params({3, 2});
   ps[0].set_grad(Tensor::from_vector(std::vector<float>{1, 2, 3}, {3}));
-  Reducer r(Comm::single(), ps);
+  distributed::Reducer r(distributed::Comm::single(), ps);
   r.prepare();
   r.finish();
   ASSERT_TRUE(ps[1].grad().defined());
@@ -91,7 +91,7 @@ TEST(ReducerProtocol, AParameterWithoutGradientContributesZeros) {
 
 TEST(ReducerHooks, BucketsStartDuringBackwardAndOnlyBetweenPrepareAndFinish) {
   auto ps = make_params({4, 4, 4});
-  Reducer r(Comm::single(), ps, 16, 16);  // one parameter per bucket
+  distributed::Reducer r(distributed::Comm::single(), ps, 16, 16);  // one parameter per bucket
   r.attach_hooks();
   const Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {4});
   auto loss = [&] { return sum(mul(ps[0], x)) + sum(mul(ps[1], x)) + sum(mul(mul(ps[2], ps[2]), x)); };
@@ -107,10 +107,10 @@ TEST(ReducerHooks, BucketsStartDuringBackwardAndOnlyBetweenPrepareAndFinish) {
 // ---- on the world communicator: one process under ctest, N ranks under mpirun -------------
 
 TEST(Distributed, ReducerAveragesGradientsOverRanks) {
-  Comm& c = Comm::world();
+  distributed::Comm& c = distributed::Comm::world();
   const std::vector<int64_t> sizes = {7, 300, 2, 1000, 5};
   auto ps = make_params(sizes);
-  Reducer r(c, ps, 64, 2048);
+  distributed::Reducer r(c, ps, 64, 2048);
   ASSERT_GE(r.buckets().size(), 3u);
   for (int step = 0; step < 3; ++step) {  // the same reducer serves many steps
     for (size_t k = 0; k < ps.size(); ++k) ps[k].set_grad(rank_grad(sizes[k], k, c.rank(), float(step + 1)));
@@ -131,10 +131,10 @@ TEST(Distributed, ReducerAveragesGradientsOverRanks) {
 }
 
 TEST(Distributed, HooksAverageTheGradientsOfARealBackward) {
-  Comm& c = Comm::world();
+  distributed::Comm& c = distributed::Comm::world();
   std::vector<Tensor> ps = {Tensor::from_vector(std::vector<float>{1, -2, 3}, {3}).requires_grad_(),
                             Tensor::from_vector(std::vector<float>{0.5f, 4}, {2}).requires_grad_()};
-  Reducer r(c, ps, 8, 8);
+  distributed::Reducer r(c, ps, 8, 8);
   r.attach_hooks();
   const double xr = c.rank() + 1;  // this rank's data
   r.prepare();
@@ -147,7 +147,7 @@ TEST(Distributed, HooksAverageTheGradientsOfARealBackward) {
 }
 
 TEST(Distributed, BroadcastCopiesRootsValuesToEveryRank) {
-  Comm& c = Comm::world();
+  distributed::Comm& c = distributed::Comm::world();
   Tensor t = Tensor::from_vector(std::vector<float>{float(c.rank()), 1.5f, float(c.rank() * 3)}, {3});
   c.broadcast(t);
   EXPECT_EQ(t.to_double_vector(), (std::vector<double>{0, 1.5, 0}));
@@ -158,7 +158,7 @@ TEST(Distributed, BroadcastCopiesRootsValuesToEveryRank) {
 }
 
 TEST(Distributed, AllreduceSumsDoublesAndFloats) {
-  Comm& c = Comm::world();
+  distributed::Comm& c = distributed::Comm::world();
   double d[2] = {1.0, double(c.rank())};
   c.allreduce_sum(d, 2);
   const int n = c.size();
@@ -175,9 +175,9 @@ TEST(Distributed, AllreduceSumsDoublesAndFloats) {
 // writes a checkpoint) keeps sending heartbeats, so a 1 s timeout does not end the wait; a
 // deadline on the collective alone would have.
 TEST(Distributed, ASlowPeerDoesNotTripTheTimeout) {
-  Comm& c = Comm::world();
+  distributed::Comm& c = distributed::Comm::world();
   int calls = 0;
-  CommTimeout timeout(c, 1.0, [&] { return "at test step " + std::to_string(++calls); });
+  distributed::CommTimeout timeout(c, 1.0, [&] { return "at test step " + std::to_string(++calls); });
   EXPECT_EQ(c.timeout(), 1.0);
   if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   double x = 1;
@@ -188,8 +188,8 @@ TEST(Distributed, ASlowPeerDoesNotTripTheTimeout) {
 
 // The seconds a Ctrl-C on mpirun leaves the ranks before SIGKILL (rank 0 compares a step with it).
 TEST(Distributed, MpirunKillTimeoutIsOpenMpisDefaultUnlessGiven) {
-  EXPECT_EQ(Comm::single().mpirun_kill_timeout_seconds(), 0.0);  // no mpirun, no timeout
-  Comm& c = Comm::world();
+  EXPECT_EQ(distributed::Comm::single().mpirun_kill_timeout_seconds(), 0.0);  // no mpirun, no timeout
+  distributed::Comm& c = distributed::Comm::world();
   if (!c.distributed()) return;
   ASSERT_EQ(std::getenv("OMPI_MCA_odls_base_sigkill_timeout"), nullptr) << "mpi.unit_tests gives mpirun no timeout";
   EXPECT_EQ(c.mpirun_kill_timeout_seconds(), 1.0);

@@ -10,7 +10,7 @@
 #include <functional>
 
 #include "autograd/safetensors.h"
-#include "train/config_file.h"
+#include "train/config/config_file.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// The gradient report (train/grad_report.h) and `attograd train --grad-report`'s files.
+// The gradient report (train/logging/grad_report.h) and `attograd train --grad-report`'s files.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +9,9 @@
 
 #include "autograd/ops.h"
 #include "models/transformer_lm.h"
-#include "train/grad_report.h"
+#include "train/logging/grad_report.h"
 #include "nn/utils/clip_grad.h"
-#include "train/train_state.h"
+#include "train/run_folder/train_state.h"
 #include "train/trainer.h"
 
 using namespace ag;

@@ -1,11 +1,11 @@
-// The Graphviz export of the autograd graph (autograd/graph_export.h).
+// The Graphviz export of the autograd graph (viz/graph_export.h).
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include "autograd/graph_export.h"
+#include "viz/graph_export.h"
 #include "autograd/ops.h"
 #include "models/transformer_lm.h"
 #include "nn/attention.h"

@@ -17,23 +17,23 @@
 #include <sstream>
 #include <thread>
 
-#include "autograd/atomic_file.h"
-#include "autograd/checked.h"
+#include "base/atomic_file.h"
+#include "base/checked.h"
 #include "autograd/parallel.h"
 #include "autograd/safetensors.h"
-#include "autograd/short_quote.h"
+#include "base/short_quote.h"
 #include "data/text_file.h"
 #include "models/registry.h"
 #include "models/transformer_lm.h"
-#include "nn/attention_probe.h"
+#include "cli/harness/attention_probe.h"
 #include "tests/harden_util.h"
 #include "tests/test_util.h"
-#include "train/checkpoint.h"
-#include "train/config_error.h"
+#include "train/run_folder/checkpoint.h"
+#include "train/config/config_error.h"
 #include "train/memory_check.h"
-#include "train/metadata_seal.h"
-#include "train/run_dir.h"
-#include "train/train_state.h"
+#include "train/run_folder/metadata_seal.h"
+#include "train/run_folder/run_dir.h"
+#include "train/run_folder/train_state.h"
 #include "train/trainer.h"
 
 using namespace ag;

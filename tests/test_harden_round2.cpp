@@ -22,27 +22,27 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/atomic_file.h"
+#include "base/atomic_file.h"
 #include "autograd/blas_buffers.h"
-#include "autograd/input_file.h"
-#include "autograd/memory_limit.h"
+#include "base/input_file.h"
+#include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "autograd/safetensors.h"
 #include "data/text_file.h"
 #include "models/transformer_lm.h"
-#include "nn/attention_probe.h"
+#include "cli/harness/attention_probe.h"
 #include "tensorboard/event_writer.h"
 #include "tensorboard/tfrecord.h"
 #include "tests/harden_util.h"
 #include "tests/test_util.h"
-#include "train/checkpoint.h"
-#include "train/config_error.h"
-#include "train/config_file.h"
-#include "train/distributed.h"
+#include "train/run_folder/checkpoint.h"
+#include "train/config/config_error.h"
+#include "train/config/config_file.h"
+#include "distributed/comm.h"
 #include "train/interrupt.h"
 #include "train/memory_check.h"
 #include "train/rank_agreement.h"
-#include "train/run_dir.h"
+#include "train/run_folder/run_dir.h"
 #include "train/trainer.h"
 #include "viz/font.h"
 #include "viz/image.h"
@@ -365,7 +365,7 @@ TEST(HardenAddressSpace, BuffersAreReservedOnlyWhileTheAddressSpaceHoldsThem) {
 // ---- 7. ranks agree (one process: nothing to compare; mpi.harden.* runs two) ------------------------
 
 TEST(HardenRankAgreement, OneProcessHasNothingToCompare) {
-  EXPECT_NO_THROW(train::check_ranks_agree(train::Comm::single(), train::TrainConfig{}));
+  EXPECT_NO_THROW(train::check_ranks_agree(distributed::Comm::single(), train::TrainConfig{}));
 }
 
 // ---- 8. no dead ends ---------------------------------------------------------------------------------

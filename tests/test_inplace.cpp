@@ -5,8 +5,8 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "nn/init.h"
-#include "train/optim/adam.h"
-#include "train/optim/sgd.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
 #include "tests/test_util.h"
 
 using namespace ag;

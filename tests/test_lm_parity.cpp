@@ -16,7 +16,7 @@
 #include "autograd/safetensors.h"
 #include "data/batch.h"
 #include "data/tokenizer.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 
 using namespace ag;
 

@@ -8,7 +8,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "models/transformer_lm.h"
-#include "train/optim/adam.h"
+#include "optim/adam.h"
 
 using namespace ag;
 using namespace ag::models;

@@ -11,7 +11,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/safetensors.h"
-#include "train/optim/muon.h"
+#include "optim/muon.h"
 
 using namespace ag;
 

@@ -1,5 +1,5 @@
 // Every differentiable op, gradchecked in float64 with torch.autograd.gradcheck's criterion:
-// the cases are the one table of autograd/gradcheck_cases.h (which `attograd gradcheck ops`
+// the cases are the one table of cli/harness/gradcheck_cases.h (which `attograd gradcheck ops`
 // prints too), and a test fails when an op of autograd/ops.h has no case there.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
-#include "autograd/gradcheck_cases.h"
+#include "cli/harness/gradcheck_cases.h"
 #include "autograd/ops.h"
 
 using namespace ag;
@@ -72,7 +72,7 @@ TEST(GradcheckTable, CoversEveryOpOfOpsH) {
   for (const OpCase& c : op_cases()) covered.insert(c.op);
   for (const std::string& op : declared)
     EXPECT_TRUE(covered.count(op)) << op
-                                   << " is declared in autograd/ops.h but has no case in autograd/gradcheck_cases.cpp";
+                                   << " is declared in autograd/ops.h but has no case in cli/harness/gradcheck_cases.cpp";
   for (const std::string& op : covered)
     EXPECT_TRUE(declared.count(op)) << op << " has a case but is not a function of autograd/ops.h";
 }

@@ -10,9 +10,9 @@
 #include "autograd/parallel.h"
 #include "nn/linear.h"
 #include "nn/utils/clip_grad.h"
-#include "train/optim/adam.h"
-#include "train/optim/lr_scheduler.h"
-#include "train/optim/sgd.h"
+#include "optim/adam.h"
+#include "optim/lr_scheduler.h"
+#include "optim/sgd.h"
 
 using namespace ag;
 using namespace ag::testing_util;

@@ -16,9 +16,9 @@
 
 #include "autograd/safetensors.h"
 #include "nn/utils/clip_grad.h"
-#include "train/optim/adam.h"
-#include "train/optim/lr_scheduler.h"
-#include "train/optim/sgd.h"
+#include "optim/adam.h"
+#include "optim/lr_scheduler.h"
+#include "optim/sgd.h"
 
 using namespace ag;
 namespace sch = ag::optim::lr_scheduler;

@@ -11,7 +11,7 @@
 #include "nn/linear.h"
 #include "tests/test_util.h"
 #include "train/param_groups.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/run_optimizer.h"
 
 namespace ag {

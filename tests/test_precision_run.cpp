@@ -14,8 +14,8 @@
 #include "autograd/safetensors.h"
 #include "tests/small_run.h"
 #include "tests/test_util.h"
-#include "train/config_error.h"
-#include "train/train_state.h"
+#include "train/config/config_error.h"
+#include "train/run_folder/train_state.h"
 #include "train/trainer.h"
 
 using namespace ag;

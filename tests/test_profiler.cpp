@@ -1,4 +1,4 @@
-// The profiler (autograd/profiler.h) and what train/profile.h makes of its events: nothing is
+// The profiler (autograd/profiler.h) and what train/logging/profile.h makes of its events: nothing is
 // recorded when it is off, scopes nest per thread, each thread has its own buffer, a training
 // step's backward events are exactly the graph's nodes, and the op table's arithmetic.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
 #include "models/registry.h"
-#include "train/profile.h"
+#include "train/logging/profile.h"
 
 namespace ag {
 namespace {

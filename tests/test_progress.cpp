@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tests/test_util.h"
-#include "train/progress.h"
+#include "train/logging/progress.h"
 
 using namespace ag::train;
 using ag::testing_util::ScopedEnv;

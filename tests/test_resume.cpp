@@ -14,9 +14,9 @@
 
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
-#include "train/checkpoint.h"
-#include "train/metadata_seal.h"
-#include "train/train_state.h"
+#include "train/run_folder/checkpoint.h"
+#include "train/run_folder/metadata_seal.h"
+#include "train/run_folder/train_state.h"
 #include "train/schedule.h"
 #include "train/time_budget.h"
 #include "train/trainer.h"

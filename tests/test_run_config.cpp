@@ -1,4 +1,4 @@
-// The run configuration's field table (train/run_config.h) drives the flags of `attograd
+// The run configuration's field table (train/config/run_config.h) drives the flags of `attograd
 // train`, the train state's JSON and the --resume rules. These tests walk every row, so a
 // field that one of them drops or mangles fails here.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/train_flags.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag {
 namespace {

@@ -19,12 +19,12 @@
 #include "models/registry.h"
 #include "tests/small_run.h"
 #include "tests/test_util.h"
-#include "train/console_logger.h"
-#include "train/metrics_logger.h"
+#include "train/logging/console_logger.h"
+#include "train/logging/metrics_logger.h"
 #include "train/peak_flops.h"
 #include "train/step.h"
 #include "nn/utils/clip_grad.h"
-#include "train/optim/adam.h"
+#include "optim/adam.h"
 #include "train/trainer.h"
 
 namespace ag {
@@ -54,7 +54,7 @@ TEST(Step, IsTheManualStepBitForBit) {
   auto a = tiny_gpt(1), b = tiny_gpt(1);
   a->train(), b->train();
   optim::AdamW opt_a(a->parameters(), {.lr = 1e-3}), opt_b(b->parameters(), {.lr = 1e-3});
-  train::Step step(*a, opt_a, train::Comm::single(), {1, 0.5, false});
+  train::Step step(*a, opt_a, distributed::Comm::single(), {1, 0.5, false});
   for (int i = 0; i < 3; ++i) {
     const auto [x, y] = batch_of(4, 10 + i);
     const train::StepResult r = step.run(x, y, 1e-3 * (i + 1), i);
@@ -77,7 +77,7 @@ TEST(Step, MicroBatchesAverageLikeOneBatch) {
   auto a = tiny_gpt(2);
   a->train();
   optim::AdamW opt(a->parameters(), {.lr = 1e-3});
-  train::Step step(*a, opt, train::Comm::single(), {2, 0.0, false});
+  train::Step step(*a, opt, distributed::Comm::single(), {2, 0.0, false});
   const auto [x, y] = batch_of(4, 3);
   const double half0 = a->loss(narrow(x, 0, 0, 2), narrow(y, 0, 0, 2)).item();
   const double half1 = a->loss(narrow(x, 0, 2, 2), narrow(y, 0, 2, 2)).item();
@@ -94,7 +94,7 @@ TEST(Step, ANonFiniteGradientSkipsTheUpdateAndNamesTheFirstBadParameter) {
       auto m = tiny_gpt(4);
       m->train();
       optim::AdamW opt(m->parameters(), {.lr = 1e-3});
-      train::Step step(*m, opt, train::Comm::single(), {1, clip, false});
+      train::Step step(*m, opt, distributed::Comm::single(), {1, clip, false});
       const auto params = m->named_parameters();
       const std::string third = params[2].first;
       step.after_backward = [&](double) {
@@ -139,7 +139,7 @@ TEST(MetricsLogger, AFailedWriteThrowsNamingTheFile) {
   EXPECT_NE(err.find("attograd train --resume " + d.string()), std::string::npos) << err;
 }
 
-// Opened as every appended file is (autograd/atomic_file.h's AppendFile): a symbolic link
+// Opened as every appended file is (base/atomic_file.h's AppendFile): a symbolic link
 // planted as metrics.jsonl is replaced by the run's file, its target never written.
 TEST(MetricsLogger, NeverWritesThroughASymbolicLink) {
   const fs::path d = temp_dir("metrics_link");
@@ -273,13 +273,13 @@ namespace {
 
 std::string source(const std::string& path) { return testing_util::read_bytes(std::string(ATTOGRAD_SOURCE_DIR) + "/" + path); }
 
-// The house's rules for the loop (issue 24): trainer.cpp is the loop only, and the terminal's
+// The house's rules for the loop (issue 24): run.cpp (the Run) is the loop only, and the terminal's
 // escape codes live in the console logger alone.
 TEST(House, TheTrainerIsTheLoopAndOnlyTheConsoleDrawsOnTheTerminal) {
-  const std::string trainer = source("train/trainer.cpp");
+  const std::string trainer = source("train/run.cpp");
   EXPECT_LE(std::count(trainer.begin(), trainer.end(), '\n'), 400);
   for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(ATTOGRAD_SOURCE_DIR) + "/train")) {
-    if (!entry.is_regular_file()) continue;  // train/optim/ itself; its files come next
+    if (!entry.is_regular_file()) continue;  // optim/ itself; its files come next
     const std::string name = entry.path().filename().string();
     if (name == "console_logger.cpp" || name.rfind("progress.", 0) == 0) continue;  // the console's and its bar's
     const std::string text = testing_util::read_bytes(entry.path());

@@ -13,7 +13,7 @@
 #include "autograd/parallel.h"
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
-#include "train/checkpoint.h"
+#include "train/run_folder/checkpoint.h"
 #include "train/schedule.h"
 #include "train/trainer.h"
 

@@ -12,7 +12,7 @@ namespace ag::train {
 namespace {
 // A stop (SIGINT/SIGTERM) before batch i of an evaluation. With several ranks it is agreed at
 // the start of each round of N batches, never in between, so that all stop at the same batch.
-bool stop_before_batch(int64_t i, Comm& comm) {
+bool stop_before_batch(int64_t i, distributed::Comm& comm) {
   const bool asked = InterruptGuard::requested();
   if (!comm.distributed()) return asked;
   if (i % comm.size() != 0) return false;
@@ -31,7 +31,7 @@ int64_t split_windows(int64_t split_size, int64_t block_size) { return split_siz
 // process. The ranks agree on a stop before each round of N batches, so they all stop at the
 // same one.
 std::optional<double> estimate_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch,
-                                    int64_t eval_iters, Generator& gen, Comm& comm) {
+                                    int64_t eval_iters, Generator& gen, distributed::Comm& comm) {
   NoGradGuard no_grad;
   model.eval();
   std::vector<double> losses(static_cast<size_t>(eval_iters), 0.0);
@@ -54,7 +54,7 @@ int64_t split_batches(int64_t split_size, int64_t block_size, int64_t batch) {
   return (split_windows(split_size, block_size) + batch - 1) / batch;
 }
 
-std::optional<double> split_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch, Comm& comm) {
+std::optional<double> split_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch, distributed::Comm& comm) {
   NoGradGuard no_grad;
   model.eval();
   const int64_t T = model.block_size(), windows = split_windows(static_cast<int64_t>(ids.size()), T);

@@ -10,14 +10,14 @@
 
 #include "autograd/random.h"
 #include "models/language_model.h"
-#include "train/distributed.h"
+#include "distributed/comm.h"
 
 namespace ag::train {
 
 // The mean loss, or nothing when a stop was asked (SIGINT/SIGTERM) before it finished; the
 // ranks agree on that. The model is back in training mode either way.
 std::optional<double> estimate_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch,
-                                    int64_t eval_iters, Generator& gen, Comm& comm);
+                                    int64_t eval_iters, Generator& gen, distributed::Comm& comm);
 
 // --eval-iters all: windows per batch of split_loss (its result does not depend on the batch but
 // through rounding), and the random batches of the training split's loss beside it.
@@ -29,7 +29,7 @@ inline constexpr int64_t kTrainBatchesWithWholeSplit = 20;
 // window is a target once; a tail shorter than a window is left out), batch windows at a time,
 // in order. No randomness: the same weights always give the same number. Nothing when a stop
 // was asked before it finished.
-std::optional<double> split_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch, Comm& comm);
+std::optional<double> split_loss(models::LanguageModel& model, const std::vector<int64_t>& ids, int64_t batch, distributed::Comm& comm);
 // The batches split_loss evaluates.
 int64_t split_batches(int64_t split_size, int64_t block_size, int64_t batch);
 

@@ -8,7 +8,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/parallel.h"
-#include "train/config_error.h"
+#include "train/config/config_error.h"
 #include "train/peak_flops.h"
 
 namespace ag::train {
@@ -129,7 +129,7 @@ GemmDecision apply_gemm_choice(GemmChoice asked, Precision precision, const mode
   return d;
 }
 
-GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm) {
+GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable& table, distributed::Comm& comm) {
   GemmDecision d;
   if (cfg.gemm == GemmChoice::Auto) {
     uint8_t chosen = 0;
@@ -150,7 +150,7 @@ GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable&
   return d;
 }
 
-RunGemm::RunGemm(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm)
+RunGemm::RunGemm(const TrainConfig& cfg, const models::ParamTable& table, distributed::Comm& comm)
     : prev_(kernels::gemm_provider()), decision_(apply_gemm_choice(cfg, table, comm)) {}
 
 RunGemm::~RunGemm() {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "models/param_table.h"
-#include "train/distributed.h"
-#include "train/run_config.h"
+#include "distributed/comm.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 
@@ -42,13 +42,13 @@ GemmDecision apply_gemm_choice(GemmChoice asked, Precision precision, const mode
 // A run: resolves cfg.gemm (auto: rank 0 decides, every rank follows), sets the process's provider
 // and returns it with how it was chosen. Throws ConfigError naming --gemm when the provider
 // cannot run here. A resumed run passes its recorded choice (never auto).
-GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm);
+GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable& table, distributed::Comm& comm);
 
 // A run's provider while the run lives (apply_gemm_choice), then the process's previous one
 // again: a program or a test that runs several runs gets its own back.
 class RunGemm {
  public:
-  RunGemm(const TrainConfig& cfg, const models::ParamTable& table, Comm& comm);
+  RunGemm(const TrainConfig& cfg, const models::ParamTable& table, distributed::Comm& comm);
   ~RunGemm();
   RunGemm(const RunGemm&) = delete;
   RunGemm& operator=(const RunGemm&) = delete;

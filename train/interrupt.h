@@ -15,7 +15,7 @@
 //   * SIGPIPE harmless: a write to a closed pipe fails with EPIPE instead of killing the
 //     process (SIGPIPE's default) before it could write its checkpoint;
 //   * SIGXFSZ ignored: a write past the file-size limit (ulimit -f) fails with EFBIG, which
-//     the writer reports naming the file (autograd/atomic_file.h keeps the old file and removes
+//     the writer reports naming the file (base/atomic_file.h keeps the old file and removes
 //     its temporary), instead of a kill with a core dump and a temporary left behind.
 #pragma once
 

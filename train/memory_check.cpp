@@ -5,10 +5,10 @@
 #include <stdexcept>
 
 #include "autograd/blas_buffers.h"
-#include "autograd/checked.h"
-#include "autograd/memory_limit.h"
+#include "base/checked.h"
+#include "base/memory_limit.h"
 #include "models/registry.h"
-#include "train/config_error.h"
+#include "train/config/config_error.h"
 
 namespace ag::train {
 

@@ -1,6 +1,6 @@
 // Refusing, before anything is allocated, a model or batch whose memory estimate
 // (models/model_size.h, through the registry's ModelEntry::memory_bytes) exceeds what this process may use
-// (autograd/memory_limit.h), or whose OpenBLAS work buffers (one per thread) the address-space
+// (base/memory_limit.h), or whose OpenBLAS work buffers (one per thread) the address-space
 // limit cannot hold (OpenBLAS would retry forever). The message names the estimate, the limit
 // and the flags to change.
 #pragma once
@@ -8,11 +8,11 @@
 #include <string>
 
 #include "models/registry.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 
-// Throws ConfigError (train/config_error.h) when training cfg on batches of `batch` would not
+// Throws ConfigError (train/config/config_error.h) when training cfg on batches of `batch` would not
 // fit, or when its sizes do not even fit 64 bits.
 void require_training_fits(const models::ModelConfig& cfg, int64_t batch);
 // The same with the model's registry entry already resolved.

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/language_model.h"
-#include "train/optim/adam.h"
+#include "optim/adam.h"
 
 namespace ag::train {
 

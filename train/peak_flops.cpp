@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/atomic_file.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/kernels/onednn.h"
+#include "base/atomic_file.h"
 
 extern "C" char* openblas_get_corename(void);
 

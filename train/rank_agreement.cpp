@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/config_error.h"
+#include "train/config/config_error.h"
 
 namespace ag::train {
 
@@ -34,7 +34,7 @@ uint64_t fnv1a(const std::string& s) {
 }
 }  // namespace
 
-void check_ranks_agree(Comm& comm, const TrainConfig& cfg) {
+void check_ranks_agree(distributed::Comm& comm, const TrainConfig& cfg) {
   if (!comm.distributed()) return;
   const auto mine = compared_fields(cfg);
   std::string text = serialize(mine);

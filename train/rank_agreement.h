@@ -5,8 +5,8 @@
 // So at the start every rank compares its resolved configuration with rank 0's.
 #pragma once
 
-#include "train/distributed.h"
-#include "train/run_config.h"
+#include "distributed/comm.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 
@@ -17,6 +17,6 @@ namespace ag::train {
 // compared: the paths (data, out, init-from: each machine names its own files, whose contents
 // are compared elsewhere) and how a process runs (the table's OnResume::Fresh rows: threads,
 // progress, tensorboard...). A single process returns at once.
-void check_ranks_agree(Comm& comm, const TrainConfig& cfg);
+void check_ranks_agree(distributed::Comm& comm, const TrainConfig& cfg);
 
 }  // namespace ag::train

@@ -5,7 +5,7 @@
 
 namespace ag::train {
 
-void check_same_corpus(Comm& comm, const data::Corpus& corpus) {
+void check_same_corpus(distributed::Comm& comm, const data::Corpus& corpus) {
   if (!comm.distributed()) return;
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the ids of both splits
   for (const auto* ids : {&corpus.train_ids, &corpus.val_ids}) {
@@ -18,7 +18,7 @@ void check_same_corpus(Comm& comm, const data::Corpus& corpus) {
     throw std::runtime_error(corpus.path + ": this text differs from rank 0's corpus (every rank must read the same file)");
 }
 
-void check_same_weights(Comm& comm, const std::vector<std::pair<std::string, Tensor>>& params, int64_t iter) {
+void check_same_weights(distributed::Comm& comm, const std::vector<std::pair<std::string, Tensor>>& params, int64_t iter) {
   if (!comm.distributed()) return;
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes of every parameter
   for (const auto& [name, param] : params) {

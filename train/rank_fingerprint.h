@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "data/corpus.h"
-#include "train/distributed.h"
+#include "distributed/comm.h"
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,9 +13,9 @@
 namespace ag::train {
 
 // Throws std::runtime_error naming the corpus when its token ids differ from rank 0's.
-void check_same_corpus(Comm& comm, const data::Corpus& corpus);
+void check_same_corpus(distributed::Comm& comm, const data::Corpus& corpus);
 
 // Throws std::runtime_error naming this rank and the iteration when the weights differ.
-void check_same_weights(Comm& comm, const std::vector<std::pair<std::string, Tensor>>& params, int64_t iter);
+void check_same_weights(distributed::Comm& comm, const std::vector<std::pair<std::string, Tensor>>& params, int64_t iter);
 
 }  // namespace ag::train

@@ -1,7 +1,7 @@
 // One training run, new or resumed (inside the training library: train/trainer.h is the
 // interface). It owns everything an exact resume must restore (model, optimizer, generators,
-// position), runs the loop (train/trainer.cpp) and emits its events to the loggers it was given
-// (train/run_logger.h). train_lm and resume_lm (train/run_setup.cpp) build it.
+// position), runs the loop (train/run.cpp) and emits its events to the loggers it was given
+// (train/logging/run_logger.h). train_lm and resume_lm (train/trainer.cpp) build it.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -12,15 +12,15 @@
 #include "autograd/safetensors.h"
 #include "data/corpus.h"
 #include "models/registry.h"
-#include "train/distributed.h"
+#include "distributed/comm.h"
 #include "train/gemm_choice.h"
-#include "train/grad_report.h"
+#include "train/logging/grad_report.h"
 #include "train/run_optimizer.h"
-#include "train/profile.h"
-#include "train/run_logger.h"
+#include "train/logging/profile.h"
+#include "train/logging/run_logger.h"
 #include "train/schedule.h"
 #include "train/step.h"
-#include "train/train_state.h"
+#include "train/run_folder/train_state.h"
 #include "train/trainer.h"
 
 namespace ag::train {
@@ -28,7 +28,7 @@ namespace ag::train {
 class Run {
  public:
   // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed.
-  Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, Comm& comm,
+  Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, distributed::Comm& comm,
       std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks);
 
   // --init-from: the weights of a trained model of the same configuration (fine-tuning).
@@ -59,7 +59,7 @@ class Run {
     for (const auto& l : loggers_) f(*l);
   }
 
-  Comm& comm_;
+  distributed::Comm& comm_;
   TrainConfig cfg_;
   data::Corpus corpus_;
   std::vector<std::shared_ptr<RunLogger>> loggers_;
@@ -94,8 +94,8 @@ class Run {
   std::optional<GradReportFile> grad_report_;
   int64_t grad_report_iter_ = -1;  // the evaluation it is for
   // Under mpirun: a collective that waits for a lost peer ends the job (exit status 75)
-  // instead of hanging, and the message says where (train/distributed.h).
-  CommTimeout comm_timeout_{comm_, cfg_.comm_timeout, [this] {
+  // instead of hanging, and the message says where (distributed/comm.h).
+  distributed::CommTimeout comm_timeout_{comm_, cfg_.comm_timeout, [this] {
     return "at iter " + std::to_string(pos_.iter) + "; the last checkpoint in " + cfg_.out_dir +
            " is intact (attograd train --resume " + cfg_.out_dir + ")";
   }};

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "train/param_groups.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 

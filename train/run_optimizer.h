@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "models/language_model.h"
-#include "train/optim/adam.h"
-#include "train/optim/muon.h"
+#include "optim/adam.h"
+#include "optim/muon.h"
 
 namespace ag::train {
 

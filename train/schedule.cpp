@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 

@@ -15,11 +15,11 @@
 
 namespace ag::train {
 
-Step::Step(models::LanguageModel& model, optim::Optimizer& opt, Comm& comm, StepOptions options)
+Step::Step(models::LanguageModel& model, optim::Optimizer& opt, distributed::Comm& comm, StepOptions options)
     : model_(model), opt_(opt), comm_(comm), options_(options) {
   if (options_.grad_accum < 1) throw std::invalid_argument("Step: grad_accum must be positive");
   if (comm_.distributed()) {
-    reducer_ = std::make_unique<Reducer>(comm_, model_.parameters());
+    reducer_ = std::make_unique<distributed::Reducer>(comm_, model_.parameters());
     reducer_->attach_hooks();  // buckets start reducing during backward
   }
 }

@@ -22,8 +22,8 @@
 
 #include "autograd/autocast.h"
 #include "models/language_model.h"
-#include "train/distributed.h"
-#include "train/optim/optimizer.h"
+#include "distributed/comm.h"
+#include "optim/optimizer.h"
 
 namespace ag::train {
 
@@ -51,7 +51,7 @@ class Step {
   // opt updates the model's parameters. With several ranks (comm.distributed()), builds the
   // Reducer over them and hooks it into their gradients; they must already be the same on
   // every rank.
-  Step(models::LanguageModel& model, optim::Optimizer& opt, Comm& comm, StepOptions options);
+  Step(models::LanguageModel& model, optim::Optimizer& opt, distributed::Comm& comm, StepOptions options);
   ~Step();
   Step(const Step&) = delete;
   Step& operator=(const Step&) = delete;
@@ -64,14 +64,14 @@ class Step {
   // Called after the gradients are final and averaged, before clipping, with the step's loss.
   std::function<void(double loss)> after_backward;
 
-  const Reducer* reducer() const { return reducer_.get(); }  // null with one rank
+  const distributed::Reducer* reducer() const { return reducer_.get(); }  // null with one rank
 
  private:
   models::LanguageModel& model_;
   optim::Optimizer& opt_;
-  Comm& comm_;
+  distributed::Comm& comm_;
   StepOptions options_;
-  std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<distributed::Reducer> reducer_;
 };
 
 }  // namespace ag::train

@@ -1,7 +1,7 @@
 // --time-budget SECONDS (docs/speedrun.md): a run that ends, its final evaluation included, when
 // the budget is spent. The steps after the first (a warm-up) up to kBudgetProbeEnd are timed;
 // their mean and the time the final evaluation will take fix the step count, and the mean of
-// every step timed by the end of that count's stable phase fixes it again there (train/trainer.cpp
+// every step timed by the end of that count's stable phase fixes it again there (train/run.cpp
 // records it in the run's configuration, so that --resume continues it exactly). Evaluations
 // before the last (--eval-every) are budgeted only by the second fix, as part of the steps' time.
 #pragma once
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "models/language_model.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ag::train {
 

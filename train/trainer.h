@@ -6,9 +6,9 @@
 //     at it == iters: stop;
 //     lr = schedule(it); one train::Step (train/step.h): forward, backward, clip, AdamW update.
 // So `iters` updates are made and the last evaluation sees the model after all of them. The
-// loop emits events (train/run_logger.h) to its loggers: the console, metrics.jsonl, the run
+// loop emits events (train/logging/run_logger.h) to its loggers: the console, metrics.jsonl, the run
 // folder's files, TensorBoard.
-// Under mpirun (train/distributed.h) every rank runs this loop in step: rank 0 broadcasts the
+// Under mpirun (distributed/comm.h) every rank runs this loop in step: rank 0 broadcasts the
 // initial (or resumed) state, each rank computes its slice of the global batch, gradients
 // are averaged over ranks before clipping, evaluation batches are shared out and their losses
 // summed, and rank 0 alone has loggers (so it alone writes files and output).
@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "train/run_config.h"
-#include "train/run_logger.h"
+#include "train/config/run_config.h"
+#include "train/logging/run_logger.h"
 
 namespace ag::train {
 
@@ -60,11 +60,11 @@ struct RunHooks {
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).
 // With cfg.init_from, its model (configuration, vocabulary and weights; cfg.model.dropout
 // excepted) comes from that checkpoint, and the corpus must have the same vocabulary.
-// Throws ConfigError (train/config_error.h) for a configuration that cannot work.
+// Throws ConfigError (train/config/config_error.h) for a configuration that cannot work.
 TrainSummary train_lm(const TrainConfig& cfg, std::ostream& out, const RunHooks& hooks = {});
 
 // Continues the run in dir from dir/train_state.safetensors, exactly, with the configuration
-// saved there: resumed_config(saved, now, given) (train/run_config.h), out_dir = dir. A new
+// saved there: resumed_config(saved, now, given) (train/config/run_config.h), out_dir = dir. A new
 // data path must hold a corpus of the same vocabulary.
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out, const RunHooks& hooks = {});

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "autograd/input_file.h"
+#include "base/input_file.h"
 #include "data/tokenizer.h"
 
 #ifndef ATTOGRAD_DEFAULT_FONT

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "autograd/atomic_file.h"
+#include "base/atomic_file.h"
 
 extern char** environ;
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "autograd/atomic_file.h"
-#include "autograd/input_file.h"
+#include "base/atomic_file.h"
+#include "base/input_file.h"
 
 namespace ag::viz {
 
@@ -118,7 +118,7 @@ Image tile(const std::vector<Image>& images, int columns, int gap, Color bg) {
 }
 
 void Image::save_png(const std::string& path) const {
-  // Atomically, never through a symbolic link, every write checked (autograd/atomic_file.h).
+  // Atomically, never through a symbolic link, every write checked (base/atomic_file.h).
   write_file_atomically(path, encode_png());
 }
 

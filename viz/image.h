@@ -39,7 +39,7 @@ class Image {
   // Copies src with its top-left corner at (x, y), clipped to this image.
   void paste(const Image& src, int x, int y);
 
-  // Writes a PNG atomically (autograd/atomic_file.h: a new file renamed over path, never
+  // Writes a PNG atomically (base/atomic_file.h: a new file renamed over path, never
   // through a symbolic link); throws std::runtime_error naming the path when it cannot.
   void save_png(const std::string& path) const;
   // The bytes of the same PNG file, in memory (e.g. for a TensorBoard image).

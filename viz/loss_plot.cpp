@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "autograd/input_file.h"
+#include "base/input_file.h"
 
 #include "viz/line_plot.h"
 

@@ -18,7 +18,7 @@ struct MetricsRow {
   double lr = 0;
 };
 
-// Reads a metrics.jsonl (a regular file only: autograd/input_file.h). A malformed line throws
+// Reads a metrics.jsonl (a regular file only: base/input_file.h). A malformed line throws
 // std::runtime_error "<path>:<line>: <problem>". A last line without its newline is where the
 // file was cut (a run killed mid-write, a full disk): the lines before it are the data, it is
 // not. No rows is an error.

@@ -18,10 +18,12 @@ namespace ag::kernels::onednn {
 #ifdef ATTOGRAD_WITH_ONEDNN
 namespace {
 
-// Debian's oneDNN is built on OpenMP: each GEMM would start a team of omp_get_max_threads()
-// threads (one per core) on whichever thread calls it, and two such teams on two pool threads
-// fight for the cores. omp_set_num_threads sets the calling thread's own team size, so each
-// thread sets it to one once. Looked up at run time: a oneDNN built on
+// Debian's oneDNN is built on OpenMP (DNNL_CPU_RUNTIME OMP, libgomp): each GEMM would start a
+// team of omp_get_max_threads() threads (one per core) on whichever thread calls it, so the
+// pool's threads would each bring OpenMP threads of their own to fight for the same cores (two
+// threads calling dnnl_sgemm on the 2-core Zen 5 of bench/README.md left an OpenMP worker
+// thread in the process after both had joined; with a team of one per thread, none). omp_set_num_threads
+// sets the calling thread's own team size, so each thread sets it to one before its first call. Looked up at run time: a oneDNN built on
 // another runtime has no OpenMP, and then nothing needs setting.
 void one_thread_per_call() {
   thread_local const bool done = [] {

@@ -15,8 +15,8 @@
 #include "data/corpus.h"
 #include "models/transformer_lm.h"
 #include "nn/utils/clip_grad.h"
-#include "train/optim/adam.h"
-#include "train/optim/lr_scheduler.h"
+#include "optim/adam.h"
+#include "optim/lr_scheduler.h"
 
 using namespace ag;
 namespace sch = ag::optim::lr_scheduler;

@@ -18,7 +18,7 @@
 #include "nn/functional.h"
 #include "nn/linear.h"
 #include "nn/sequential.h"
-#include "train/optim/adam.h"
+#include "optim/adam.h"
 
 namespace mlp_gradient_penalty {
 

@@ -1,5 +1,5 @@
 // docs/architecture.md, "A new logger": a RunLogger that writes loss.csv (iter, train loss,
-// gradient norm) at every logged step. It overrides the events it needs (train/run_logger.h)
+// gradient norm) at every logged step. It overrides the events it needs (train/logging/run_logger.h)
 // and is attached through RunHooks; the run gives it to rank 0 only. A new metric would be a
 // field of StepEnd and one line here.
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include "autograd/ops.h"
 #include "models/registry.h"
 #include "nn/embedding.h"
-#include "train/optim/adam.h"
+#include "optim/adam.h"
 #include "train/step.h"
 
 namespace ag::example {
@@ -91,7 +91,7 @@ TEST(ArchitectureExample, ANewModelIsItsTableAndTrainsThroughTheStep) {
   for (int64_t i = 0; i < 4 * 8; ++i) x_ids.push_back(i % 5), y_ids.push_back((i + 1) % 5);
   const Tensor x = Tensor::from_vector(x_ids, {4, 8}), y = Tensor::from_vector(y_ids, {4, 8});
   optim::AdamW opt(model->parameters(), {.lr = 0.1});
-  train::Step step(*model, opt, train::Comm::single(), {});
+  train::Step step(*model, opt, distributed::Comm::single(), {});
   const double first = step.run(x, y, 0.1, 0).loss;
   double last = first;
   for (int64_t it = 1; it < 50; ++it) last = step.run(x, y, 0.1, it).loss;

@@ -2,7 +2,7 @@
 // its backward beside its forward (micrograd's way), written as differentiable ops so that
 // create_graph (a second derivative) works too; then checked as every op is, by gradcheck and
 // gradgradcheck in float64. An op of the library itself goes into autograd/ops/*.cpp, is
-// declared in autograd/ops.h and gets a row in autograd/gradcheck_cases.cpp (a test fails for
+// declared in autograd/ops.h and gets a row in cli/harness/gradcheck_cases.cpp (a test fails for
 // an op of ops.h without one).
 #include <gtest/gtest.h>
 

@@ -12,7 +12,9 @@ function(expect_seed output what)
   endforeach()
 endfunction()
 
-foreach(f bin/attograd lib/libattograd_core.a lib/libattograd_viz.a include/attograd/autograd/ops.h
+foreach(f bin/attograd lib/libattograd_base.a lib/libattograd_autograd.a lib/libattograd_nn.a lib/libattograd_optim.a
+          lib/libattograd_distributed.a lib/libattograd_data.a lib/libattograd_models.a lib/libattograd_train.a
+          lib/libattograd_viz.a include/attograd/autograd/ops.h include/attograd/optim/adam.h include/attograd/base/checked.h
           include/attograd/models/language_model.h lib/cmake/attograd/attogradConfig.cmake
           lib/pkgconfig/attograd.pc lib/pkgconfig/attograd-core.pc)
   if(NOT EXISTS ${prefix}/${f})

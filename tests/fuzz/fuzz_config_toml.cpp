@@ -1,4 +1,4 @@
-// libFuzzer target for the run-configuration reader (train/config_file.h, toml++ inside): any
+// libFuzzer target for the run-configuration reader (train/config/config_file.h, toml++ inside): any
 // text must either set fields or be refused with std::runtime_error naming the source. A
 // crash, a stack overflow (deep dotted keys, tables, arrays), a sanitizer report or any other
 // exception is a bug. Built by `make fuzz` (clang, -fsanitize=fuzzer,address) beside
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "train/config_file.h"
+#include "train/config/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ag::train::TrainConfig cfg;

@@ -1,0 +1,30 @@
+# Fails when a file of one layer includes a header of a layer above it (cmake/layers.cmake).
+#   cmake -DLAYER=nn -DALLOWED=nn,autograd,base -DLAYERS=base,autograd,... -DROOT=<source>
+#         -DFILES=<list file, one path a line> -DSTAMP=<file touched on success> -P check_layer_includes.cmake
+cmake_minimum_required(VERSION 3.20)  # IN_LIST in a script
+string(REPLACE "," ";" allowed "${ALLOWED}")
+string(REPLACE "," ";" layers "${LAYERS}")
+file(STRINGS "${FILES}" files)
+set(errors "")
+foreach(f IN LISTS files)
+  if(f STREQUAL "")
+    continue()
+  endif()
+  file(STRINGS "${f}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  file(RELATIVE_PATH rel "${ROOT}" "${f}")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "#[ \t]*include[ \t]*\"([A-Za-z0-9_+]+)/")
+      set(folder "${CMAKE_MATCH_1}")
+      if(folder IN_LIST layers AND NOT folder IN_LIST allowed)
+        string(STRIP "${line}" shown)
+        string(APPEND errors "  ${rel}: ${shown}\n")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+if(errors)
+  string(REPLACE ";" ", " shown_allowed "${allowed}")
+  message(FATAL_ERROR "attograd layers: the ${LAYER} layer includes a layer above it:\n${errors}"
+                      "${LAYER} may include only ${shown_allowed} (docs/architecture.md, \"The layers\").")
+endif()
+file(TOUCH "${STAMP}")

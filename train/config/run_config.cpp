@@ -1,0 +1,116 @@
+#include "train/config/run_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <type_traits>
+
+namespace ag::train {
+
+using nlohmann::json;
+
+std::string format_value(double v) {
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+std::string format_value(int64_t v) { return std::to_string(v); }
+
+int64_t parse_eval_iters(const std::string& text) {
+  if (text == "all") return kEvalWholeSplit;
+  size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || text.empty() || v <= 0)
+    throw std::invalid_argument("--eval-iters must be a positive count or all, got '" + text + "'");
+  return v;
+}
+
+std::string format_eval_iters(int64_t n) { return n == kEvalWholeSplit ? "all" : std::to_string(n); }
+std::string format_value(uint64_t v) { return std::to_string(v); }
+std::string format_value(int v) { return std::to_string(v); }
+std::string format_value(bool v) { return v ? "true" : "false"; }
+
+kernels::GemmProvider gemm_provider_of(GemmChoice g) {
+  if (g == GemmChoice::Auto) throw std::logic_error("gemm_provider_of: --gemm auto is resolved before the run starts");
+  return g == GemmChoice::OneDNN ? kernels::GemmProvider::OneDNN : kernels::GemmProvider::OpenBLAS;
+}
+GemmChoice gemm_choice_of(kernels::GemmProvider p) {
+  return p == kernels::GemmProvider::OneDNN ? GemmChoice::OneDNN : GemmChoice::OpenBLAS;
+}
+
+namespace {
+// The keys of the first train states. Every later field may be absent from an older state;
+// its default then reproduces how that run was made.
+const std::set<std::string> kFirstFields = {
+    "data_path", "n_layer",    "n_head",     "n_embd",    "block_size", "dropout",        "batch_size", "iters",
+    "lr",        "min_lr",     "warmup",     "weight_decay", "beta1",   "beta2",          "grad_clip",  "eval_every",
+    "eval_iters", "log_every", "seed",       "sample_tokens", "skip_nonfinite"};
+}  // namespace
+
+std::string config_to_json(const TrainConfig& c) {
+  json j = json::object();
+  visit_fields(c, [&](const auto& v, const FieldInfo& f) {
+    if constexpr (Choice<std::remove_cvref_t<decltype(v)>>) j[f.key] = choice_name(v);
+    else j[f.key] = v;
+  });
+  j["vocab_size"] = c.model.vocab_size;
+  return j.dump();
+}
+
+TrainConfig config_from_json(const std::string& text, const std::string& source) {
+  try {
+    const json j = json::parse(text);
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    TrainConfig c;
+    visit_fields(c, [&](auto& v, const FieldInfo& f) {
+      const auto it = j.find(f.key);
+      if (it == j.end()) {
+        if (kFirstFields.count(f.key)) throw std::runtime_error(std::string("the field '") + f.key + "' is missing");
+        return;  // a field added later: the default
+      }
+      using T = std::remove_reference_t<decltype(v)>;
+      if constexpr (Choice<T>) {
+        const auto parsed = it->is_string() ? parse_choice<T>(it->template get<std::string>()) : std::nullopt;
+        if (!parsed) throw std::runtime_error(std::string("the field '") + f.key + "' must be " + choice_list<T>() + ": " + it->dump());
+        v = *parsed;
+        return;
+      }
+      // nlohmann converts between number kinds (and a double to an int) in silence: check.
+      const bool ok = std::is_same_v<T, bool>          ? it->is_boolean()
+                      : std::is_same_v<T, std::string> ? it->is_string()
+                      : std::is_floating_point_v<T>    ? it->is_number()
+                      : std::is_unsigned_v<T>          ? it->is_number_unsigned()
+                                                       : it->is_number_integer();
+      if (!ok) throw std::runtime_error(std::string("the field '") + f.key + "' has the wrong type: " + it->dump());
+      v = it->template get<T>();
+    });
+    // A run from before --gemm ran its GEMMs on OpenBLAS: it resumes on it (auto might choose
+    // another provider, and the run would not continue exactly).
+    if (!j.contains("gemm")) c.gemm = GemmChoice::OpenBLAS;
+    c.model.vocab_size = j.at("vocab_size").get<int64_t>();
+    return c;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": __metadata__ 'config' is not a valid run configuration: " + e.what());
+  }
+}
+
+TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given) {
+  TrainConfig c = saved;
+  for_each_field(
+      [&](const FieldInfo& f, auto& dst, const auto& from_now) {
+        if (f.on_resume == OnResume::Fresh || (f.on_resume == OnResume::Override && given.count(f.flag)))
+          dst = from_now;
+      },
+      c, now);
+  return c;
+}
+
+}  // namespace ag::train

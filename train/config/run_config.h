@@ -1,0 +1,147 @@
+// The configuration of a training run, as one table. Each row of AG_TRAIN_FIELDS is
+//   X(type, member, flag, default, help, on_resume, check)
+// and declares a member of TrainConfig with its default. visit_fields() walks these rows and
+// the model's (models/model_config.h), and everything else is derived from that walk:
+//   * the flags of `attograd train`, their help and their shown defaults (cli/cmd_train.cpp);
+//   * the run configuration saved as JSON in the train state (config_to_json / config_from_json);
+//   * what `--resume` accepts (on_resume below);
+//   * which values are valid (check below; train/config/config_check.h applies the rules).
+// To add a hyperparameter, add one row (tests/test_run_config.cpp checks every row end to end).
+// TrainConfig is plain data: what a run observes or is hooked into travels separately
+// (train/trainer.h: RunHooks).
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "models/model_config.h"
+#include "train/config/choice.h"
+
+namespace ag::train {
+
+// What `attograd train --resume DIR` does with a field.
+enum class OnResume {
+  Refuse,    // part of the run: saved, restored, and the flag is refused with --resume
+  Override,  // saved and restored, but the flag may replace it (where the corpus now is; iters,
+             // checked by check_iters_change in train/trainer.h)
+  Fresh,     // how this process runs (threads, output): this command line's value, saved only for the record
+};
+
+// The values a field accepts (train/config/config_check.h); a double must be finite besides.
+enum class Check {
+  Any,
+  Required,     // a non-empty string
+  Positive,     // > 0
+  NonNegative,  // ≥ 0
+  Fraction,     // in [0, 1)
+  Threads,      // in 0..parallel::kMaxThreads
+  Timeout,      // 0 (wait forever) or ≥ 1 second (a shorter one would count a rank lost between two heartbeats)
+};
+
+// clang-format off
+#define AG_TRAIN_FIELDS(X)                                                                                                   \
+  X(std::string, data_path,      "data",           "",    "training text (UTF-8); first 90% train, last 10% validation", Override, Required) \
+  X(std::string, out_dir,        "out",            "",    "run folder: model.safetensors, metrics.jsonl, train_state.safetensors", Refuse, Required) \
+  X(std::string, init_from,      "init-from",      "",    "fine-tune: start from the weights of this run folder or model.safetensors (its model, its vocabulary; a fresh optimizer and schedule; only --dropout of the model flags may be given)", Refuse, Any) \
+  X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse, Positive) \
+  X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override, Positive) \
+  X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override, NonNegative) \
+  X(double,      time_budget,    "time-budget",    0,     "train for this many seconds of wall time, evaluation included (--schedule wsd): after 10 steps the measured step time fixes the step count (at most --iters), which the run records, so --resume stays exact (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
+  X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse, Positive)                                         \
+  X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse, NonNegative)                    \
+  X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse, NonNegative)                                        \
+  X(std::string, schedule,       "schedule",       "cosine", "learning-rate schedule: cosine (nanoGPT's: cosine decay to --min-lr over the run) or wsd (warmup, then --lr held, then a linear decay to --min-lr over the last --cooldown of the steps)", Refuse, Any) \
+  X(double,      cooldown,       "cooldown",       0.4,   "wsd: the fraction of the steps in the final linear decay, in [0, 1]", Refuse, NonNegative) \
+  X(std::string, optimizer,      "optimizer",      "adamw", "adamw (nanoGPT's) or muon (Muon for the hidden matrices, AdamW for the rest)", Refuse, Any) \
+  X(double,      muon_lr,        "muon-lr",        0.02,  "peak learning rate of Muon's matrices (--optimizer muon)", Refuse, NonNegative) \
+  X(double,      embed_lr,       "embed-lr",       0,     "peak learning rate of AdamW for the tables that are only looked up, as an untied token embedding (--optimizer muon; 0: --lr)", Refuse, NonNegative) \
+  X(double,      weight_decay,   "weight-decay",   0.1,   "decoupled weight decay of AdamW's (and Muon's) parameters of two or more dims", Refuse, NonNegative) \
+  X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse, Fraction)                                                \
+  X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse, Fraction)                                                \
+  X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse, NonNegative)            \
+  X(int64_t,     eval_every,     "eval-every",     250,   "evaluate and checkpoint every N steps", Refuse, Positive)                      \
+  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, NonNegative) \
+  X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse, Positive)                                   \
+  X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse, Any)                                                \
+  X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh, Threads) \
+  X(Precision,   precision,      "precision",      Precision::FP32, "fp32, or bf16: every matrix product (linear, attention, the MLP, the head) takes bfloat16 operands with float32 accumulation, as torch.autocast(\"cpu\", torch.bfloat16); weights, optimizer state, norms, softmax and the loss stay float32, and so do checkpoints (with --resume: only the recorded one)", Override, Any) \
+  X(GemmChoice,  gemm,           "gemm",           GemmChoice::Auto, "the GEMM library: openblas, onednn, or auto (the faster of the two at this model's shapes, measured once per machine and kept beside the MFU peak); the run records the provider it used (with --resume: only the recorded one, or auto for it)", Override, Any) \
+  X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse, NonNegative)                 \
+  X(int64_t,     sample_every,   "sample-every",   0,     "print a short sample (100 characters, temperature 0.8) every N steps (0: never); its own generator, so the run is unchanged", Fresh, NonNegative) \
+  X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh, Any)                         \
+  X(bool,        overwrite,      "overwrite",      false, "start a new run in --out even if it holds one (the old run's files are removed)", Fresh, Any) \
+  X(bool,        skip_nonfinite, "skip-nonfinite", false, "skip (and count) updates whose loss or gradients are NaN/Inf instead of stopping", Refuse, Any) \
+  X(bool,        grad_report,    "grad-report",    false, "at each evaluation, write DIR/grad_report_iter<N>.txt (norms of every parameter and its gradient in the step before) and print a summary line", Refuse, Any) \
+  X(bool,        tensorboard,    "tensorboard",    false, "write TensorBoard event files into DIR/tb: losses, lr, gradient norm, tokens/s and MFU; at each evaluation histograms of every weight and gradient, attention maps and a sample", Fresh, Any) \
+  X(bool,        detect_anomaly, "detect-anomaly", false, "anomaly mode (slower): every op notes where it was recorded, and a backward function returning NaN/Inf stops the run naming the op and that place", Fresh, Any) \
+  X(double,      comm_timeout,   "comm-timeout",   60,    "under mpirun: end the job (exit status 75, peer lost) when a rank sends no heartbeat for this many seconds while another waits for it in a collective (a cut link, a lost host, a stopped process); a slow rank keeps sending them, so a long first step, evaluation or checkpoint never trips it (0: wait forever; see docs/distributed.md)", Fresh, Timeout) \
+  X(int64_t,     profile_steps,  "profile-steps",  0,     "profile N steps after the run's first (warm-up) step: DIR/trace.json (Chrome trace: each op, backward node, GEMM and pool task; open it in ui.perfetto.dev) and DIR/profile_table.txt (time per op, forward and backward), also printed", Fresh, Any)
+// clang-format on
+
+struct TrainConfig {
+  models::ModelConfig model;  // AG_MODEL_FIELDS; vocab_size comes from the corpus
+#define AG_DECLARE_TRAIN_FIELD(type, member, flag, def, help, on_resume, check) type member = def;
+  AG_TRAIN_FIELDS(AG_DECLARE_TRAIN_FIELD)
+#undef AG_DECLARE_TRAIN_FIELD
+};
+
+// One row of the table, as visit_fields hands it over with a reference to the member.
+struct FieldInfo {
+  const char* flag;  // the command-line flag, without "--"
+  const char* key;   // the JSON key (the member's name)
+  const char* help;
+  OnResume on_resume;
+  Check check;  // Any for the model's fields: the model validates them (models/registry.h)
+};
+
+// Calls f(info, c.member...) for every row, the model's last, over one or more
+// configurations at once (TrainConfig or const TrainConfig); f must accept each member type
+// (std::string, int64_t, uint64_t, int, double, bool, and the Choice enums of train/config/choice.h).
+template <class F, class... Config>
+void for_each_field(F&& f, Config&... c) {
+#define AG_VISIT_TRAIN_FIELD(type, member, flag, def, help, on_resume, check) \
+  f(FieldInfo{flag, #member, help, OnResume::on_resume, Check::check}, c.member...);
+  AG_TRAIN_FIELDS(AG_VISIT_TRAIN_FIELD)
+#undef AG_VISIT_TRAIN_FIELD
+#define AG_VISIT_MODEL_FIELD(type, member, flag, def, help) \
+  f(FieldInfo{flag, #member, help, OnResume::Refuse, Check::Any}, c.model.member...);
+  AG_MODEL_FIELDS(AG_VISIT_MODEL_FIELD)
+#undef AG_VISIT_MODEL_FIELD
+}
+
+// f(member, info) for every row of one configuration.
+template <class Config, class F>
+void visit_fields(Config& c, F&& f) {
+  for_each_field([&](const FieldInfo& info, auto& member) { f(member, info); }, c);
+}
+
+// A value as the help text and config files show it: the shortest decimal that reads back
+// exactly for doubles ("0.001", "1e-08"), "true"/"false" for bools.
+// --time-budget: the step count is fixed after this many steps (train/run.cpp).
+inline constexpr int64_t kBudgetProbeEnd = 10;
+
+// --eval-iters all: the whole validation split (train/evaluate.h).
+inline constexpr int64_t kEvalWholeSplit = 0;
+// --eval-iters: "all" (kEvalWholeSplit) or a count; throws std::invalid_argument otherwise.
+int64_t parse_eval_iters(const std::string& text);
+std::string format_eval_iters(int64_t n);  // "all" or the count
+
+std::string format_value(double v);
+std::string format_value(int64_t v);
+std::string format_value(uint64_t v);
+std::string format_value(int v);
+std::string format_value(bool v);
+inline std::string format_value(const std::string& v) { return v; }
+
+// The run configuration as JSON: every field of the table, plus model.vocab_size.
+std::string config_to_json(const TrainConfig& cfg);
+// Throws std::runtime_error naming `source` when a field is missing or of the wrong type.
+// Fields added after the first train states (see kFirstFields in run_config.cpp) may be
+// absent: they take their defaults, which reproduce the runs made before they existed.
+TrainConfig config_from_json(const std::string& json, const std::string& source);
+
+// The configuration a resumed run continues with: `saved` for every field, except the Fresh
+// ones (always from `now`) and the Override ones named in `given` (by flag).
+TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given);
+
+}  // namespace ag::train

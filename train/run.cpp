@@ -1,0 +1,393 @@
+// The training loop (train/run.h's Run). Setting a run up (new, resumed, fine-tuned) is
+// train/trainer.cpp; one step is train/step.cpp; what is printed and written are the
+// loggers' (train/logging/run_logger.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/parallel.h"
+#include "autograd/profiler.h"
+#include "data/batch.h"
+#include "train/config/config_error.h"
+#include "train/evaluate.h"
+#include "train/flops.h"
+#include "train/interrupt.h"
+#include "train/param_groups.h"
+#include "train/rank_fingerprint.h"
+#include "train/run.h"
+#include "train/time_budget.h"
+
+namespace ag::train {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, distributed::Comm& comm,
+         std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks)
+    : comm_(comm),
+      cfg_(cfg),
+      corpus_(std::move(corpus)),
+      loggers_(std::move(loggers)),
+      hooks_(hooks),
+      gemm_(cfg, entry.parameters(cfg.model), comm),  // before any GEMM (train/gemm_choice.h)
+      model_gen_(cfg.seed),
+      batch_gen_(cfg.seed + 1),
+      eval_gen_(cfg.seed + 2),
+      model_(entry.make(cfg.model, DType::Float32, model_gen_)),
+      opt_(*model_, cfg),
+      sched_(cfg) {
+  cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
+  model_->train();
+  // Every rank built the same model from the same seed; rank 0's copy is the one.
+  if (comm_.distributed())
+    for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
+  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
+  step_->after_backward = [this](double loss) {
+    if (hooks_.after_backward) hooks_.after_backward(*model_);
+    // --grad-report: the gradients of the step before each evaluation, before clipping.
+    const int64_t it = pos_.iter;
+    if (cfg_.grad_report && !loggers_.empty() && ((it + 1) % cfg_.eval_every == 0 || it + 1 == cfg_.iters)) {
+      grad_report_ = grad_report_file(model_->named_parameters(), it, loss);
+      grad_report_iter_ = it + 1;
+    }
+  };
+  decorrelate_dropout();
+}
+
+void Run::init_weights_from(const models::LanguageModel& trained) {
+  std::map<std::string, Tensor> weights;
+  for (const auto& [name, p] : trained.named_parameters()) weights[name] = p.detach();
+  model_->load_state_dict(weights);
+}
+
+void Run::resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
+  restore_train_state(state, *model_, opt_);
+  pos_ = pos;
+  model_gen_.set_state(pos.rng_model);
+  batch_gen_.set_state(pos.rng_batch);
+  eval_gen_.set_state(pos.rng_eval);
+  decorrelate_dropout();
+  // The clock and the last evaluation carry on from where the run stopped.
+  t_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pos.elapsed_s));
+  summary_.train_loss = pos.last_train_loss;
+  summary_.val_loss = pos.last_val_loss;
+}
+
+// Dropout draws from model_gen_. Ranks must not share masks, so ranks other than 0 move to
+// a stream of their own, derived from rank 0's (what a checkpoint saves) and the rank.
+void Run::decorrelate_dropout() {
+  if (comm_.rank() == 0) return;
+  Generator::State st = model_gen_.state();
+  model_gen_.manual_seed(st[0] ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(comm_.rank())));
+}
+
+void Run::start(bool resumed) {
+  // MFU's denominator: this machine's kept peak for the threads of this rank; ranks that share
+  // a machine share its cores, as they do while training, and the job's peak is the sum.
+  peak_ = kept_peak_flops(parallel::num_threads(), cfg_.precision);
+  if (comm_.distributed()) comm_.allreduce_sum(&peak_.gflops, 1);
+  flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
+  const distributed::Reducer* r = step_->reducer();
+  const RunStart e{cfg_,
+                   corpus_,
+                   *model_,
+                   pos_.iter,
+                   resumed,
+                   comm_.size(),
+                   r ? static_cast<int64_t>(r->buckets().size()) : 0,
+                   r ? r->bytes_per_step() : 0,
+                   peak_,
+                   gemm_header(gemm_.decision()),
+                   precision_header(cfg_.precision, gemm_.decision().provider)};
+  emit([&](RunLogger& l) { l.on_start(e); });
+  t_log_ = Clock::now();
+}
+
+TrainSummary Run::run(bool resumed) {
+  InterruptGuard interrupts;  // first: a signal during start() must not kill a half-written file
+  start(resumed);
+  for (int64_t& it = pos_.iter;; ++it) {
+    const double lr = sched_.lr(it);
+    // A time budget is spent on training: no evaluation of the untrained model.
+    const bool skip_first_eval = it == 0 && cfg_.time_budget > 0;
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !skip_first_eval &&
+        !evaluate_and_checkpoint(it, lr))
+      return stop_interrupted();
+    if (it == cfg_.iters) break;
+    if (first_step_ < 0) first_step_ = it;
+    // The probe's timing starts after a warm-up step when there is room for one.
+    if (cfg_.time_budget > 0 && probe_from_ < 0 && it < kBudgetProbeEnd &&
+        (it > first_step_ || it + 1 == kBudgetProbeEnd))
+      probe_from_ = it, t_probe_ = Clock::now();
+    profile_.begin_step(it);
+    const double loss = train_step(it, lr);
+    note_profile(&ProfileSession::end_step);
+    end_step(it, loss, lr);
+    if (cfg_.time_budget > 0 && (it + 1 == kBudgetProbeEnd || it + 1 == refit_at_)) fix_iters_to_budget(it + 1);
+    if (cfg_.sample_every > 0 && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters && !loggers_.empty()) {
+      const Sample s{it + 1, sample_text(100)};
+      emit([&](RunLogger& l) { l.on_sample(s); });
+    }
+    // One process stops when a signal arrived during the step; several ranks when any rank had
+    // one by the time of the step's agreement (all of them then stop after the same step).
+    if (comm_.distributed() ? stop_agreed_ : InterruptGuard::requested()) {
+      ++it;  // this step is complete: the run continues at the next one
+      return stop_interrupted();
+    }
+  }
+  return finish();
+}
+
+// --time-budget (train/time_budget.h): the timed steps fix the step count, after the probe and
+// once more where the stable phase ends, from every step timed by then (the probe's few steps
+// include the slower first ones). WSD's steps before its decay do not depend on the count, so the
+// steps taken are those of a run given it from the start.
+void Run::fix_iters_to_budget(int64_t steps_done) {
+  if (probe_from_ < 0 || steps_done <= probe_from_) return;  // resumed past the probe: the count is the saved one
+  const bool refit = steps_done == refit_at_;
+  if (!refit) iters_cap_ = cfg_.iters;
+  refit_at_ = -1;
+  const double step_s = seconds_since(t_probe_) / static_cast<double>(steps_done - probe_from_);
+  const double eval_s = final_eval_seconds(*model_, cfg_, corpus_.val_ids) / static_cast<double>(comm_.size());
+  // Each rank's count, averaged: every rank fixes the same one.
+  double iters = static_cast<double>(
+      iters_for_budget(cfg_.time_budget, seconds_since(t_start_), step_s, eval_s, steps_done, iters_cap_));
+  if (comm_.distributed()) {
+    comm_.allreduce_sum(&iters, 1);
+    iters = std::floor(iters / static_cast<double>(comm_.size()));
+  }
+  int64_t fixed = std::max(steps_done, static_cast<int64_t>(iters));
+  if (fixed == cfg_.iters && !refit) return;  // capped by --iters
+  TrainConfig next = cfg_;
+  next.iters = fixed;
+  auto same_steps = [&](const LrSchedule& sched) {
+    for (int64_t k = 0; k < steps_done; ++k)
+      if (sched.lr(k) != sched_.lr(k)) return false;
+    return true;
+  };
+  if (!same_steps(LrSchedule(next))) {
+    if (!refit)
+      throw ConfigError("--time-budget " + format_value(cfg_.time_budget) + " leaves " + std::to_string(fixed) +
+                        " steps, whose --schedule wsd decay would begin before the " + std::to_string(steps_done) +
+                        " steps timed: give a larger budget or a smaller --cooldown");
+    // The steps grew slower: the shorter run's decay would have begun already. It begins now,
+    // over the steps left, and its fraction is recorded (--cooldown) so that --resume follows it.
+    next.iters = fixed = std::max(fixed, steps_done + 1);
+    next.cooldown = static_cast<double>(fixed - steps_done) / static_cast<double>(fixed);
+    if (!same_steps(LrSchedule(next)))  // wsd's steps before its decay depend on neither
+      throw std::logic_error("--time-budget: a decay beginning at step " + std::to_string(steps_done) +
+                             " changed the learning rate of the steps taken");
+  }
+  cfg_.iters = fixed;
+  cfg_.cooldown = next.cooldown;
+  sched_ = LrSchedule(next);
+  if (!refit) refit_at_ = fixed - LrSchedule::decay_steps(cfg_.cooldown, fixed);
+  char msg[200];
+  std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay; %.1f s for the final evaluation",
+                cfg_.time_budget, static_cast<long>(fixed), static_cast<long>(steps_done - probe_from_),
+                static_cast<long>(LrSchedule::decay_steps(cfg_.cooldown, fixed)), eval_s);
+  emit([&](RunLogger& l) { l.on_note(msg); });
+}
+
+bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
+  check_same_weights(comm_, model_->named_parameters(), it);
+  const Generator::State eval_start = eval_gen_.state();
+  // --eval-iters all: the whole validation split; the training loss, a guide only, from
+  // kTrainBatchesWithWholeSplit random batches.
+  const bool whole = cfg_.eval_iters == kEvalWholeSplit;
+  const AutocastGuard precision(cfg_.precision);  // evaluated as it trains
+  const int64_t train_batches = whole ? kTrainBatchesWithWholeSplit : cfg_.eval_iters;
+  const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, train_batches, eval_gen_, comm_);
+  std::optional<double> vl;
+  if (tl)
+    vl = whole ? split_loss(*model_, corpus_.val_ids, kSplitRows, comm_)
+               : estimate_loss(*model_, corpus_.val_ids, cfg_.batch_size, cfg_.eval_iters, eval_gen_, comm_);
+  if (!vl) {
+    eval_gen_.set_state(eval_start);  // the checkpoint then resumes into this same evaluation
+    return false;
+  }
+  // A model that evaluates to NaN or Inf is not saved over the last good checkpoint.
+  if (!std::isfinite(*tl) || !std::isfinite(*vl)) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "non-finite evaluation at iter %ld: train loss %g, val loss %g", static_cast<long>(it),
+                  *tl, *vl);
+    throw NonFiniteError(std::string(msg) + "; the model is not saved. The last good checkpoint in " + cfg_.out_dir +
+                         " is kept (a lower --lr may help)");
+  }
+  summary_.train_loss = pos_.last_train_loss = *tl;
+  summary_.val_loss = pos_.last_val_loss = *vl;
+  const bool best = *vl < pos_.best_val_loss;
+  if (best) pos_.best_val_loss = *vl;
+  pos_.eval_done = true;
+  // The metrics line before the checkpoint: a checkpoint never gets ahead of metrics.jsonl.
+  const GradReportFile* report = grad_report_iter_ == it ? &*grad_report_ : nullptr;
+  model_->eval();
+  const EvalEnd e{it, *tl, *vl, lr, seconds_since(t_start_), *model_, report};
+  emit([&](RunLogger& l) { l.on_eval(e); });
+  model_->train();
+  grad_report_.reset();
+  grad_report_iter_ = -1;
+  checkpoint(best);
+  t_log_ = Clock::now();  // evaluation time is not training throughput
+  steps_since_log_ = 0;
+  return true;
+}
+
+void Run::checkpoint(bool best) {
+  pos_.rng_model = model_gen_.state();
+  pos_.rng_batch = batch_gen_.state();
+  pos_.rng_eval = eval_gen_.state();
+  pos_.elapsed_s = seconds_since(t_start_);
+  const Checkpoint e{pos_.iter, best, cfg_, *model_, opt_, pos_, corpus_.tokenizer};
+  emit([&](RunLogger& l) { l.on_checkpoint(e); });
+}
+
+double Run::train_step(int64_t it, double lr) {
+  const Clock::time_point t0 = Clock::now();
+  std::optional<profiler::RecordScope> data_phase(std::in_place, "data", profiler::Category::Phase);
+  auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+  data_phase.reset();
+  const StepResult r = step_->run(x, y, lr, it);
+  stop_agreed_ = r.stop;
+  grad_norm_ = r.grad_norm;
+  skipped_.clear();
+  if (!r.nonfinite.empty()) {
+    if (!cfg_.skip_nonfinite)
+      throw NonFiniteError(r.nonfinite + "; stopped without updating. The last good checkpoint in " + cfg_.out_dir +
+                           " is kept (use --skip-nonfinite to skip such steps)");
+    ++pos_.skipped_updates;
+    skipped_ = r.nonfinite;
+  }
+  pos_.eval_done = false;
+  ++steps_since_log_;
+  if (hooks_.after_step) hooks_.after_step(it);
+  if (comm_.distributed()) note_kill_timeout(seconds_since(t0));
+  return r.loss;
+}
+
+// The throughput since the last logged step (so that the progress bar shows it from the first
+// step on); at a logged step, what the log line and metrics.jsonl show.
+void Run::end_step(int64_t it, double loss, double lr) {
+  StepEnd e;
+  e.iter = it + 1;
+  e.iters = cfg_.iters;
+  e.loss = loss;
+  e.lr = lr;
+  e.grad_norm = grad_norm_;
+  e.logged = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
+  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
+  const double dt = seconds_since(t_log_);
+  e.tokens_per_s = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log_) / dt : tokens_per_s_;
+  e.ms_per_step = steps_since_log_ > 0 ? 1e3 * dt / static_cast<double>(steps_since_log_) : 0;
+  e.mfu = mfu(flops_per_token_, e.tokens_per_s, peak_.gflops);
+  e.eta_s = e.tokens_per_s > 0 ? static_cast<double>(cfg_.iters - it - 1) * tokens_per_step / e.tokens_per_s : 0;
+  e.elapsed_s = seconds_since(t_start_);
+  e.skipped = skipped_;
+  e.skipped_updates = pos_.skipped_updates;
+  emit([&](RunLogger& l) { l.on_step(e); });
+  if (e.logged) {
+    tokens_per_s_ = e.tokens_per_s;
+    t_log_ = Clock::now();
+    steps_since_log_ = 0;
+  }
+}
+
+// After a Ctrl-C or SIGTERM to mpirun the ranks have mpirun's kill timeout to finish their step
+// and checkpoint. When a step alone takes longer, such a stop would be a SIGKILL that loses the
+// steps since the last checkpoint: rank 0 says so once, and what to do.
+void Run::note_kill_timeout(double step_s) {
+  const double limit = comm_.mpirun_kill_timeout_seconds();
+  if (kill_timeout_noted_ || limit <= 0 || ++steps_timed_ < 2 || step_s < limit) return;
+  kill_timeout_noted_ = true;
+  char msg[512];
+  std::snprintf(msg, sizeof msg,
+                "note: a step takes %.1f s, longer than the %g s mpirun leaves the ranks between its SIGTERM and its "
+                "SIGKILL after a Ctrl-C or SIGTERM to mpirun, so such a stop would lose the steps since the last "
+                "checkpoint. Start mpirun with --mca odls_base_sigkill_timeout %.0f, or stop the job with SIGTERM "
+                "to one rank (docs/distributed.md)",
+                step_s, limit, std::ceil(3 * step_s + 5));
+  emit([&](RunLogger& l) { l.on_note(msg); });
+}
+
+TrainSummary Run::stop_interrupted() {
+  checkpoint(false);
+  // With several ranks no rank may exit before all are done: the first rank to exit makes
+  // mpirun kill the others, and at once when mpirun itself was signalled (its wait between
+  // SIGTERM and SIGKILL ends when a child exits). So every rank has stopped after pos_.iter
+  // and rank 0 has its checkpoint (barrier); rank 0 says so; then everyone may exit (barrier).
+  comm_.barrier();
+  Stop e;
+  e.interrupted = true;
+  e.signal = InterruptGuard::signal_number();  // 0: the signal reached another rank
+  e.iter = pos_.iter;
+  e.iters = cfg_.iters;
+  e.ranks = comm_.size();
+  e.dir = cfg_.out_dir;
+  emit([&](RunLogger& l) { l.on_stop(e); });
+  if (comm_.distributed()) {
+    comm_.barrier();  // rank 0's line is out (in the pipe to mpirun) before any rank exits
+    comm_.skip_finalize_at_exit();
+  }
+  summary_.interrupted = true;
+  summary_.iters = pos_.iter;
+  summary_.skipped_updates = pos_.skipped_updates;
+  return summary_;
+}
+
+// The profile's table, when it has one to give, goes to the loggers as a note.
+void Run::note_profile(void (ProfileSession::*report)(std::ostream&)) {
+  if (cfg_.profile_steps == 0 || profile_.done()) return;  // off: no stream per step
+  std::ostringstream table;
+  (profile_.*report)(table);
+  std::string text = table.str();
+  if (text.empty()) return;
+  if (text.back() == '\n') text.pop_back();
+  emit([&](RunLogger& l) { l.on_note(text); });
+}
+
+TrainSummary Run::finish() {
+  note_profile(&ProfileSession::finish);  // when the run ended before the last profiled step
+  summary_.iters = cfg_.iters;
+  summary_.seconds = seconds_since(t_start_);
+  summary_.tokens_per_s = tokens_per_s_;
+  summary_.skipped_updates = pos_.skipped_updates;
+  Stop e;
+  e.iter = e.iters = cfg_.iters;
+  e.ranks = comm_.size();
+  e.seconds = summary_.seconds;
+  e.val_loss = summary_.val_loss;
+  e.skipped_updates = pos_.skipped_updates;
+  e.dir = cfg_.out_dir;
+  emit([&](RunLogger& l) { l.on_stop(e); });
+  if (cfg_.sample_tokens > 0 && !loggers_.empty()) {  // someone to show it to
+    Sample s{cfg_.iters, sample_text(cfg_.sample_tokens), /*final=*/true};
+    if (InterruptGuard::requested()) {  // Ctrl-C ended the sample
+      s.interrupted_by = InterruptGuard::signal_number();
+      summary_.interrupted = true;
+    }
+    summary_.sample = s.text;
+    emit([&](RunLogger& l) { l.on_sample(s); });
+  }
+  return summary_;
+}
+
+std::string Run::sample_text(int64_t tokens) {
+  // A generator of its own, seeded alike each time: sampling never moves the run's streams.
+  Generator sample_gen(cfg_.seed);
+  const AutocastGuard precision(cfg_.precision);
+  model_->eval();
+  const int64_t nl = corpus_.tokenizer.id_of(U'\n');
+  models::SampleOptions opt{tokens, 0.8, 0, true};
+  opt.on_token = [](int64_t) { return !InterruptGuard::requested(); };  // Ctrl-C ends the sample
+  const auto ids = model_->generate({nl >= 0 ? nl : 0}, opt, sample_gen);
+  model_->train();
+  return corpus_.tokenizer.decode(ids);
+}
+
+}  // namespace ag::train
