@@ -249,9 +249,11 @@ def main() -> int:
         report.extend(text.split("\n"))
 
     say(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores; features: {cpu_features()}")
-    providers = {(r.get("precision"), r.get("gemm_provider"), r.get("gemm_chosen"), r.get("bf16_path"))
-                 for r in lines if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("gemm_provider")}
-    for prec, prov, how, path in sorted(providers, key=str):
+    providers: dict = {}  # (precision, provider) -> (how the first run chose it, the bf16 path)
+    for r in lines:
+        if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("gemm_provider"):
+            providers.setdefault((r.get("precision"), r["gemm_provider"]), (r.get("gemm_chosen"), r.get("bf16_path")))
+    for (prec, prov), (how, path) in sorted(providers.items(), key=str):
         say(f"attograd {prec}: gemm {prov}, {how}" + (f"; {path}" if path else ""))
     if configs:
         say("training step = forward + backward + clip + AdamW; each side at its best thread setting; bf16 = "
