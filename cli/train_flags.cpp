@@ -17,8 +17,8 @@ void add_flag(cxxopts::OptionAdder& add, const T& def, const train::FieldInfo& f
   std::shared_ptr<const cxxopts::Value> v;
   std::string help = f.help;
   if constexpr (train::ChoiceField<T>) {
-    v = cxxopts::value<std::string>()->default_value(def.name());
-    help += ": " + train::choice_help<T>();
+    v = cxxopts::value<std::string>()->default_value(train::choice_name(def));
+    if (const std::string rows = train::choice_help<T>(); !rows.empty()) help += ": " + rows;
   } else if constexpr (std::is_same_v<T, bool>) {
     v = cxxopts::value<bool>()->default_value(train::format_value(def))->implicit_value("true");
   } else if constexpr (std::is_same_v<T, std::string>) {

@@ -1,6 +1,6 @@
 // Muon (Keller Jordan 2024), torch.optim.Muon's update (torch ≥ 2.9), for 2-d parameters: the
 // matrices of the hidden layers. Embeddings, the output head, gains and biases belong to an
-// Adam(W) (train/param_groups.h puts a model's parameters in the right one). Per parameter W
+// Adam(W) (train/optimizers/param_groups.h puts a model's parameters in the right one). Per parameter W
 // (A rows, B columns) with gradient G, at learning rate lr:
 //   M ← M + (1 − μ)(G − M)                      momentum buffer, torch's buf.lerp_(grad, 1 − μ)
 //   U ← G + μ(M − G) with nesterov, else M      torch's grad.lerp(buf, μ)

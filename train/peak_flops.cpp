@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/kernels/onednn.h"
 #include "base/atomic_file.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -22,10 +25,11 @@ namespace ag::train {
 namespace fs = std::filesystem;
 
 std::string MachineKey::text() const {
-  return cpu + " | " + std::to_string(cores) + " cores | " + provider + " " + kernel;
+  return cpu + " | " + std::to_string(cores) + " cores | " + provider + " " + kernel +
+         (precision == Precision::FP32 ? "" : std::string(" | ") + precision_name(precision));
 }
 
-MachineKey this_machine() {
+MachineKey this_machine(Precision precision) {
   MachineKey k;
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
@@ -36,8 +40,11 @@ MachineKey this_machine() {
   }
   if (k.cpu.empty()) k.cpu = "unknown CPU";
   k.cores = static_cast<int>(std::thread::hardware_concurrency());
-  k.provider = "openblas";
-  k.kernel = openblas_get_corename();
+  const kernels::GemmProvider p = kernels::gemm_provider();
+  k.provider = kernels::gemm_provider_name(p);
+  k.kernel = p == kernels::GemmProvider::OneDNN ? kernels::onednn::version() + " " + kernels::onednn::isa()
+                                                : std::string(openblas_get_corename());
+  k.precision = precision;
   return k;
 }
 
@@ -53,22 +60,26 @@ std::string peak_cache_path() {
   return "";
 }
 
-double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clock) {
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clock, Precision precision) {
   const int saved = openblas_get_num_threads();
   if (saved != threads) openblas_set_num_threads(threads);
-  const int in = static_cast<int>(n);
   std::vector<float> a(static_cast<size_t>(n * n), 1.0f), b(static_cast<size_t>(n * n), 0.5f), c(static_cast<size_t>(n * n));
-  auto sgemm = [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, in, in, in, 1, a.data(), in, b.data(), in, 0, c.data(), in); };
+  const AutocastGuard at(precision);
+  auto sgemm = [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
   // In CPU time a thread waiting for a core does not count: on a 2-core AMD EPYC at load 9 the
   // wall-clock peak was 13.9 GFLOP/s per thread, at load 3–4 35.6 and 35.8 in CPU time.
   auto now = [clock] {
     if (clock == SgemmClock::Wall)
       return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+    return thread_cpu_seconds();
   };
-  sgemm();  // untimed
+  sgemm();  // untimed: page faults, the provider's buffers
   double best = 0;
   for (int trial = 0; trial < trials; ++trial) {
     const double t0 = now();
@@ -80,15 +91,15 @@ double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clo
   return best;
 }
 
-double measure_sgemm_gflops_per_thread() {
-  // attograd runs OpenBLAS single-threaded (parallel::init_threads): the peak is one thread's.
-  return sgemm_gflops(1024, 1, 2, 5, SgemmClock::ThreadCpu);
+double measure_sgemm_gflops_per_thread(Precision precision) {
+  // attograd runs its GEMMs single-threaded (parallel::init_threads): the peak is one thread's.
+  return sgemm_gflops(1024, 1, 2, 5, SgemmClock::ThreadCpu, precision);
 }
 
-PeakFlops kept_peak_flops(int threads) {
+PeakFlops kept_peak_flops(int threads, Precision precision) {
   PeakFlops p;
   const std::string path = peak_cache_path();
-  const std::string key = this_machine().text();
+  const std::string key = this_machine(precision).text();
   nlohmann::json cache = nlohmann::json::object();
   if (!path.empty()) {
     std::ifstream f(path);
@@ -106,7 +117,7 @@ PeakFlops kept_peak_flops(int threads) {
     }
   }
   if (p.per_thread_gflops <= 0) {
-    p.per_thread_gflops = measure_sgemm_gflops_per_thread();
+    p.per_thread_gflops = measure_sgemm_gflops_per_thread(precision);
     if (path.empty()) {
       p.source = "measured now, not kept (neither XDG_CACHE_HOME nor HOME is set)";
     } else {
@@ -122,6 +133,48 @@ PeakFlops kept_peak_flops(int threads) {
   }
   p.gflops = p.per_thread_gflops * std::max(threads, 1);
   return p;
+}
+
+namespace {
+nlohmann::json read_cache(const std::string& path) {
+  nlohmann::json cache = nlohmann::json::object();
+  std::ifstream f(path);
+  if (!f) return cache;
+  std::stringstream text;
+  text << f.rdbuf();
+  cache = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  return cache.is_object() ? cache : nlohmann::json::object();
+}
+}  // namespace
+
+bool read_kept(const std::string& key, const std::vector<std::string>& fields, std::vector<double>& values) {
+  const std::string path = peak_cache_path();
+  if (path.empty()) return false;
+  const nlohmann::json cache = read_cache(path);
+  const auto it = cache.find(key);
+  if (it == cache.end() || !it->is_object()) return false;
+  values.clear();
+  for (const std::string& f : fields) {
+    if (!it->contains(f) || !(*it)[f].is_number() || !((*it)[f].get<double>() > 0)) return false;
+    values.push_back((*it)[f].get<double>());
+  }
+  return true;
+}
+
+std::string keep(const std::string& key, const std::vector<std::pair<std::string, double>>& values) {
+  const std::string path = peak_cache_path();
+  if (path.empty()) return "not kept (neither XDG_CACHE_HOME nor HOME is set)";
+  nlohmann::json cache = read_cache(path);
+  nlohmann::json entry = nlohmann::json::object();
+  for (const auto& [name, v] : values) entry[name] = v;
+  cache[key] = entry;
+  try {
+    fs::create_directories(fs::path(path).parent_path());
+    write_file_atomically(path, cache.dump(2) + "\n");
+    return "kept in " + path;
+  } catch (const std::exception& e) {
+    return std::string("not kept: ") + e.what();
+  }
 }
 
 }  // namespace ag::train

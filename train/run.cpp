@@ -34,6 +34,7 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       corpus_(std::move(corpus)),
       loggers_(std::move(loggers)),
       hooks_(hooks),
+      gemm_(cfg, entry.parameters(cfg.model), comm),  // before any GEMM (train/gemm_choice.h)
       model_gen_(cfg.seed),
       batch_gen_(cfg.seed + 1),
       eval_gen_(cfg.seed + 2),
@@ -41,11 +42,12 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       opt_(cfg.optimizer->build(*model_, cfg)),
       now_ns_(hooks.clock ? hooks.clock : std::function<int64_t()>(steady_ns)),
       t_start_ns_(started_ns) {
+  cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())
     for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-  step_.emplace(*model_, *opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly});
+  step_.emplace(*model_, *opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
   step_->after_backward = [this](double loss) {
     if (hooks_.after_backward) hooks_.after_backward(*model_);
     // --grad-report: the gradients of the step before each evaluation, before clipping.
@@ -88,7 +90,7 @@ void Run::decorrelate_dropout() {
 void Run::start(bool resumed) {
   // MFU's denominator: this machine's kept peak for the threads of this rank; ranks that share
   // a machine share its cores, as they do while training, and the job's peak is the sum.
-  peak_ = kept_peak_flops(parallel::num_threads());
+  peak_ = kept_peak_flops(parallel::num_threads(), cfg_.precision);
   if (comm_.distributed()) comm_.allreduce_sum(&peak_.gflops, 1);
   flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
   const distributed::Reducer* r = step_->reducer();
@@ -100,7 +102,9 @@ void Run::start(bool resumed) {
                    comm_.size(),
                    r ? static_cast<int64_t>(r->buckets().size()) : 0,
                    r ? r->bytes_per_step() : 0,
-                   peak_};
+                   peak_,
+                   gemm_header(gemm_.decision()),
+                   precision_header(cfg_.precision, gemm_.decision().provider)};
   // The schedule from the step the run starts at: a resumed optimizer holds each group's
   // initial_lr, from which LambdaLR sets that step's rates (torch's last_epoch).
   sched_.emplace(*opt_, [this](int64_t it) { return schedule_factor(cfg_, it, cfg_.iters); }, pos_.iter - 1);
@@ -155,7 +159,8 @@ void Run::plan_budget(int64_t steps_done) {
   int64_t planned = budget_->after_step(steps_done, static_cast<double>(now - t_start_ns_) * 1e-9, step_s);
   const bool first_eval_timing = budget_->wants_eval_time();
   if (first_eval_timing) {
-    // Each rank evaluates its share of the batches.
+    // Each rank evaluates its share of the batches, at the run's precision as it will then.
+    const AutocastGuard precision(cfg_.precision);
     budget_->set_eval_time(final_eval_seconds(*model_, cfg_, corpus_.val_ids, now_ns_) / static_cast<double>(comm_.size()));
     planned = budget_->after_step(steps_done, seconds_since(t_start_ns_), -1.0);
   }
@@ -185,6 +190,7 @@ bool Run::evaluate_and_checkpoint(int64_t it) {
   // --eval-iters all: the whole validation split; the training loss, a guide only, from
   // kTrainBatchesWithWholeSplit random batches.
   const bool whole = cfg_.eval_iters == kEvalWholeSplit;
+  const AutocastGuard precision(cfg_.precision);  // evaluated as it trains
   const int64_t train_batches = whole ? kTrainBatchesWithWholeSplit : cfg_.eval_iters;
   const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, train_batches, eval_gen_, comm_);
   std::optional<double> vl;
@@ -363,6 +369,7 @@ TrainSummary Run::finish() {
 std::string Run::sample_text(int64_t tokens) {
   // A generator of its own, seeded alike each time: sampling never moves the run's streams.
   Generator sample_gen(cfg_.seed);
+  const AutocastGuard precision(cfg_.precision);
   model_->eval();
   const int64_t nl = corpus_.tokenizer.id_of(U'\n');
   models::SampleOptions opt{tokens, 0.8, 0, true};

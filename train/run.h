@@ -15,6 +15,7 @@
 #include "distributed/comm.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "train/gemm_choice.h"
 #include "train/logging/grad_report.h"
 #include "train/logging/profile.h"
 #include "train/logging/run_logger.h"
@@ -67,6 +68,7 @@ class Run {
   data::Corpus corpus_;
   std::vector<std::shared_ptr<RunLogger>> loggers_;
   RunHooks hooks_;
+  RunGemm gemm_;  // the run's GEMM provider, chosen before anything else (train/gemm_choice.h)
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
   std::unique_ptr<optim::Optimizer> opt_;

@@ -1,8 +1,12 @@
-// Fields of the run configuration that name one of several things (--optimizer adamw|muon,
-// --schedule cosine|wsd): a Choice<Entry> in TrainConfig, which holds a row of Entry's
-// registry. The rows hold the names, and only the flag, TOML and JSON readers turn a name
-// into a row (parse_choice) or a row back into its name; everything else asks the row
-// (cfg.optimizer->build(model, cfg)) rather than comparing names.
+// Fields of the run configuration that name one of several things. Two kinds, read and written
+// through one set of functions (parse_choice, choice_name, choice_list, choice_values; the
+// concept ChoiceField), so that the flag, TOML and JSON readers have one branch for both:
+//  - a Choice<Entry> (--optimizer adamw|muon, --schedule cosine|wsd): a row of Entry's registry,
+//    which brings its behaviour and its own settings; a program may add rows;
+//  - an enum with its names in ChoiceNames<E> (--precision fp32|bf16, --gemm auto|openblas|onednn):
+//    a fixed set that the kernels switch on.
+// Only the readers turn a name into a value or a value back into its name; everything else asks
+// the row (cfg.optimizer->build(model, cfg)) or switches on the enum, never compares names.
 //
 // A row has a name, a line of help, and its own settings: numbers only it reads (Muon's
 // --muon-lr, WSD's --cooldown), which become flags, config-file keys and saved fields as every
@@ -10,6 +14,8 @@
 // e.g. train/optimizers/registry.cpp), then any a program adds (Registry<Entry>::add).
 #pragma once
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -17,8 +23,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "autograd/autocast.h"
+#include "autograd/kernels/gemm_provider.h"
 #include "train/config/field.h"
 
 namespace ag::train {
@@ -111,35 +120,88 @@ class Choice {
   const Entry* row_;
 };
 
+// --gemm: a provider, or auto (measured once per machine and model shape, see
+// train/gemm_choice.h); a run records the provider auto chose, never auto.
+enum class GemmChoice : uint8_t { Auto, OpenBLAS, OneDNN };
+
+template <class E> struct ChoiceNames;  // specialised below: `static constexpr std::array names` of {value, name}
+template <> struct ChoiceNames<Precision> {
+  static constexpr std::array<std::pair<Precision, const char*>, 2> names = {
+      {{Precision::FP32, "fp32"}, {Precision::BF16, "bf16"}}};
+};
+template <> struct ChoiceNames<GemmChoice> {
+  static constexpr std::array<std::pair<GemmChoice, const char*>, 3> names = {
+      {{GemmChoice::Auto, "auto"}, {GemmChoice::OpenBLAS, "openblas"}, {GemmChoice::OneDNN, "onednn"}}};
+};
+
 template <class T>
 struct is_choice : std::false_type {};
 template <class Entry>
 struct is_choice<Choice<Entry>> : std::true_type {};
 template <class T>
-concept ChoiceField = is_choice<std::remove_cv_t<T>>::value;
+concept RegistryChoice = is_choice<std::remove_cv_t<T>>::value;
+template <class T>
+concept EnumChoice = requires { ChoiceNames<std::remove_cv_t<T>>::names; };
+// A field that takes one of several names, of either kind: what the readers test for.
+template <class T>
+concept ChoiceField = RegistryChoice<T> || EnumChoice<T>;
+
+// Every value the field may take, in the order of its names.
+template <ChoiceField C>
+std::vector<C> choice_values() {
+  std::vector<C> out;
+  if constexpr (RegistryChoice<C>) {
+    for (const auto& row : Registry<typename C::Row>::rows()) out.push_back(C(row));
+  } else {
+    for (const auto& [v, name] : ChoiceNames<C>::names) out.push_back(v);
+  }
+  return out;
+}
+
+template <ChoiceField C>
+std::string choice_name(const C& c) {
+  if constexpr (RegistryChoice<C>) {
+    return c.name();
+  } else {
+    for (const auto& [v, name] : ChoiceNames<C>::names)
+      if (v == c) return name;
+    return "?";
+  }
+}
 
 template <ChoiceField C>
 std::optional<C> parse_choice(std::string_view text) {
-  if (const auto* row = Registry<typename C::Row>::find(text)) return C(*row);
+  for (const C& c : choice_values<C>())
+    if (choice_name(c) == text) return c;
   return std::nullopt;
 }
 
+// "adamw or muon", "auto, openblas or onednn": for messages.
 template <ChoiceField C>
 std::string choice_list() {
-  return Registry<typename C::Row>::names();
+  const std::vector<C> values = choice_values<C>();
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i) s += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + choice_name(values[i]);
+  return s;
 }
 
-// Each row's name and help, for the field's --help: "adamw (nanoGPT's ...), muon (...)".
+// What --help adds to the field's own help: each row's name and help ("adamw: nanoGPT's ...;
+// muon: ..."); nothing for an enum, whose field's help explains its names.
 template <ChoiceField C>
 std::string choice_help() {
   std::string s;
-  for (const auto& r : Registry<typename C::Row>::rows()) s += (s.empty() ? "" : "; ") + r.name + ": " + r.help;
+  if constexpr (RegistryChoice<C>)
+    for (const auto& r : Registry<typename C::Row>::rows()) s += (s.empty() ? "" : "; ") + r.name + ": " + r.help;
   return s;
 }
 
 template <ChoiceField C>
 std::string format_value(const C& c) {
-  return c.name();
+  return choice_name(c);
 }
+
+// The provider a --gemm choice names (not Auto: resolve it first, train/gemm_choice.h).
+kernels::GemmProvider gemm_provider_of(GemmChoice g);
+GemmChoice gemm_choice_of(kernels::GemmProvider p);
 
 }  // namespace ag::train

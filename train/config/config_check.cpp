@@ -17,10 +17,12 @@ namespace {
 template <class T>
 void check_field(const T& v, const FieldInfo& f) {
   const std::string flag = std::string("train: --") + f.flag;
-  if constexpr (std::is_same_v<T, std::string>) {
+  if constexpr (ChoiceField<T>) {
+    return;  // a row or a named enum value: valid once read
+  } else if constexpr (std::is_same_v<T, std::string>) {
     if (f.check == Check::Required && v.empty())
       throw ConfigError(flag + " is required (or " + f.flag + " = \"...\" in --config)");
-  } else if constexpr (!std::is_same_v<T, bool> && !ChoiceField<T>) {  // a choice is a row: valid once read
+  } else if constexpr (!std::is_same_v<T, bool>) {
     if constexpr (std::is_floating_point_v<T>)
       if (!std::isfinite(v)) {
         const std::string shown = std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";

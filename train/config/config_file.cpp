@@ -31,7 +31,7 @@ void assign(T& dst, const toml::node& n, const FieldInfo& f, const std::string& 
   };
   if constexpr (ChoiceField<T>) {
     const auto parsed = n.is_string() ? parse_choice<T>(n.as_string()->get()) : std::nullopt;
-    if (!parsed) fail(choice_list<T>());
+    if (!parsed) fail(choice_list<T>() + " (a string)");
     dst = *parsed;
   } else if constexpr (std::is_same_v<T, bool>) {
     if (!n.is_boolean()) fail("true or false");

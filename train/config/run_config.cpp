@@ -65,6 +65,14 @@ std::string format_value(uint64_t v) { return std::to_string(v); }
 std::string format_value(int v) { return std::to_string(v); }
 std::string format_value(bool v) { return v ? "true" : "false"; }
 
+kernels::GemmProvider gemm_provider_of(GemmChoice g) {
+  if (g == GemmChoice::Auto) throw std::logic_error("gemm_provider_of: --gemm auto is resolved before the run starts");
+  return g == GemmChoice::OneDNN ? kernels::GemmProvider::OneDNN : kernels::GemmProvider::OpenBLAS;
+}
+GemmChoice gemm_choice_of(kernels::GemmProvider p) {
+  return p == kernels::GemmProvider::OneDNN ? GemmChoice::OneDNN : GemmChoice::OpenBLAS;
+}
+
 namespace {
 // The keys of the first train states. Every later field may be absent from an older state;
 // its default then reproduces how that run was made.
@@ -77,7 +85,7 @@ const std::set<std::string> kFirstFields = {
 std::string config_to_json(const TrainConfig& c) {
   json j = json::object();
   visit_fields(c, [&](const auto& v, const FieldInfo& f) {
-    if constexpr (ChoiceField<std::remove_cvref_t<decltype(v)>>) j[f.key] = v.name();
+    if constexpr (ChoiceField<std::remove_cvref_t<decltype(v)>>) j[f.key] = choice_name(v);
     else j[f.key] = v;
   });
   j["vocab_size"] = c.model.vocab_size;
@@ -112,6 +120,9 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
       if (!ok) throw std::runtime_error(std::string("the field '") + f.key + "' has the wrong type: " + it->dump());
       if constexpr (!ChoiceField<T>) v = it->template get<T>();
     });
+    // A run from before --gemm ran its GEMMs on OpenBLAS: it resumes on it (auto might choose
+    // another provider, and the run would not continue exactly).
+    if (!j.contains("gemm")) c.gemm = GemmChoice::OpenBLAS;
     c.model.vocab_size = j.at("vocab_size").get<int64_t>();
     return c;
   } catch (const std::exception& e) {
