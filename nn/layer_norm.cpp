@@ -7,8 +7,9 @@ namespace ag::nn {
 LayerNorm::LayerNorm(int64_t d, double e, bool affine, DType dtype) : dim(d), eps(e) {
   if (d <= 0) throw std::invalid_argument("LayerNorm: dim must be positive, got " + std::to_string(d));
   if (affine) {
-    weight = register_parameter("weight", Tensor::ones({d}, dtype));
-    bias = register_parameter("bias", Tensor::zeros({d}, dtype));
+    Generator& none = default_generator();  // constants: nothing is drawn
+    weight = register_parameter("weight", {{d}, Init::ones(), OptimGroup::NoDecay, 0}, dtype, none);
+    bias = register_parameter("bias", {{d}, Init::zeros(), OptimGroup::NoDecay, 0}, dtype, none);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/param_spec.h"
 
 namespace ag::nn {
 
@@ -34,6 +35,18 @@ class Module {
 
   // Registers t (a leaf) as a parameter and returns the handle to keep as a member.
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  // Registers a parameter as the module describes it (nn/param_spec.h): allocated and
+  // initialised as spec.init says, drawing from gen, unless a guard of nn/deferred_init.h
+  // defers the init, or makes the module meta (then nothing is allocated and the handle
+  // returned is undefined).
+  Tensor register_parameter(const std::string& name, ParamSpec spec, DType dtype, Generator& gen);
+  // Changes the init of this module's own described parameter `name`, as torch.nn.init's
+  // functions do in a constructor: applied at once (drawing from gen) to a parameter already
+  // initialised, recorded for DeferredInit::init otherwise.
+  void set_init(const std::string& name, Init init, Generator& gen);
+  // Changes the optimizer group and the matmul uses of this module's own described parameter
+  // `name`: a model's output head is a Decay matrix, its tied embedding is also its head.
+  void set_role(const std::string& name, OptimGroup group, int64_t matmul_uses);
   // Registers a child module; its parameters appear under "name.".
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
@@ -69,6 +82,9 @@ class Module {
   // members and by users see the change, because the tensor's storage is swapped inside it.
   void to(DType dtype);
   int64_t num_parameters() const;
+  // The descriptions of the parameters registered with one, depth first with dotted names as
+  // named_parameters(); of a meta module, the only record of its parameters.
+  std::vector<std::pair<std::string, ParamSpec>> named_param_specs() const;
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> m);
@@ -77,6 +93,8 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  std::vector<std::pair<std::string, ParamSpec>> specs_;  // of the parameters registered with one
+  ParamSpec& own_spec(const std::string& name);
 };
 
 // Labels every parameter tensor with its dotted name (Tensor::set_name), so that tools that
