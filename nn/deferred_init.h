@@ -1,7 +1,6 @@
 // When a module's parameters get their storage and their values. By default, as in PyTorch, at
 // registration: allocated, and initialised as the module describes them (nn/param_spec.h),
-// drawing from the generator it was given. A model that initialises them its own way builds
-// its modules under a guard (on this thread, while the guard lives):
+// drawing from the generator it was given. Under a guard (on this thread, while it lives):
 //   DeferredInit  allocated, nothing drawn: the model changes the descriptions it wants
 //                 (Module::set_init, set_role), then init() draws every parameter once, as its
 //                 description then says, in named_parameters() order;
