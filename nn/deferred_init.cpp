@@ -38,11 +38,11 @@ void DeferredInit::init(const Module& root, Generator& gen) {
   if (pending_.empty()) return;
   std::map<std::string, Init> inits;
   for (const auto& [name, spec] : root.named_param_specs()) inits.emplace(name, spec.init);
-  for (const auto& [name, p] : root.named_parameters()) {
+  for (const auto& named : root.named_parameters()) {
+    Tensor p = named.second;
     const auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Tensor& t) { return t.same(p); });
     if (it == pending_.end()) continue;
-    Tensor t = p;
-    inits.at(name).apply(t, gen);  // a parameter registered with a description has one
+    inits.at(named.first).apply(p, gen);  // a parameter registered with a description has one
     pending_.erase(it);
   }
   if (!pending_.empty())
