@@ -93,6 +93,20 @@ std::vector<ThreadEvents> stop() {
   return out;
 }
 
+std::vector<ThreadEvents> drain() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const uint64_t session = g_session.load(std::memory_order_acquire);
+  std::vector<ThreadEvents> out;
+  for (auto& b : g_buffers) {
+    if (b->session != session || b->events.empty()) continue;
+    out.push_back({b->tid, std::move(b->events)});
+    b->events = {};
+    b->events.reserve(1 << 14);
+  }
+  std::sort(out.begin(), out.end(), [](const ThreadEvents& a, const ThreadEvents& b) { return a.tid < b.tid; });
+  return out;
+}
+
 const char* intern(const std::string& name) {
   static std::unordered_set<std::string> names;  // node-based: c_str() stays valid
   std::lock_guard<std::mutex> lock(g_mu);

@@ -60,6 +60,11 @@ void resume();
 // Turns recording off and returns the events of every thread that recorded any (tid order).
 // Call it when no scope is open on another thread (between steps, the pool idle).
 std::vector<ThreadEvents> stop();
+// Hands over the events recorded since start() or the last drain (tid order, threads with
+// none left out) and keeps the session: threads keep their tids, times their origin. So a
+// long profile goes to disk step by step in bounded memory (train/profile.h). Call it while
+// paused, with no scope open (between steps).
+std::vector<ThreadEvents> drain();
 
 // A string with static storage for a name that has none (a node's op name): one copy per
 // distinct name for the life of the process. Only called with profiling on.

@@ -85,52 +85,62 @@ int cmd_explore(int argc, char** argv) {
   const DType dtype = dtype_flag == "float64" ? DType::Float64 : DType::Float32;
   const bool unfused = r.count("unfused") > 0;
 
-  std::function<Tensor()> forward;
-  std::vector<Tensor> leaves;
+  // The pass the page shows (in --dtype) and, for float32, its float64 twin: the same function
+  // of float64 copies of the same leaves, on which the finite-difference replays run
+  // (viz/explore.h), so that a check of a correct float32 backward never fails on the forward's
+  // rounding.
+  struct Pass {
+    std::function<Tensor()> forward;
+    std::vector<Tensor> leaves;
+    // What the forward needs, kept alive while the capture runs.
+    std::shared_ptr<nn::MultiheadAttention> mha;
+    Tensor q, k, v, g, x, y;
+    std::unique_ptr<models::LanguageModel> model;
+  };
   std::string title;
-  // What the forward needs, kept alive while the capture runs.
-  std::shared_ptr<nn::MultiheadAttention> mha;
-  Tensor q, k, v, g, x, y;
-  std::unique_ptr<models::LanguageModel> model;
+  std::function<void(Pass&, DType)> build;
   if (attention) {
     bool custom = false;
-    const viz::AttentionWalkInput in = attention_input_from_flags(r, &custom);
+    const viz::AttentionWalkInput in = attention_input_from_flags(r, &custom, dtype);
     if (in.v.cols != in.q.cols)
       throw UsageError("--v: MultiheadAttention needs values as wide as the queries (d = " + std::to_string(in.q.cols) +
                        "), got " + std::to_string(in.v.cols) + " columns");
-    const int64_t E = in.q.cols;
-    mha = std::make_shared<nn::MultiheadAttention>(E, 1, 0.0, /*bias=*/false, /*batch_first=*/true, dtype);
-    {  // identity projections: in_proj = [I; I; I], out_proj = I, so that the call is the seed's bare attention
-      NoGradGuard no_grad;
-      std::vector<double> w(static_cast<size_t>(3 * E * E), 0.0), o(static_cast<size_t>(E * E), 0.0);
-      for (int64_t p = 0; p < 3; ++p)
-        for (int64_t i = 0; i < E; ++i) w[static_cast<size_t>((p * E + i) * E + i)] = 1;
-      for (int64_t i = 0; i < E; ++i) o[static_cast<size_t>(i * E + i)] = 1;
-      mha->in_proj_weight.copy_(Tensor::from_vector(w, {3 * E, E}, dtype));
-      mha->out_proj->weight.copy_(Tensor::from_vector(o, {E, E}, dtype));
-    }
-    nn::name_parameters(*mha);
-    mha->eval();
-    q = unsqueeze(tensor_of(in.q, dtype), 0).contiguous().requires_grad_().set_name("query");
-    k = unsqueeze(tensor_of(in.k, dtype), 0).contiguous().requires_grad_().set_name("key");
-    v = unsqueeze(tensor_of(in.v, dtype), 0).contiguous().requires_grad_().set_name("value");
-    g = unsqueeze(tensor_of(in.g, dtype), 0).contiguous();
-    const bool causal = in.causal;
-    forward = [&, causal] {
-      std::optional<nn::UnfusedAttentionGuard> primitive;
-      if (unfused) primitive.emplace();
-      const Tensor o = mha->forward(q, k, v, Tensor(), /*need_weights=*/false, Tensor(), true, causal).output;
-      return sum(mul(o, g));  // L = Σ output ⊙ G
+    build = [in, unfused](Pass& p, DType dt) {
+      const int64_t E = in.q.cols;
+      p.mha = std::make_shared<nn::MultiheadAttention>(E, 1, 0.0, /*bias=*/false, /*batch_first=*/true, dt);
+      {  // identity projections: in_proj = [I; I; I], out_proj = I, so that the call is the seed's bare attention
+        NoGradGuard no_grad;
+        std::vector<double> w(static_cast<size_t>(3 * E * E), 0.0), o(static_cast<size_t>(E * E), 0.0);
+        for (int64_t b = 0; b < 3; ++b)
+          for (int64_t i = 0; i < E; ++i) w[static_cast<size_t>((b * E + i) * E + i)] = 1;
+        for (int64_t i = 0; i < E; ++i) o[static_cast<size_t>(i * E + i)] = 1;
+        p.mha->in_proj_weight.copy_(Tensor::from_vector(w, {3 * E, E}, dt));
+        p.mha->out_proj->weight.copy_(Tensor::from_vector(o, {E, E}, dt));
+      }
+      nn::name_parameters(*p.mha);
+      p.mha->eval();
+      p.q = unsqueeze(tensor_of(in.q, dt), 0).contiguous().requires_grad_().set_name("query");
+      p.k = unsqueeze(tensor_of(in.k, dt), 0).contiguous().requires_grad_().set_name("key");
+      p.v = unsqueeze(tensor_of(in.v, dt), 0).contiguous().requires_grad_().set_name("value");
+      p.g = unsqueeze(tensor_of(in.g, dt), 0).contiguous();
+      const bool causal = in.causal;
+      p.forward = [&p, causal, unfused] {
+        std::optional<nn::UnfusedAttentionGuard> primitive;
+        if (unfused) primitive.emplace();
+        const Tensor o = p.mha->forward(p.q, p.k, p.v, Tensor(), /*need_weights=*/false, Tensor(), true, causal).output;
+        return sum(mul(o, p.g));  // L = Σ output ⊙ G
+      };
+      p.leaves = {p.q, p.k, p.v};
+      for (const Tensor& w : p.mha->parameters()) p.leaves.push_back(w);
     };
-    leaves = {q, k, v};
-    for (const Tensor& p : mha->parameters()) leaves.push_back(p);
     title = std::string("MultiheadAttention, one head, identity projections, on ") +
             (custom ? "Q = " + matrix_text(in.q) + ", K = " + matrix_text(in.k) + ", V = " + matrix_text(in.v)
                     : "the README's seed example") +
-            (causal ? ", causal" : "") + "; loss L = sum(output * G), G = " + matrix_text(in.g) +
+            (in.causal ? ", causal" : "") + "; loss L = sum(output * G), G = " + matrix_text(in.g) +
             (unfused ? "; attention from primitive ops" : "");
   } else {
-    auto loaded = train::load_model(r["checkpoint"].as<std::string>());
+    const std::string checkpoint = r["checkpoint"].as<std::string>();
+    auto loaded = train::load_model(checkpoint);
     const std::string text = r["text"].as<std::string>();
     const std::vector<int64_t> ids = loaded.tokenizer.encode(std::string_view(text), "--text");
     if (ids.size() < 2) throw UsageError("--text needs at least 2 characters (each one predicts the next)");
@@ -138,26 +148,37 @@ int cmd_explore(int argc, char** argv) {
     if (T > loaded.model->block_size())
       throw UsageError("--text has " + std::to_string(ids.size()) + " characters; the model reads at most block_size + 1 = " +
                        std::to_string(loaded.model->block_size() + 1));
-    model = std::move(loaded.model);
-    if (dtype == DType::Float64) model->to(DType::Float64);  // exact: every float32 is a double
-    model->eval();
-    nn::name_parameters(*model);
-    x = Tensor::from_vector(std::vector<int64_t>(ids.begin(), ids.end() - 1), {1, T});
-    y = Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {1, T});
-    forward = [&] {
-      std::optional<nn::UnfusedAttentionGuard> primitive;
-      if (unfused) primitive.emplace();
-      return model->loss(x, y);
-    };
-    leaves = model->parameters();
-    title = model->model_config().name + " (" + model->summary() + ") from " + loaded.path + " on \"" + text +
+    title = loaded.model->model_config().name + " (" + loaded.model->summary() + ") from " + loaded.path + " on \"" + text +
             "\"; loss: next-character cross-entropy" + (unfused ? "; attention from primitive ops" : "");
+    auto first = std::make_shared<decltype(loaded)>(std::move(loaded));
+    build = [first, checkpoint, ids, T, unfused](Pass& p, DType dt) {
+      if (first->model) {
+        p.model = std::move(first->model);
+      } else {  // the twin: a second copy of the same checkpoint
+        p.model = train::load_model(checkpoint).model;
+      }
+      if (dt == DType::Float64) p.model->to(DType::Float64);  // exact: every float32 is a double
+      p.model->eval();
+      nn::name_parameters(*p.model);
+      p.x = Tensor::from_vector(std::vector<int64_t>(ids.begin(), ids.end() - 1), {1, T});
+      p.y = Tensor::from_vector(std::vector<int64_t>(ids.begin() + 1, ids.end()), {1, T});
+      p.forward = [&p, unfused] {
+        std::optional<nn::UnfusedAttentionGuard> primitive;
+        if (unfused) primitive.emplace();
+        return p.model->loss(p.x, p.y);
+      };
+      p.leaves = p.model->parameters();
+    };
   }
+  Pass pass, twin;
+  build(pass, dtype);
+  if (dtype == DType::Float32) build(twin, DType::Float64);
 
   viz::ExploreOptions eo;
   eo.title = title;
   eo.fd_seed = r["seed"].as<uint64_t>();
-  const viz::ExploreCapture cap = viz::capture_explore(forward, leaves, eo);
+  if (twin.forward) eo.float64_twin = twin.forward, eo.float64_twin_leaves = twin.leaves;
+  const viz::ExploreCapture cap = viz::capture_explore(pass.forward, pass.leaves, eo);
 
   std::string command = "attograd";
   for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];
@@ -181,13 +202,18 @@ int cmd_explore(int argc, char** argv) {
     std::cout << "finite-difference check: " << cap.fd_note << "\n";
   } else {
     std::snprintf(line, sizeof line,
-                  "finite-difference check of each node's backward (one random direction, eps %.0e): %d of %d agree, "
+                  "finite-difference check of each node's backward (one random direction, eps %.0e%s): %d of %d agree, "
                   "worst relative difference %.1e (tolerance %.0e)",
-                  cap.fd_step, checked - cap.fd_failures(), checked, worst, cap.fd_tolerance());
+                  cap.fd_step, cap.fd_in_float64 ? ", replayed in float64" : "", checked - cap.fd_failures(), checked,
+                  worst, cap.fd_tolerance());
     std::cout << line << "\n";
   }
   std::snprintf(line, sizeof line, "wrote %s (%.2f MB)", out.c_str(), page.size() / 1e6);
   std::cout << line << "\n";
+  if (!std::isfinite(cap.loss)) {  // nothing of such a pass can be checked, or shown as a value
+    std::cout << "check FAILED: the loss is " << cap.loss << ", not a finite number\n";
+    return 1;
+  }
   if (cap.fd_failures() > 0) {
     std::cout << "check FAILED: " << cap.fd_failures() << " node(s) disagree with finite differences; the page marks them\n";
     return 1;

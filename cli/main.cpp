@@ -18,9 +18,11 @@
 #include "autograd/blas_buffers.h"
 #include "base/memory_limit.h"
 #include "autograd/parallel.h"
+#include "distributed/comm.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/suggest.h"
+#include "cli/utf8_args.h"
 #include "train/interrupt.h"
 
 namespace {
@@ -120,6 +122,19 @@ std::string flag_given_value(int argc, char** argv, const std::string& value) {
   std::_Exit(1);
 }
 
+// Every way out of main ends here: what was written is flushed, then the process ends at once.
+// Not exit(): it runs OpenBLAS's library destructor, which joins OpenBLAS's worker threads, and
+// a worker that started under too small an address space (ulimit -v) retries the mapping of its
+// work buffer forever, so the process that had printed its error never ended. Nothing of
+// attograd's needs a static destructor: files are written and closed before a command returns.
+[[noreturn]] void end_process(int status) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ag::distributed::Comm::finish_world();  // MPI_Finalize, as world()'s destructor would have done
+  std::_Exit(status);
+}
+
 const char* g_command = "";
 
 // OpenBLAS's work buffers are reserved before any BLAS call (autograd/blas_buffers.h): under
@@ -196,7 +211,9 @@ bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& 
 
 }  // namespace ag::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   ag::cli::ensure_fast_openblas_core(argv);  // may re-execute this program once (see blas_core.h)
   ag::train::install_process_signal_handlers();  // SIGPIPE and SIGXFSZ become failed writes (train/interrupt.h)
   std::set_terminate(on_terminate);
@@ -236,6 +253,12 @@ int main(int argc, char** argv) {
   }
   // From here on, argv[0] is the command's name, as cxxopts expects of a program.
   g_command = cmd->name;
+  // Before any work: a name or text that is not UTF-8 could not be written into the run's
+  // JSON, TOML, TensorBoard or HTML files at the end (cli/utf8_args.h).
+  if (const std::string bad = ag::cli::non_utf8_argument(argc - 1, argv + 1); !bad.empty()) {
+    std::fprintf(stderr, "attograd %s: error: %s\nTry 'attograd %s --help'.\n", cmd->name, bad.c_str(), cmd->name);
+    return 2;
+  }
   try {
     reserve_blas_buffers(cmd->name, argc, argv);
     return checked_output(cmd->name, cmd->run(argc - 1, argv + 1));
@@ -255,3 +278,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { end_process(run_main(argc, argv)); }

@@ -1,5 +1,7 @@
 #include "cli/matrix_flag.h"
 
+#include <cctype>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/short_quote.h"
@@ -65,7 +67,7 @@ viz::Matrix parse_matrix_flag(const std::string& flag, const std::string& text, 
   return m;
 }
 
-viz::AttentionWalkInput attention_input_from_flags(const cxxopts::ParseResult& r, bool* custom) {
+viz::AttentionWalkInput attention_input_from_flags(const cxxopts::ParseResult& r, bool* custom, DType dtype) {
   viz::AttentionWalkInput in = viz::AttentionWalkInput::seed();
   *custom = r.count("q") || r.count("k") || r.count("v");
   if (r.count("q")) in.q = parse_matrix_flag("--q", r["q"].as<std::string>());
@@ -91,6 +93,21 @@ viz::AttentionWalkInput attention_input_from_flags(const cxxopts::ParseResult& r
     viz::check_attention_walk_input(in);
   } catch (const std::invalid_argument& e) {
     throw UsageError(flag_of_message(e.what()) + ": " + e.what());
+  }
+  const bool f32 = dtype == DType::Float32;
+  const double largest = f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  if (const auto p = viz::attention_walk_range_problem(in, largest)) {
+    std::string flags;
+    for (const std::string& m : p->matrices) {
+      std::string f = "--" + m;
+      f[2] = static_cast<char>(std::tolower(static_cast<unsigned char>(f[2])));
+      flags += (flags.empty() ? "" : ", ") + f;
+    }
+    const std::string type = f32 ? "float32" : "float64";
+    const bool input = p->matrices.size() == 1 && p->quantity == p->matrices[0];
+    throw UsageError(flags + ": " + (input ? "a value, " + p->value + "," : p->quantity + " reaches " + p->value + ",") +
+                     " is beyond " + type + "'s range (largest " + (f32 ? "3.4e+38" : "1.8e+308") + "); give smaller values" +
+                     (f32 ? ", or --dtype float64" : ""));
   }
   return in;
 }

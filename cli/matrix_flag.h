@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/dtype.h"
 #include "cli/commands.h"
 #include "viz/attention_walk.h"
 
@@ -31,7 +32,9 @@ viz::Matrix parse_matrix_flag(const std::string& flag, const std::string& text, 
 
 // The seed example with the flags --q, --k, --v, --g, --mask and --causal of `args` applied,
 // checked (check_attention_walk_input; its complaints become UsageErrors naming the flag).
-// *custom is set when the user gave Q, K or V.
-viz::AttentionWalkInput attention_input_from_flags(const cxxopts::ParseResult& args, bool* custom);
+// *custom is set when the user gave Q, K or V. A value, or a quantity of the walk, beyond the
+// range of `dtype` (float64 or float32) is refused naming the flags it comes from and the value.
+viz::AttentionWalkInput attention_input_from_flags(const cxxopts::ParseResult& args, bool* custom,
+                                                   DType dtype = DType::Float64);
 
 }  // namespace ag::cli

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "models/registry.h"
+#include "train/config/config_error.h"
 #include "train/config/config_file.h"
 
 namespace ag::cli {
@@ -40,7 +41,11 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
   TrainFlags out;  // the defaults, then the file, then the flags given
   if (r.count("config")) {
     if (r.count("resume")) throw UsageError("--config cannot be combined with --resume: the run continues with its saved configuration");
-    out.from_file = train::read_config_toml(r["config"].as<std::string>(), out.config);
+    try {
+      out.from_file = train::read_config_toml(r["config"].as<std::string>(), out.config);
+    } catch (const train::ConfigError& e) {  // a value out of range, as on the command line (eval-iters)
+      throw UsageError(e.what());
+    }
   }
   train::visit_fields(out.config, [&](auto& v, const train::FieldInfo& f) {
     if (!r.count(f.flag)) return;

@@ -76,7 +76,7 @@ struct Comm::Impl {
   struct Peer {
     char host[64];
     int pid;
-    uint64_t job;  // rank 0's is the job's: heartbeats of other jobs are ignored
+    HeartbeatKey key;  // rank 0's is the job's secret: heartbeats not tagged under it are ignored
     HeartbeatAddress heartbeat;
   };
   std::vector<Peer> peers;
@@ -106,7 +106,9 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
   impl_->parent_pid = static_cast<int>(getppid());
 }
 
-Comm::~Comm() {
+Comm::~Comm() { shutdown(); }
+
+void Comm::shutdown() {
   if (impl_) impl_->heartbeat.reset();  // its thread ends before MPI does
 #ifdef ATTOGRAD_WITH_MPI
   if (impl_ && impl_->mpi && impl_->finalize) {
@@ -118,6 +120,14 @@ Comm::~Comm() {
     }
   }
 #endif
+}
+
+namespace {
+Comm* g_world = nullptr;  // world(), once called
+}  // namespace
+
+void Comm::finish_world() {
+  if (g_world) g_world->shutdown();
 }
 
 Comm& Comm::single() {
@@ -151,8 +161,7 @@ Comm& Comm::world() {
     if (c.size_ > 1) {
       c.impl_->heartbeat = std::make_unique<Heartbeat>(c.rank_, c.size_);
       me.heartbeat = c.impl_->heartbeat->local_address();
-      me.job = std::random_device{}();
-      me.job = (me.job << 32) ^ std::random_device{}() ^ static_cast<uint64_t>(me.pid);
+      me.key = new_heartbeat_key();  // only rank 0's is used: it reaches the others in the Allgather below
     }
     c.impl_->peers.assign(static_cast<size_t>(c.size_), Impl::Peer{});
     MPI_Allgather(&me, sizeof me, MPI_BYTE, c.impl_->peers.data(), sizeof me, MPI_BYTE, c.impl_->comm);
@@ -163,11 +172,12 @@ Comm& Comm::world() {
     if (c.impl_->heartbeat) {
       std::vector<HeartbeatAddress> addresses;
       for (const Impl::Peer& p : c.impl_->peers) addresses.push_back(p.heartbeat);
-      c.impl_->heartbeat->start(addresses, c.impl_->peers[0].job, kIdleHeartbeatInterval);
+      c.impl_->heartbeat->start(addresses, c.impl_->peers[0].key, kIdleHeartbeatInterval);
     }
     return c;
 #endif
   }();
+  g_world = &w;
   return w;
 }
 

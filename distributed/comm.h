@@ -37,6 +37,10 @@ class Comm {
   static Comm& world();
   // A single-process communicator, whatever the environment (for tests and tools).
   static Comm& single();
+  // What world()'s destructor does at exit (its heartbeat thread stopped, then MPI_Finalize,
+  // unless skip_finalize_at_exit), done now, for a program that ends with _Exit (cli/main.cpp:
+  // exit() could hang in OpenBLAS's destructor). Nothing when world() was never called.
+  static void finish_world();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -99,6 +103,7 @@ class Comm {
 
  private:
   Comm();
+  void shutdown();  // the destructor's work (heartbeat thread, MPI_Finalize); idempotent
   // Waits for the MPI_Request* `request`, collective number `number` (see the .cpp).
   void wait_request(void* request, int64_t number, const char* what);
   int rank_ = 0, size_ = 1, local_size_ = 1;

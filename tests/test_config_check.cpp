@@ -103,6 +103,7 @@ TEST(ConfigCheck, EveryRowsRuleRefusesAValueOutsideIt) {
       switch (f.check) {
         case Check::Positive: cases.emplace_back(with(f.flag, 0), " must be positive"); break;
         case Check::NonNegative: cases.emplace_back(with(f.flag, -1), " must be ≥ 0"); break;
+        case Check::EvalCount: cases.emplace_back(with(f.flag, -1), " must be a positive count or all, got '-1'"); break;
         case Check::Fraction:
           cases.emplace_back(with(f.flag, 1.0), " must be in [0, 1)");
           cases.emplace_back(with(f.flag, -0.5), " must be in [0, 1)");

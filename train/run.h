@@ -34,6 +34,8 @@ class Run {
   void init_weights_from(const models::LanguageModel& trained);
   // The state file's bytes are the same on every rank (rank 0 read and broadcast them).
   void resume_from(const SafeTensorsFile& state, const RunPosition& pos);
+  // A new run's identity (train/run_folder/run_identity.h), saved with each train state.
+  void set_run_id(std::string id) { pos_.run_id = std::move(id); }
 
   // The loop: at each evaluation point evaluate and checkpoint; otherwise step.
   TrainSummary run(bool resumed);

@@ -16,11 +16,13 @@
 #include "train/config/config_file.h"
 #include "train/logging/console_logger.h"
 #include "train/logging/metrics_logger.h"
+#include "train/logging/profile.h"
 #include "train/rank_agreement.h"
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
 #include "train/run_folder/run_dir.h"
 #include "train/run_folder/run_folder_writer.h"
+#include "train/run_folder/run_identity.h"
 #include "train/schedule.h"
 
 namespace ag::train {
@@ -75,16 +77,21 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out, const RunHoo
                              "); --init-from needs a text with exactly the model's characters");
   cfg.model.vocab_size = corpus.tokenizer.vocab_size();
   check_model(*entry, cfg);
+  if (comm.is_root()) ProfileSession::require_fits(cfg.profile_steps, cfg.out_dir);  // rank 0 writes the trace
   auto loggers = loggers_of(comm, cfg, out, hooks);
   // Locked (by rank 0, which alone writes it) once the command line has proven sound, before
   // anything is written.
   std::optional<RunDir> run_dir;
+  std::string run_id;
   if (comm.is_root()) {
     run_dir.emplace(cfg.out_dir, cfg.overwrite ? RunDir::Mode::Overwrite : RunDir::Mode::Fresh);
     report_removed(*run_dir, out);
     if (init) out << "initialized from " << init->path << "\n";
+    run_id = new_run_id();  // rank 0 alone writes the folder and its train states
+    write_run_id(cfg.out_dir, run_id);
   }
   Run run(cfg, *entry, std::move(corpus), comm, std::move(loggers), hooks);
+  run.set_run_id(run_id);
   if (init) run.init_weights_from(*init->model);  // every rank loaded the same file
   return run.run(/*resumed=*/false);
 }
@@ -126,16 +133,19 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   // Rank 0 locks the folder, reads the state and sends its bytes to every rank (the run folder
   // may exist on rank 0's machine only); each rank then parses and validates the same bytes.
   std::optional<RunDir> run_dir;
-  std::string bytes;
+  std::string bytes, folder_id;
   if (comm.is_root()) {
     RunDir::require_checkpoint(dir);
     run_dir.emplace(dir, RunDir::Mode::Resume);  // before reading: no other run may be writing it
     report_removed(*run_dir, out);
     bytes = read_input_file({state_path, state_path, memory_limit().bytes, "what this process may use", ""});
+    folder_id = read_run_id(dir);
   }
   comm.broadcast(bytes);
+  comm.broadcast(folder_id);  // every rank refuses a state of another run alike
   const SafeTensorsFile state = SafeTensorsFile::parse(std::move(bytes), state_path);
   LoadedTrainState st = read_train_state(state);
+  check_run_identity(dir, folder_id, st.pos.run_id, state_path);
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
   const models::ModelEntry& entry = validate_config(cfg, comm.size());
@@ -150,6 +160,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
                              " characters) does not match the train state's (" + std::to_string(st.tokenizer.vocab_size()) +
                              ") in " + state_path);
   check_model(entry, cfg);
+  if (comm.is_root()) ProfileSession::require_fits(cfg.profile_steps, cfg.out_dir);
   auto loggers = loggers_of(comm, cfg, out, hooks);
   if (iters_changed && comm.is_root()) {
     write_config_toml((fs::path(dir) / "config.toml").string(), cfg);  // the run's configuration is now this

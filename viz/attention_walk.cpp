@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <sstream>
 #include <stdexcept>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "viz/html_escape.h"
 
 namespace ag::viz {
 
@@ -25,7 +28,12 @@ Matrix::Matrix(std::initializer_list<std::initializer_list<double>> rows_) {
 double max_abs_diff(const Matrix& a, const Matrix& b) {
   if (a.rows != b.rows || a.cols != b.cols) return std::numeric_limits<double>::infinity();
   double m = 0;
-  for (size_t i = 0; i < a.v.size(); ++i) m = std::max(m, std::fabs(a.v[i] - b.v[i]));
+  for (size_t i = 0; i < a.v.size(); ++i) {
+    // A NaN or an infinity on either side is a disagreement, never a difference of 0 (inf − inf
+    // is NaN, and std::max would drop a NaN).
+    if (!std::isfinite(a.v[i]) || !std::isfinite(b.v[i])) return std::numeric_limits<double>::infinity();
+    m = std::max(m, std::fabs(a.v[i] - b.v[i]));
+  }
   return m;
 }
 
@@ -153,13 +161,54 @@ const std::string kSqrtD = "<msqrt><mi>d</mi></msqrt>";
 
 }  // namespace
 
+namespace {
+// The first entry of m beyond ±largest (or NaN), as "1.0e+40"; "" when all fit.
+std::string beyond(const Matrix& m, double largest) {
+  for (double x : m.v)
+    if (!(std::fabs(x) <= largest)) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1e", x);
+      return buf;
+    }
+  return "";
+}
+}  // namespace
+
+std::optional<AttentionWalkRangeProblem> attention_walk_range_problem(const AttentionWalkInput& in, double largest) {
+  // The inputs themselves, then every quantity of the walk in the order it is computed, each
+  // blamed on the inputs it is made of. Computed in double: beyond DBL_MAX it is inf.
+  for (const auto& [m, name] : {std::pair{&in.q, "Q"}, {&in.k, "K"}, {&in.v, "V"}, {&in.g, "G"}})
+    if (const std::string x = beyond(*m, largest); !x.empty()) return AttentionWalkRangeProblem{{name}, name, x};
+  const Matrix S = scores_of(in.q, in.k);
+  if (const std::string x = beyond(S, largest); !x.empty()) return AttentionWalkRangeProblem{{"Q", "K"}, "S = Q·Kᵀ/√d", x};
+  const Matrix A = softmax_rows(in, S);
+  const Matrix C = matmul(A, in.v);
+  const Matrix L(1, 1, loss_of_context(C, in.g));
+  if (const std::string x = beyond(L, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "L = Σ C ⊙ G", x};
+  const Matrix dA = matmul(in.g, transpose(in.v));
+  if (const std::string x = beyond(dA, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "dL/dA = G·Vᵀ", x};
+  Matrix dS(A.rows, A.cols);
+  for (int i = 0; i < A.rows; ++i) {
+    double r = 0;
+    for (int j = 0; j < A.cols; ++j) r += A(i, j) * dA(i, j);
+    for (int j = 0; j < A.cols; ++j) dS(i, j) = A(i, j) * (dA(i, j) - r);
+  }
+  if (const std::string x = beyond(dS, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "dL/dS", x};
+  const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(in.q.cols));
+  if (const std::string x = beyond(scaled(matmul(dS, in.k), inv_sqrt_d), largest); !x.empty())
+    return AttentionWalkRangeProblem{{"K", "V", "G"}, "dL/dQ = dL/dS·K/√d", x};
+  if (const std::string x = beyond(scaled(matmul(transpose(dS), in.q), inv_sqrt_d), largest); !x.empty())
+    return AttentionWalkRangeProblem{{"Q", "V", "G"}, "dL/dK = (dL/dS)ᵀ·Q/√d", x};
+  return std::nullopt;
+}
+
 double AttentionWalkStep::scale() const {
   double m = 1;
   for (double x : by_hand.v) m = std::max(m, std::fabs(x));
   return m;
 }
 bool AttentionWalkStep::agrees() const {
-  return engine_diff <= kEngineTolerance * scale() && fd_diff <= kFiniteDiffTolerance * scale();
+  return engine_diff <= kEngineTolerance * scale() && fd_diff <= kFiniteDiffTolerance * scale() + fd_floor;
 }
 bool AttentionWalk::agrees() const {
   return std::all_of(steps.begin(), steps.end(), [](const AttentionWalkStep& s) { return s.agrees(); });
@@ -178,6 +227,11 @@ double AttentionWalk::worst_fd_diff() const {
 
 AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
   check_attention_walk_input(in);
+  if (const auto p = attention_walk_range_problem(in, std::numeric_limits<double>::max())) {
+    std::string names;
+    for (const std::string& m : p->matrices) names += (names.empty() ? "" : ", ") + m;
+    throw std::invalid_argument(names + ": " + p->quantity + " reaches " + p->value + ", beyond float64's range");
+  }
   AttentionWalk w;
   w.in = in;
   const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(in.q.cols));
@@ -231,10 +285,20 @@ AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
   const Matrix fQ = finite_differences(in.q, h, [&](const Matrix& q) { return from_scores(scores_of(q, in.k)); });
   const Matrix fK = finite_differences(in.k, h, [&](const Matrix& k) { return from_scores(scores_of(in.q, k)); });
 
+  double l_abs = 0;  // Σ |G| ⊙ (A·|V|): the magnitudes L's rounded steps add up
+  for (int i = 0; i < in.g.rows; ++i)
+    for (int j = 0; j < in.g.cols; ++j) {
+      double c = 0;
+      for (int k = 0; k < A.cols; ++k) c += A(i, k) * std::fabs(in.v(k, j));
+      l_abs += std::fabs(in.g(i, j)) * c;
+    }
+  const double steps = static_cast<double>(in.k.rows + in.g.rows * in.g.cols + 8);
+  w.fd_floor = steps * (std::numeric_limits<double>::epsilon() / 2) * l_abs / h;
   auto step = [&](std::string q, std::string f, std::string mml, Matrix hand, Matrix eng, Matrix fd) {
-    AttentionWalkStep s{std::move(q), std::move(f), std::move(mml), std::move(hand), std::move(eng), std::move(fd), 0, 0};
+    AttentionWalkStep s{std::move(q), std::move(f), std::move(mml), std::move(hand), std::move(eng), std::move(fd), 0, 0, 0};
     s.engine_diff = max_abs_diff(s.by_hand, s.engine);
     s.fd_diff = max_abs_diff(s.by_hand, s.finite_diff);
+    s.fd_floor = w.fd_floor;
     w.steps.push_back(std::move(s));
   };
   const std::string dA_m = dl(mi("A"));
@@ -259,8 +323,10 @@ AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
 namespace {
 std::string num(double x, int decimals = 4) {
   if (x == 0) x = 0;  // no "-0.0000"
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  char buf[64];
+  // Large values in scientific notation: "%.4f" of 1e60 has 65 characters, and a buffer that
+  // cut it printed a number 13 orders of magnitude smaller. Printed values are the values.
+  std::snprintf(buf, sizeof buf, std::fabs(x) < 1e9 || !std::isfinite(x) ? "%.*f" : "%.*e", decimals, x);
   std::string s = buf;
   if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);  // -0.0000 (rounded) -> 0.0000
   return s;
@@ -335,8 +401,15 @@ std::string attention_walk_text(const AttentionWalk& w) {
   }
   double scale = 1;
   for (const auto& s : w.steps) scale = std::max(scale, s.scale());
-  os << "\nevery gradient equals the engine's to " << engine_diff_text(w.worst_engine_diff(), scale)
-     << " and finite differences to " << sci(w.worst_fd_diff()) << "\n";
+  if (w.fd_floor > kFiniteDiffTolerance)
+    os << "\nL's terms are large: finite differences of L cannot tell apart values closer than " << sci(w.fd_floor)
+       << " (their rounding floor), which the check allows\n";
+  if (w.agrees())
+    os << "\nevery gradient equals the engine's to " << engine_diff_text(w.worst_engine_diff(), scale)
+       << " and finite differences to " << sci(w.worst_fd_diff()) << "\n";
+  else
+    os << "\nsome gradient disagrees: the largest difference from the engine's is "
+       << engine_diff_text(w.worst_engine_diff(), scale) << ", from finite differences " << sci(w.worst_fd_diff()) << "\n";
   return os.str();
 }
 
@@ -357,11 +430,6 @@ std::string mathml_matrix(const Matrix& m, const AttentionWalkInput* hide = null
   return s + "</mtable><mo>]</mo></mrow>";
 }
 std::string math(const std::string& body) { return "<math display=\"block\">" + body + "</math>"; }
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) o += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
-  return o;
-}
 }  // namespace
 
 std::string attention_walk_html(const AttentionWalk& w) {
@@ -391,7 +459,7 @@ std::string attention_walk_html(const AttentionWalk& w) {
   os << math(mi("C") + mo("=") + mi("A") + mo("·") + mi("V") + mo("=") + mathml_matrix(w.context));
   os << math(mi("L") + mo("=") + "<munder><mo>∑</mo><mrow></mrow></munder>" + mi("C") + mo("⊙") + mi("G") + mo("=") + "<mn>" +
              num(w.loss) + "</mn>" + mo(",") + mi("G") + mo("=") + mathml_matrix(in.g));
-  os << "<p>" << escape(kWhyLoss) << "</p>\n";
+  os << "<p>" << html_text(kWhyLoss) << "</p>\n";
   os << "<h2>Backward</h2>\n<p>Each gradient three ways: by hand (its formula, in plain loops), as attograd's engine "
         "computed it (<code>retain_grad()</code> on a float64 forward built from ops), and by central finite differences "
         "of L (h = "
@@ -399,7 +467,7 @@ std::string attention_walk_html(const AttentionWalk& w) {
   int n = 1;
   for (const auto& s : w.steps) {
     const bool ok = s.agrees();
-    os << "<div class=\"step\" id=\"step" << n << "\"><h3>" << n << ". " << escape(s.quantity) << "</h3>\n"
+    os << "<div class=\"step\" id=\"step" << n << "\"><h3>" << n << ". " << html_text(s.quantity) << "</h3>\n"
        << math(s.formula_mathml) << "<table class=\"three\"><tr><td>by hand" << math(mathml_matrix(s.by_hand))
        << "</td><td>engine" << math(mathml_matrix(s.engine)) << "</td><td>finite differences"
        << math(mathml_matrix(s.finite_diff)) << "</td></tr></table>\n<p class=\"" << (ok ? "ok" : "bad")

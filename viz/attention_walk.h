@@ -14,6 +14,7 @@
 // forward built from ops: matmul, mul by 1/√d, masked_fill, softmax, matmul, mul, sum), and by
 // central finite differences of the loss as a function of that quantity (plain double loops).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,14 +49,29 @@ struct AttentionWalkInput {
 // disagree, a value is not finite, or a query is left with no key to attend to.
 void check_attention_walk_input(const AttentionWalkInput& in);
 
+// A number of the walk (an input, or a quantity computed from them) beyond ±largest: the
+// largest finite value of the type it runs in (DBL_MAX for explain, FLT_MAX for explore
+// --dtype float32). Such a walk would compare infinities and NaNs, so it is refused instead.
+struct AttentionWalkRangeProblem {
+  std::vector<std::string> matrices;  // the inputs it is made of: "Q", "K", "V", "G"
+  std::string quantity;               // "S = Q·Kᵀ/√d", or the input's name
+  std::string value;                  // the first value beyond the range, "1.0e+40" or "inf"
+};
+std::optional<AttentionWalkRangeProblem> attention_walk_range_problem(const AttentionWalkInput& in, double largest);
+
 struct AttentionWalkStep {
   std::string quantity;      // "dL/dV"
   std::string formula;       // "Aᵀ·G" (plain Unicode text)
   std::string formula_mathml;  // the same formula as MathML (inside <math>)
   Matrix by_hand, engine, finite_diff;
   double engine_diff = 0, fd_diff = 0;  // max |by_hand − engine|, max |by_hand − finite_diff|
+  // The rounding floor of central differences of L (AttentionWalk::fd_floor): a difference
+  // below it cannot be told from rounding, so it is not a disagreement.
+  double fd_floor = 0;
   double scale() const;   // max(1, max |by_hand|)
-  bool agrees() const;    // engine_diff <= kEngineTolerance·scale() and fd_diff <= kFiniteDiffTolerance·scale()
+  // engine_diff <= kEngineTolerance·scale() and fd_diff <= kFiniteDiffTolerance·scale() + fd_floor
+  // (a NaN or an infinity anywhere makes a difference infinite: it never agrees).
+  bool agrees() const;
 };
 
 // What `explain attention` calls agreement (its exit status is 1 otherwise).
@@ -66,6 +82,12 @@ struct AttentionWalk {
   Matrix scores, weights, context;  // S (scaled, before the mask), A, C
   double loss = 0;
   double fd_step = 1e-6;            // h of the central differences (f(x+h) − f(x−h)) / 2h
+  // What rounding alone can make of those differences: L is a sum of n = S + L·dv + 8 rounded
+  // steps over terms whose magnitudes add up to L_abs = Σ |G| ⊙ (A·|V|), so each f(x ± h) is off
+  // by at most about n·u·L_abs (u = 2^-53), and their difference over 2h by n·u·L_abs/h. Far
+  // below the tolerance for ordinary values (2.5e-8 for the seed example); for values near
+  // 1e60 it is what finite differences can tell at all.
+  double fd_floor = 0;
   std::vector<AttentionWalkStep> steps;  // dL/dcontext, dL/dV, dL/dA, dL/dS, dL/dQ, dL/dK
   bool agrees() const;  // every step
   double worst_engine_diff() const;

@@ -1,6 +1,8 @@
 #include "viz/explore.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -10,11 +12,22 @@
 namespace ag::viz {
 
 double ExploreNode::fd_relative_error() const {
+  // A NaN or an infinity on either side is a failure, never a match (inf − inf is NaN).
+  if (!std::isfinite(fd_lhs) || !std::isfinite(fd_rhs) || !std::isfinite(fd_noise))
+    return std::numeric_limits<double>::quiet_NaN();
+  // What rounding alone can make of the difference is forgiven: only the rest counts.
   const double den = std::fabs(fd_lhs) + std::fabs(fd_rhs);
-  return den == 0 ? 0.0 : std::fabs(fd_lhs - fd_rhs) / den;
+  const double beyond_rounding = std::max(0.0, std::fabs(fd_lhs - fd_rhs) - fd_noise);
+  return den == 0 ? 0.0 : beyond_rounding / den;
 }
 
-double ExploreCapture::fd_tolerance() const { return dtype == DType::Float64 ? 1e-6 : 2e-2; }
+// A float32 pass checked on its float64 twin compares the float32 backward's own results with
+// exact changes: what is left is that backward's rounding (2^-24 per operation, grown by the
+// op's reductions), far below 1e-3 and far above float64's 1e-6.
+double ExploreCapture::fd_tolerance() const {
+  if (dtype == DType::Float64) return 1e-6;
+  return fd_in_float64 ? 1e-3 : 2e-2;
+}
 
 int ExploreCapture::fd_failures() const {
   int n = 0;
@@ -57,12 +70,23 @@ class Recorder {
   ObserveRecordGuard guard_;
 };
 
-double dot_of_difference(const Tensor& g, const Tensor& plus, const Tensor& minus) {
+// ⟨g, plus − minus⟩, and in *noise the most that rounding the two replays' values to their
+// type (unit roundoff u) can have moved it: Σ |g|·κ·u·(|plus| + |minus|), κ = 4 for the few
+// roundings an op's own arithmetic adds to its result's. NaN when a value that counts is not
+// finite: the comparison then fails.
+double dot_of_difference(const Tensor& g, const Tensor& plus, const Tensor& minus, double* noise) {
   const auto gv = g.to_double_vector(), p = plus.to_double_vector(), m = minus.to_double_vector();
   if (gv.size() != p.size() || p.size() != m.size()) throw std::logic_error("explore: replayed shapes differ");
-  double s = 0;
-  for (size_t i = 0; i < gv.size(); ++i)
-    if (p[i] != m[i]) s += gv[i] * (p[i] - m[i]);  // unchanged entries add nothing, also −inf ones (a mask)
+  const double u = plus.dtype() == DType::Float32 ? 0x1p-24 : 0x1p-53;
+  double s = 0, r = 0;
+  for (size_t i = 0; i < gv.size(); ++i) {
+    if (!std::isfinite(gv[i])) return std::numeric_limits<double>::quiet_NaN();
+    if (p[i] == m[i] && (std::isfinite(p[i]) || gv[i] == 0)) continue;  // unchanged: adds nothing (a mask's −inf too)
+    if (!std::isfinite(p[i]) || !std::isfinite(m[i])) return std::numeric_limits<double>::quiet_NaN();
+    s += gv[i] * (p[i] - m[i]);
+    r += std::fabs(gv[i]) * 4 * u * (std::fabs(p[i]) + std::fabs(m[i]));
+  }
+  *noise += r;
   return s;
 }
 
@@ -190,25 +214,40 @@ ExploreCapture capture_explore(const std::function<Tensor()>& forward, const std
       return cap;
     }
   }
+  // The replays run on the float64 twin when there is one: the leaves moved are its own.
+  const bool twin = static_cast<bool>(opt.float64_twin);
+  std::vector<Tensor> replayed = twin ? opt.float64_twin_leaves : leaves;
+  if (twin) {
+    if (replayed.size() != leaves.size())
+      throw std::invalid_argument("explore: the float64 twin must have one leaf for each leaf given");
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (replayed[i].shape() != leaves[i].shape() || replayed[i].dtype() != DType::Float64)
+        throw std::invalid_argument("explore: the float64 twin's leaf " + std::to_string(i) + " is not a float64 copy of the leaf");
+    cap.fd_in_float64 = true;
+    if (!(opt.fd_step > 0)) cap.fd_step = 1e-6;
+  }
   Generator gen(opt.fd_seed);
   std::vector<Tensor> originals, steps;
-  for (const Tensor& l : leaves) {
+  for (const Tensor& l : replayed) {
     originals.push_back(l.detach().clone());
-    double ms = 0;
-    for (double v : l.to_double_vector()) ms += v * v;
-    const double rms = std::sqrt(ms / std::max<int64_t>(l.numel(), 1));
-    // u with entries of the leaf's own size (at least 0.01, for leaves that start at zero)
-    steps.push_back(mul(Tensor::randn(l.shape(), l.dtype(), gen), cap.fd_step * std::max(rms, 0.01)));
+    // u with each entry moved by ε times its own size (at least 0.01, for entries at zero). A
+    // step of the leaf's RMS moved a small entry of a leaf that also holds 1e20 by 1e14: far
+    // beyond where the function is linear, and the check failed on correct code.
+    const std::vector<double> x = l.to_double_vector(), r = Tensor::randn(l.shape(), DType::Float64, gen).to_double_vector();
+    std::vector<double> u(x.size());
+    for (size_t i = 0; i < x.size(); ++i) u[i] = r[i] * cap.fd_step * std::max(std::fabs(x[i]), 0.01);
+    steps.push_back(Tensor::from_vector(u, l.shape(), l.dtype()));
   }
+  const std::function<Tensor()>& replay_forward = twin ? opt.float64_twin : forward;
   auto replay = [&](double sign) {
     {
       NoGradGuard no_grad;
-      for (size_t i = 0; i < moving.size(); ++i) moving[i].copy_(add(originals[i], mul(steps[i], sign)));
+      for (size_t i = 0; i < replayed.size(); ++i) replayed[i].copy_(add(originals[i], mul(steps[i], sign)));
     }
     auto r = std::make_unique<Recorder>(/*copy=*/true);
-    forward();
+    replay_forward();
     NoGradGuard no_grad;
-    for (size_t i = 0; i < moving.size(); ++i) moving[i].copy_(originals[i]);
+    for (size_t i = 0; i < replayed.size(); ++i) replayed[i].copy_(originals[i]);
     return r;
   };
   const auto plus = replay(+1), minus = replay(-1);
@@ -227,16 +266,18 @@ ExploreCapture capture_explore(const std::function<Tensor()>& forward, const std
       return cap;
     }
     const double h2 = 2 * cap.fd_step;
-    n.fd_lhs = dot_of_difference(n.grad, p.output, m.output) / h2;
+    double noise = 0;
+    n.fd_lhs = dot_of_difference(n.grad, p.output, m.output, &noise) / h2;
     double rhs = 0;
     for (size_t k = 0; k < n.sent.size() && k < p.inputs.size(); ++k) {
       const Tensor &xp = p.inputs[k], &xm = m.inputs[k];
       if (!n.sent[k].defined() || !xp.defined() || !is_floating(xp.dtype())) continue;
-      rhs += dot_of_difference(n.sent[k], xp, xm);
+      rhs += dot_of_difference(n.sent[k], xp, xm, &noise);
     }
     // An input that moved but got no gradient counts against the check (a dropped gradient):
     // its change is then unexplained on the right-hand side.
     n.fd_rhs = rhs / h2;
+    n.fd_noise = noise / h2;
     n.fd_checked = true;
   }
   return cap;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "viz/graph_layout.h"
+#include "viz/html_escape.h"
 
 namespace ag::viz {
 
@@ -176,14 +177,12 @@ std::string explore_json(const ExploreCapture& cap) {
 }
 
 std::string explore_html(const ExploreCapture& cap, const ExplorePageOptions& opt) {
-  std::string data = explore_json(cap);
-  // Inside <script>, "</" could end the element: JSON allows "<\/" for it.
-  for (size_t at = 0; (at = data.find("</", at)) != std::string::npos; at += 3) data.replace(at, 2, "<\\/");
-  std::string command = nlohmann::json(opt.command).dump();
-  for (size_t at = 0; (at = command.find("</", at)) != std::string::npos; at += 3) command.replace(at, 2, "<\\/");
+  // No '<', '>' or '&' of the data reaches the script elements as itself (viz/html_escape.h).
+  const std::string data = json_for_script(explore_json(cap));
+  const std::string command = json_for_script(nlohmann::json(opt.command).dump());
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>attograd explore: ";
-  for (char c : cap.title) page += c == '<' ? "&lt;" : c == '&' ? "&amp;" : std::string(1, c);
+  page += html_text(cap.title);
   page += "</title>\n<style>\n";
   page += kExploreCss;
   page += "</style></head>\n<body>\n"

@@ -11,12 +11,17 @@ from the page:
              node's received gradient against dLoss/dWeights that `attograd attend --grads`
              wrote (attention_grads.safetensors, read here byte by byte);
 
-and in both: a click fills the panel; the next / previous buttons and the arrow keys step
+  hostile    `explore --checkpoint RUN --text TEXT` where the run folder's name, the corpus and
+             the text hold `<!--<script>`, `</script>` and a script that would set a flag
+             (issue 34, class 2): the page's own script runs (the graph is drawn, every node),
+             the title shows the text as it is, and no injected script ran;
+
+and in the first two: a click fills the panel; the next / previous buttons and the arrow keys step
 through the backward pass in the engine's order, marking the running node and exactly the
 edges whose gradient is known; picking a leaf highlights exactly the nodes on the paths from
 the loss to it; the page logs no error; a screenshot is saved.
 
-usage: explore_page.py --attograd BIN --workdir DIR --mode attention|gpt [--checkpoint RUN --text TEXT]
+usage: explore_page.py --attograd BIN --workdir DIR --mode attention|gpt|hostile [--checkpoint RUN --text TEXT]
                        [--screenshot PNG] [--page PAGE.html (an existing page: only open it and time it)]
 """
 
@@ -245,11 +250,43 @@ def check_gpt(d, D, grads_file, T):
     check_path(d, D, "blocks.0.attn.in_proj_weight")
 
 
+HOSTILE = "<!--<script>window.pwned=1</script><img src=x onerror=window.pwned=2>&amp;"
+
+
+def make_hostile_page(attograd, workdir):
+    """A run folder named with, trained on and explored with text that would break a page."""
+    corpus = os.path.join(workdir, "hostile_corpus.txt")
+    with open(corpus, "w") as f:
+        f.write((HOSTILE + " the engine counts the steps.\n") * 40)
+    run_dir = os.path.join(workdir, "run" + HOSTILE.replace("/", "|"))
+    run([attograd, "train", "--data", corpus, "--out", run_dir, "--overwrite", "--iters", "1", "--eval-every", "1",
+         "--eval-iters", "1", "--layers", "1", "--heads", "2", "--embd", "16", "--block", "24", "--batch", "2",
+         "--sample-tokens", "0", "--no-progress"])
+    page = os.path.join(workdir, "explore_hostile.html")
+    text = "<!--<script>x</script>&"
+    run([attograd, "explore", "--checkpoint", run_dir, "--text", text, "--out", page])
+    return page, text, run_dir
+
+
+def check_hostile(d, D, text, run_dir):
+    if d.execute_script("return window.pwned === undefined;") is not True:
+        fail("a script from the text ran in the page")
+    drawn = d.find_elements("css selector", "svg#graph g.node")
+    if len(drawn) != len(D["nodes"]):
+        fail(f"the graph shows {len(drawn)} nodes of {len(D['nodes'])}: the page's script did not run to its end")
+    shown = d.find_element("id", "title").text
+    if text not in shown or os.path.basename(run_dir) not in shown:
+        fail(f"the title does not show the text and the folder as they are: {shown!r}")
+    if d.title != "attograd explore: " + D["title"]:
+        fail(f"the document's title is {d.title!r}")
+    print(f"hostile text: the page drew all {len(drawn)} nodes, showed the text as it is, ran no injected script")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attograd")
     ap.add_argument("--workdir", default=".")
-    ap.add_argument("--mode", choices=["attention", "gpt", "open"], required=True)
+    ap.add_argument("--mode", choices=["attention", "gpt", "hostile", "open"], required=True)
     ap.add_argument("--checkpoint")
     ap.add_argument("--text")
     ap.add_argument("--screenshot")
@@ -259,6 +296,8 @@ def main():
     page = args.page or os.path.join(args.workdir, f"explore_{args.mode}.html")
     if args.mode == "attention":
         run([args.attograd, "explore", "--attention", "--unfused", "--out", page])
+    elif args.mode == "hostile":
+        page, hostile_text, hostile_run = make_hostile_page(args.attograd, args.workdir)
     elif args.mode == "gpt":
         run([args.attograd, "explore", "--checkpoint", args.checkpoint, "--text", args.text, "--unfused", "--out", page])
         run([args.attograd, "attend", "--checkpoint", args.checkpoint, "--text", args.text, "--grads", "--no-png",
@@ -270,7 +309,9 @@ def main():
         print(f"opened {page} ({size / 1e6:.2f} MB) in {seconds:.2f} s")
         check_no_errors(d)
         D = d.execute_script("return window.explore.data;")
-        if args.mode == "attention":
+        if args.mode == "hostile":
+            check_hostile(d, D, hostile_text, hostile_run)
+        elif args.mode == "attention":
             check_attention(d, D)
         elif args.mode == "gpt":
             T = len(args.text) - 1

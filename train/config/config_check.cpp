@@ -38,6 +38,9 @@ void check_field(const T& v, const FieldInfo& f) {
       case Check::NonNegative:
         if (!(x >= 0)) throw ConfigError(flag + " must be ≥ 0");
         break;
+      case Check::EvalCount:  // 0 holds "all": the rule the user reads is the command line's
+        if (!(x >= 0)) throw ConfigError(eval_iters_rule(flag, std::to_string(static_cast<int64_t>(x))));
+        break;
       case Check::Fraction:
         if (!(x >= 0 && x < 1)) throw ConfigError(flag + " must be in [0, 1)");
         break;

@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "base/input_file.h"
+#include "train/config/config_error.h"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
@@ -39,9 +40,15 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
     else fail("a number");
   } else {
     if constexpr (std::is_same_v<T, int64_t>) {
-      if (key == "eval-iters" && n.is_string()) {  // eval-iters = "all"
-        if (n.as_string()->get() != "all") fail("a positive integer or \"all\"");
-        dst = kEvalWholeSplit;
+      if (key == "eval-iters") {  // the command line's rule and message (train/config/run_config.h)
+        const std::string given = n.is_string()    ? n.as_string()->get()
+                                  : n.is_integer() ? std::to_string(n.as_integer()->get())
+                                                   : "a " + std::string(n.is_floating_point() ? "float" : "non-number");
+        if (!(n.is_string() && given == "all") && !(n.is_integer() && n.as_integer()->get() > 0))
+          // A value out of range, as on the command line: a usage error (exit status 2).
+          throw ConfigError(where(source, n) + ": " + eval_iters_rule("'eval-iters'", given) +
+                            (given == "0" ? " (a config.toml written before this rule said 0 for all)" : ""));
+        dst = n.is_string() ? kEvalWholeSplit : n.as_integer()->get();
         return;
       }
     }
@@ -70,6 +77,13 @@ std::string toml_value(const T& v) {
   } else {
     return format_value(v);
   }
+}
+// A field's value as TOML; eval-iters's whole split as "all", the one way to say it.
+template <class T>
+std::string toml_value(const T& v, const FieldInfo& f) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    if (std::string(f.flag) == "eval-iters" && v == kEvalWholeSplit) return "\"all\"";
+  return toml_value(v);
 }
 
 // toml++ builds a dotted key `a.a.a.….a = 1` as that many nested tables, recursively: 300,000
@@ -188,7 +202,7 @@ std::string config_to_toml(const TrainConfig& cfg) {
   if (init) out += "# init-from: the model's fields (but dropout) are the checkpoint's, shown as comments\n";
   visit_fields(cfg, [&](const auto& v, const FieldInfo& f) {
     const bool comment = init && model_field_from_checkpoint(f.flag);
-    out += std::string("\n# ") + f.help + "\n" + (comment ? "# " : "") + f.flag + " = " + toml_value(v) + "\n";
+    out += std::string("\n# ") + f.help + "\n" + (comment ? "# " : "") + f.flag + " = " + toml_value(v, f) + "\n";
   });
   return out;
 }

@@ -20,6 +20,10 @@ std::string format_value(double v) {
 }
 std::string format_value(int64_t v) { return std::to_string(v); }
 
+std::string eval_iters_rule(const std::string& name, const std::string& given) {
+  return name + " must be a positive count or all, got '" + given + "'";
+}
+
 int64_t parse_eval_iters(const std::string& text) {
   if (text == "all") return kEvalWholeSplit;
   size_t used = 0;
@@ -28,8 +32,7 @@ int64_t parse_eval_iters(const std::string& text) {
     v = std::stoll(text, &used);
   } catch (const std::exception&) {
   }
-  if (used != text.size() || text.empty() || v <= 0)
-    throw std::invalid_argument("--eval-iters must be a positive count or all, got '" + text + "'");
+  if (used != text.size() || text.empty() || v <= 0) throw std::invalid_argument(eval_iters_rule("--eval-iters", text));
   return v;
 }
 

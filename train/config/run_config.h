@@ -35,6 +35,7 @@ enum class Check {
   Fraction,     // in [0, 1)
   Threads,      // in 0..parallel::kMaxThreads
   Timeout,      // 0 (wait forever) or ≥ 1 second (a shorter one would count a rank lost between two heartbeats)
+  EvalCount,    // eval-iters: a positive count, or 0 holding "all" (kEvalWholeSplit); eval_iters_rule's message
 };
 
 // clang-format off
@@ -59,7 +60,7 @@ enum class Check {
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse, Fraction)                                                \
   X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse, NonNegative)            \
   X(int64_t,     eval_every,     "eval-every",     250,   "evaluate and checkpoint every N steps", Refuse, Positive)                      \
-  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, NonNegative) \
+  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, EvalCount) \
   X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse, Positive)                                   \
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse, Any)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh, Threads) \
@@ -119,6 +120,10 @@ inline constexpr int64_t kBudgetProbeEnd = 10;
 
 // --eval-iters all: the whole validation split (train/evaluate.h).
 inline constexpr int64_t kEvalWholeSplit = 0;
+// The one rule of eval-iters, for the command line and a TOML file alike: a positive count or
+// all (0 is how "all" is held, never a count the user gives). "NAME must be a positive count or
+// all, got 'GIVEN'".
+std::string eval_iters_rule(const std::string& name, const std::string& given);
 // --eval-iters: "all" (kEvalWholeSplit) or a count; throws std::invalid_argument otherwise.
 int64_t parse_eval_iters(const std::string& text);
 std::string format_eval_iters(int64_t n);  // "all" or the count

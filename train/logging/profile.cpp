@@ -1,6 +1,14 @@
 #include "train/logging/profile.h"
 
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <limits>
+#include <set>
+#include <stdexcept>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -8,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/memory_limit.h"
+#include "train/config/config_error.h"
 
 namespace ag::train {
 
@@ -86,6 +96,33 @@ Owner owner_at(const ThreadView& main, int64_t t) {
   return i >= 0 ? main.owner[static_cast<size_t>(i)] : Owner{};
 }
 
+// One complete ("X") event of the trace.
+nlohmann::json event_json(const Event& e, int tid) {
+  nlohmann::json j = {{"name", e.name},
+                      {"cat", profiler::category_name(e.cat)},
+                      {"ph", "X"},
+                      {"ts", static_cast<double>(e.begin_ns) / 1e3},
+                      {"dur", static_cast<double>(dur(e)) / 1e3},
+                      {"pid", 1},
+                      {"tid", tid}};
+  if (e.cat == Category::Gemm)
+    j["args"] = {{"M", e.args[0]}, {"N", e.args[1]}, {"K", e.args[2]}, {"GFLOP", gflop_of(e)}};
+  else if (e.cat == Category::PoolTask)
+    j["args"] = {{"begin", e.args[0]}, {"end", e.args[1]}};
+  else if (e.cat == Category::Step)
+    j["args"] = {{"iter", e.args[0]}};
+  return j;
+}
+
+// A thread's two metadata events: its name and its place in the viewer.
+std::string thread_metadata(int tid) {
+  const std::string name = tid == 0 ? "main (the training step)" : "thread " + std::to_string(tid);
+  return nlohmann::json({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}}).dump() +
+         ",\n" +
+         nlohmann::json({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"sort_index", tid}}}})
+             .dump();
+}
+
 }  // namespace
 
 std::string chrome_trace_json(const std::vector<ThreadEvents>& threads, const std::string& title) {
@@ -96,24 +133,8 @@ std::string chrome_trace_json(const std::vector<ThreadEvents>& threads, const st
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", t.tid}, {"args", {{"name", name}}}});
     events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", t.tid}, {"args", {{"sort_index", t.tid}}}});
   }
-  for (const ThreadEvents& t : threads) {
-    for (const Event& e : t.events) {
-      nlohmann::json j = {{"name", e.name},
-                          {"cat", profiler::category_name(e.cat)},
-                          {"ph", "X"},
-                          {"ts", static_cast<double>(e.begin_ns) / 1e3},
-                          {"dur", static_cast<double>(dur(e)) / 1e3},
-                          {"pid", 1},
-                          {"tid", t.tid}};
-      if (e.cat == Category::Gemm)
-        j["args"] = {{"M", e.args[0]}, {"N", e.args[1]}, {"K", e.args[2]}, {"GFLOP", gflop_of(e)}};
-      else if (e.cat == Category::PoolTask)
-        j["args"] = {{"begin", e.args[0]}, {"end", e.args[1]}};
-      else if (e.cat == Category::Step)
-        j["args"] = {{"iter", e.args[0]}};
-      events.push_back(std::move(j));
-    }
-  }
+  for (const ThreadEvents& t : threads)
+    for (const Event& e : t.events) events.push_back(event_json(e, t.tid));
   const nlohmann::json trace = {{"traceEvents", std::move(events)},
                                 {"displayTimeUnit", "ms"},
                                 {"otherData", {{"producer", "attograd"}, {"title", title}}}};
@@ -241,11 +262,127 @@ std::string format_profile_table(const ProfileSummary& s, const std::string& tit
   return out;
 }
 
+void add_to_summary(ProfileSummary& sum, const ProfileSummary& part) {
+  sum.steps += part.steps;
+  sum.step_ms += part.step_ms;
+  for (const auto& phase : part.phases_ms) {  // not a structured binding: clang 14 will not capture one
+    auto it = std::find_if(sum.phases_ms.begin(), sum.phases_ms.end(), [&](const auto& ph) { return ph.first == phase.first; });
+    if (it == sum.phases_ms.end()) sum.phases_ms.push_back(phase);
+    else it->second += phase.second;
+  }
+  sum.covered_ms += part.covered_ms;
+  for (const OpStats& r : part.ops) {
+    auto it = std::find_if(sum.ops.begin(), sum.ops.end(), [&](const OpStats& o) { return o.name == r.name; });
+    if (it == sum.ops.end()) {
+      sum.ops.push_back(r);
+      continue;
+    }
+    it->fwd_calls += r.fwd_calls, it->bwd_calls += r.bwd_calls;
+    it->fwd_total_ms += r.fwd_total_ms, it->fwd_self_ms += r.fwd_self_ms;
+    it->bwd_total_ms += r.bwd_total_ms, it->bwd_self_ms += r.bwd_self_ms;
+    it->fwd_gemm_gflop += r.fwd_gemm_gflop, it->bwd_gemm_gflop += r.bwd_gemm_gflop;
+  }
+  std::stable_sort(sum.ops.begin(), sum.ops.end(), [](const OpStats& a, const OpStats& b) {
+    return a.fwd_self_ms + a.bwd_self_ms > b.fwd_self_ms + b.bwd_self_ms;
+  });
+  sum.gemm_calls += part.gemm_calls;
+  sum.gemm_gflop += part.gemm_gflop, sum.gemm_ms += part.gemm_ms;
+  sum.pool_tasks += part.pool_tasks;
+  sum.pool_task_ms += part.pool_task_ms;
+  sum.threads = std::max(sum.threads, part.threads);
+}
+
+// The trace file as it is written: DIR/trace.json.tmp, renamed to DIR/trace.json once complete.
+// Every write is checked; a failure throws std::runtime_error naming the file and the reason.
+struct ProfileSession::Trace {
+  std::string path, tmp;
+  std::FILE* f = nullptr;
+  bool first = true;
+  std::set<int> tids;
+
+  Trace(std::string final_path, const std::string& title) : path(std::move(final_path)), tmp(path + ".tmp") {
+    f = std::fopen(tmp.c_str(), "wb");
+    if (!f) fail("cannot create " + tmp);
+    try {
+      const nlohmann::json process = {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", title}}}};
+      put("{\"traceEvents\":[\n");
+      item(process.dump());
+    } catch (...) {  // no destructor runs for a constructor that throws
+      std::fclose(f);
+      std::remove(tmp.c_str());
+      throw;
+    }
+  }
+  ~Trace() {
+    if (f) std::fclose(f);
+    if (!tmp.empty()) std::remove(tmp.c_str());  // not completed: no partial trace is left
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    const int err = errno;
+    throw std::runtime_error(what + ": " + (err == EFBIG ? std::string("File too large (the file-size limit, ulimit -f)")
+                                                         : std::strerror(err ? err : EIO)));
+  }
+  void put(const std::string& s) {
+    errno = 0;
+    if (std::fwrite(s.data(), 1, s.size(), f) != s.size() || std::ferror(f)) fail("write to " + tmp + " failed");
+  }
+  void item(const std::string& json) {
+    put((first ? "" : ",\n") + json);
+    first = false;
+  }
+  void events(const std::vector<ThreadEvents>& threads) {
+    for (const ThreadEvents& t : threads) {
+      if (tids.insert(t.tid).second) item(thread_metadata(t.tid));
+      for (const Event& e : t.events) item(event_json(e, t.tid).dump());
+    }
+    errno = 0;
+    if (std::fflush(f) != 0) fail("write to " + tmp + " failed");  // a full disk shows now, not at the end
+  }
+  void complete(const std::string& title) {
+    const nlohmann::json other = {{"producer", "attograd"}, {"title", title}};
+    put("\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + other.dump() + "}\n");
+    errno = 0;
+    if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) fail("write to " + tmp + " failed");
+    const int rc = std::fclose(f);
+    f = nullptr;
+    if (rc != 0) fail("write to " + tmp + " failed");
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to " + path);
+    tmp.clear();
+  }
+};
+
 ProfileSession::ProfileSession(int64_t steps, std::string dir, std::string title)
     : steps_(steps), dir_(std::move(dir)), title_(std::move(title)) {}
 
 ProfileSession::~ProfileSession() {
   if (recording_) (void)profiler::stop();  // a step threw: leave the profiler off
+}
+
+void ProfileSession::require_fits(int64_t steps, const std::string& dir) {
+  if (steps <= 0) return;
+  const int64_t need = steps > std::numeric_limits<int64_t>::max() / kMinTraceBytesPerStep
+                           ? std::numeric_limits<int64_t>::max()
+                           : steps * kMinTraceBytesPerStep;
+  auto refuse = [&](const std::string& room) {
+    throw ConfigError("train: --profile-steps " + std::to_string(steps) + ": its trace needs at least " + human_bytes(need) +
+                      " (" + std::to_string(kMinTraceBytesPerStep) + " bytes a step at the least), more than " + room +
+                      "; lower --profile-steps");
+  };
+  rlimit fsize{};
+  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+      static_cast<uint64_t>(need) > static_cast<uint64_t>(fsize.rlim_cur))
+    refuse("the file-size limit (ulimit -f) of " + human_bytes(static_cast<int64_t>(fsize.rlim_cur)));
+  // The free space where the trace will be: the folder, or the nearest parent that exists.
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  while (!p.empty() && !std::filesystem::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  struct statvfs vfs {};
+  if (::statvfs(p.c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (static_cast<uint64_t>(need) > free_bytes)
+      refuse("the " + human_bytes(static_cast<int64_t>(std::min<uint64_t>(free_bytes, INT64_MAX))) +
+             " free on the filesystem of " + dir);
+  }
 }
 
 void ProfileSession::begin_step(int64_t iter) {
@@ -256,37 +393,77 @@ void ProfileSession::begin_step(int64_t iter) {
   step_.emplace("step", Category::Step, iter);
 }
 
+void ProfileSession::append(const std::vector<ThreadEvents>& threads) {
+  if (!trace_) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);  // (bench's --profile DIR may be new; a failure shows in the write)
+    trace_ = std::make_unique<Trace>((std::filesystem::path(dir_) / "trace.json").string(), title_);
+  }
+  trace_->events(threads);
+  add_to_summary(sums_, summarize(threads));
+}
+
+void ProfileSession::give_up(std::ostream& out, const std::string& why) {
+  if (recording_) (void)profiler::stop(), recording_ = false;
+  trace_.reset();  // removes the unfinished temporary file
+  done_ = true;
+  out << "profile: " << why << "; profiling stopped after " << profiled_ << " of " << steps_
+      << " profiled steps (the run goes on)\n";
+  out.flush();
+}
+
 void ProfileSession::end_step(std::ostream& out) {
   if (!step_) return;
   step_.reset();
-  if (++profiled_ == steps_) write(out);
-  else profiler::pause();
+  profiler::pause();
+  ++profiled_;
+  try {
+    append(profiler::drain());
+  } catch (const std::exception& e) {
+    give_up(out, e.what());
+    return;
+  }
+  if (profiled_ == steps_) complete(out);
 }
 
 void ProfileSession::finish(std::ostream& out) {
   if (steps_ <= 0 || done_) return;
-  step_.reset();
+  if (step_) {  // the run ended inside a profiled step: its events join the others'
+    step_.reset();
+    profiler::pause();
+    std::vector<ThreadEvents> partial = profiler::drain();
+    try {
+      if (profiled_ > 0) append(partial);
+    } catch (const std::exception& e) {
+      give_up(out, e.what());
+      return;
+    }
+  }
   out << "profile: the run ended after " << profiled_ << " of the " << steps_
       << " profiled steps (the first step is a warm-up, not profiled)\n";
-  if (profiled_ > 0) write(out);
+  if (profiled_ > 0) complete(out);
   else if (recording_) (void)profiler::stop(), recording_ = false;
   done_ = true;
 }
 
-void ProfileSession::write(std::ostream& out) {
-  const std::vector<ThreadEvents> threads = profiler::stop();
+void ProfileSession::complete(std::ostream& out) {
+  (void)profiler::stop();
   recording_ = false;
-  done_ = true;
   const std::filesystem::path dir(dir_);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);  // (bench's --profile DIR may be new; a failure shows in the write)
-  write_file_atomically((dir / "trace.json").string(), chrome_trace_json(threads, title_));
-  const std::string table = format_profile_table(summarize(threads), title_);
-  write_file_atomically((dir / "profile_table.txt").string(), table);
-  out << table << "trace: " << (dir / "trace.json").string()
-      << " (open it in https://ui.perfetto.dev or chrome://tracing); this table: " << (dir / "profile_table.txt").string()
-      << "\n";
-  out.flush();
+  try {
+    if (!trace_) append({});
+    trace_->complete(title_);
+    trace_.reset();
+    const std::string table = format_profile_table(sums_, title_);
+    write_file_atomically((dir / "profile_table.txt").string(), table);
+    done_ = true;
+    out << table << "trace: " << (dir / "trace.json").string()
+        << " (open it in https://ui.perfetto.dev or chrome://tracing); this table: " << (dir / "profile_table.txt").string()
+        << "\n";
+    out.flush();
+  } catch (const std::exception& e) {
+    give_up(out, e.what());
+  }
 }
 
 }  // namespace ag::train

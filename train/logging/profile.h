@@ -4,6 +4,7 @@
 // and `attograd bench train --profile` write them (docs/studying.md says how to read them).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -48,15 +49,25 @@ std::string format_profile_table(const ProfileSummary& s, const std::string& tit
 
 // A training loop's profile: call begin_step() and end_step() around each step. The first step
 // is a warm-up (buffers are allocated, caches filled) and is not recorded; the next `steps`
-// steps are. After the last of them it writes DIR/trace.json and DIR/profile_table.txt (with
-// the project's atomic writer) and prints the table to `out`. Between steps the profiler is
-// paused, so evaluations and logging stay out of the trace. steps = 0: does nothing.
+// steps are. Each profiled step's events go to DIR/trace.json as soon as it ends (a temporary
+// file, renamed into place when the trace is complete), and into the table's running sums, so
+// memory stays that of one step however many are profiled. After the last of them it writes
+// DIR/profile_table.txt and prints the table to `out`. Between steps the profiler is paused, so
+// evaluations and logging stay out of the trace. A write that fails (a full disk, ulimit -f)
+// ends the profile with a message on `out`, never the run. steps = 0: does nothing.
 class ProfileSession {
  public:
   ProfileSession(int64_t steps, std::string dir, std::string title);
   ~ProfileSession();
   ProfileSession(const ProfileSession&) = delete;
   ProfileSession& operator=(const ProfileSession&) = delete;
+
+  // Refuses (ConfigError naming --profile-steps) a count whose trace cannot fit even at its
+  // smallest, kMinTraceBytesPerStep a step, in the file-size limit (ulimit -f) or the space
+  // free on DIR's filesystem: before the first step, not after hours of training.
+  static void require_fits(int64_t steps, const std::string& dir);
+  // A profiled step writes at least its step event and its four phases (about 90 bytes each).
+  static constexpr int64_t kMinTraceBytesPerStep = 400;
 
   void begin_step(int64_t iter);
   void end_step(std::ostream& out);
@@ -65,12 +76,21 @@ class ProfileSession {
   bool done() const { return done_; }
 
  private:
-  void write(std::ostream& out);
+  void append(const std::vector<profiler::ThreadEvents>& threads);  // to the trace and the sums
+  void complete(std::ostream& out);                                  // the trace's end, the table
+  void give_up(std::ostream& out, const std::string& why);           // a failed write: profiling ends
   int64_t steps_;
   std::string dir_, title_;
   int64_t seen_ = 0, profiled_ = 0;
   bool recording_ = false, done_ = false;
   std::optional<profiler::RecordScope> step_;
+  struct Trace;                   // the trace file being written
+  std::unique_ptr<Trace> trace_;
+  std::string failure_;           // a write that failed where there was no stream to say it
+  ProfileSummary sums_;           // the steps so far, added up
 };
+
+// Adds one part of a profile (summarize of some steps' events) to the sums of the others.
+void add_to_summary(ProfileSummary& sum, const ProfileSummary& part);
 
 }  // namespace ag::train

@@ -33,7 +33,7 @@ std::string holder_pid(int fd) {
 // Files a run may write besides run_files(): they belong to it (removed with it) but do not
 // make a folder a run.
 bool run_extra_file(const std::string& name) {
-  return name == "config.toml" || name == "trace.json" || name == "profile_table.txt" ||
+  return name == "config.toml" || name == "run_id" || name == "trace.json" || name == "profile_table.txt" ||
          (name.rfind("grad_report_iter", 0) == 0 && name.ends_with(".txt"));
 }
 

@@ -112,6 +112,7 @@ void save_train_state(const std::string& path, const TrainConfig& cfg, const mod
       {"rng.eval", rng_to_json(pos.rng_eval)},
       {"config", config_to_json(cfg)},
       {"vocab", json(tok.chars()).dump()}};
+  if (!pos.run_id.empty()) md["run_id"] = pos.run_id;  // train/run_folder/run_identity.h
   seal_metadata(md);
   save_safetensors(path, tensors, md);
 }
@@ -132,6 +133,7 @@ LoadedTrainState read_train_state(const SafeTensorsFile& f) {
   }
   try {
     s.tokenizer = data::CharTokenizer::from_chars(json::parse(meta(f, "vocab")).get<std::vector<std::string>>());
+    if (const auto id = f.metadata().find("run_id"); id != f.metadata().end()) s.pos.run_id = id->second;
     s.pos.iter = std::stoll(meta(f, "iter"));
     s.pos.eval_done = meta(f, "eval_done") == "true";
     s.pos.skipped_updates = std::stoll(meta(f, "skipped_updates"));

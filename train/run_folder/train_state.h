@@ -33,6 +33,7 @@ struct RunPosition {
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();
   double last_val_loss = std::numeric_limits<double>::quiet_NaN();
   double elapsed_s = 0;
+  std::string run_id;  // the run's identity (train/run_folder/run_identity.h); "" in states written before it
 };
 
 void save_train_state(const std::string& path, const TrainConfig& cfg, const models::LanguageModel& model,
