@@ -10,7 +10,7 @@ LAUNCHER     := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build test train speedrun resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
+.PHONY: all deps build python-venv test train speedrun resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -22,9 +22,22 @@ deps:
 deps-graphviz:
 	@ATTOGRAD_EXTRA_PACKAGES=graphviz scripts/setup-deps.sh
 
-build: deps
+# The Python package (python/, docs/python.md) is built into the Release build with a venv of
+# Debian's python3 (python3-venv, python3-dev) holding nanobind, NumPy and pytest from PyPI; ctest
+# runs its pytest suite with it. `pip install .` is the other way to build it (pyproject.toml).
+PYTHON3     ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PYTHON_VENV ?= $(BUILD)/python-venv
+PYTHON_PKGS ?= "nanobind>=2.4,<4" numpy pytest
+python-venv: deps
 	@scripts/check-build-dir.sh $(BUILD) .
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
+	@test -x $(PYTHON_VENV)/bin/python || $(PYTHON3) -m venv $(PYTHON_VENV)
+	@$(PYTHON_VENV)/bin/python -c "import nanobind, numpy, pytest" 2>/dev/null || \
+	  $(PYTHON_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(PYTHON_PKGS)
+
+build: deps python-venv
+	@scripts/check-build-dir.sh $(BUILD) .
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) -DATTOGRAD_PYTHON=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PYTHON_VENV))/bin/python $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
 
 test: build
@@ -88,7 +101,8 @@ fuzz:
 # PyTorch twin (docs/speedrun.md).
 BENCH_FLAGS ?=
 bench: build
-	@python3 bench/compare.py --attograd $(BUILD)/attograd $(BENCH_FLAGS)
+	@python3 bench/compare.py --attograd $(BUILD)/attograd --attograd-python $(PYTHON_VENV)/bin/python \
+	  --attograd-pythonpath $(BUILD)/python $(BENCH_FLAGS)
 
 bench-torch2:
 	@python3 -m venv .venv-torch && .venv-torch/bin/pip install --quiet torch numpy tensorboard

@@ -3,6 +3,7 @@
 #define BOOST_STACKTRACE_LINK
 #include "autograd/anomaly.h"
 
+#include <atomic>
 #include <boost/stacktrace.hpp>
 #include <filesystem>
 #include <string_view>
@@ -27,11 +28,23 @@ AnomalyScope::~AnomalyScope() {
 
 const std::string* current_anomaly_scope() { return g_anomaly_scopes.empty() ? nullptr : &g_anomaly_scopes.back(); }
 
+namespace {
+std::atomic<ForeignStackCapture> g_foreign_capture{nullptr};
+constexpr int kForeignFrames = 8;
+}  // namespace
+
+void set_foreign_stack_capture(ForeignStackCapture capture) { g_foreign_capture = capture; }
+
 struct ForwardStack {
   boost::stacktrace::stacktrace frames;
+  std::string foreign;  // the front end's frames, when it has some (set_foreign_stack_capture)
 };
 
-std::shared_ptr<const ForwardStack> capture_forward_stack() { return std::make_shared<ForwardStack>(); }
+std::shared_ptr<const ForwardStack> capture_forward_stack() {
+  auto stack = std::make_shared<ForwardStack>();
+  if (const ForeignStackCapture capture = g_foreign_capture.load()) stack->foreign = capture(kForeignFrames);
+  return stack;
+}
 
 namespace {
 
@@ -58,6 +71,18 @@ bool inside_library(const std::string& file) {
 }  // namespace
 
 std::string describe_user_frames(const ForwardStack& stack, int max_frames) {
+  if (!stack.foreign.empty()) {
+    std::string out;
+    size_t begin = 0;
+    for (int shown = 0; shown < max_frames && begin < stack.foreign.size(); ++shown) {
+      const size_t end = stack.foreign.find('\n', begin);
+      const size_t stop = end == std::string::npos ? stack.foreign.size() : end + 1;
+      out += stack.foreign.substr(begin, stop - begin);
+      begin = stop;
+    }
+    if (!out.ends_with('\n')) out += '\n';
+    return out;
+  }
   std::string out;
   int shown = 0;
   bool past_library = false;

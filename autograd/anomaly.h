@@ -48,7 +48,15 @@ std::shared_ptr<const ForwardStack> capture_forward_stack();
 // The first `max_frames` frames of the stack outside attograd's own autograd/ sources, innermost
 // first, one "  FILE:LINE in FUNCTION" line each: the user's code that called the op, and its
 // callers up to main. Frames without line information (a library built without -g) are passed
-// over; when none is left the text says so.
+// over; when none is left the text says so. When a foreign capture (below) returned frames, those
+// are the user's code, and they are shown instead.
 std::string describe_user_frames(const ForwardStack& stack, int max_frames = 4);
+
+// A front end in another language (the Python package) names its own user's line: `capture`
+// runs wherever a forward stack is taken (in anomaly mode only, on the thread recording the op)
+// and returns that language's frames, innermost first, one "  FILE:LINE in FUNCTION" line each,
+// or "" when none of its code is running. The C++ frames under it would be the binding's own.
+using ForeignStackCapture = std::string (*)(int max_frames);
+void set_foreign_stack_capture(ForeignStackCapture capture);
 
 }  // namespace ag

@@ -32,6 +32,7 @@
 // retain_graph, a function that saved variables frees them after its backward, and a second
 // backward through it throws, as torch's.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -88,7 +89,9 @@ class AutogradContext {
 
 namespace detail {
 
-using UserBackward = std::vector<Tensor> (*)(AutogradContext*, std::vector<Tensor>);
+// A function pointer for Function<T>; a closure for a front end whose Functions are objects of
+// its own language (the Python package's autograd.Function).
+using UserBackward = std::function<std::vector<Tensor>(AutogradContext*, std::vector<Tensor>)>;
 
 // "MyExp" from typeid(MyExp).name().
 std::string demangle(const char* mangled);

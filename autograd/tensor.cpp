@@ -68,7 +68,13 @@ Storage::Storage(size_t n) : nbytes(n) {
   for (int64_t peak = g_peak_bytes.load(); now > peak && !g_peak_bytes.compare_exchange_weak(peak, now);) {
   }
 }
+Storage::Storage(void* external, size_t n, std::function<void()> release)
+    : data(external), nbytes(n), release_external(std::move(release)) {}
 Storage::~Storage() {
+  if (release_external) {
+    release_external();
+    return;
+  }
   buffer_cache::release(data, ((nbytes + 63) / 64) * 64);
   g_current_bytes -= static_cast<int64_t>(nbytes);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autograd/dtype.h"
+#include "autograd/errors.h"
 #include "autograd/random.h"
 
 namespace ag {
@@ -32,14 +33,18 @@ struct MemoryStats {
 MemoryStats memory_stats();
 void reset_peak_memory();  // peak := current
 
-// Owns one 64-byte-aligned buffer.
+// Owns one 64-byte-aligned buffer, or borrows memory another owner keeps alive.
 struct Storage {
   explicit Storage(size_t nbytes);
+  // Memory owned elsewhere (a NumPy array, a DLPack producer), shared without a copy: `release`
+  // runs once the last tensor on it is gone. Not counted in memory_stats().
+  Storage(void* external, size_t nbytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data = nullptr;
   size_t nbytes = 0;
+  std::function<void()> release_external;  // set for borrowed memory only
   // Bumped by every in-place write through the public API (fill_, copy_, bump_version()); a
   // backward function's saved tensors compare it with the version they saw (engine.h).
   uint64_t version = 0;
@@ -73,7 +78,10 @@ class HookHandle {
   std::function<void()> remover_;
 };
 
-struct TensorImpl {
+// enable_shared_from_this: a front end that wraps TensorImpls (the Python package) gets back
+// the owning shared_ptr of an impl it was handed, so that use counts and weak references
+// (retain_grad) stay those of the one owner.
+struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements
   Shape shape;
@@ -244,13 +252,13 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // Shapes and dtypes in error messages: "float32[2, 3]".
 std::string describe(const Tensor& t);
 
-// dim in [-ndim, ndim) -> [0, ndim). Throws std::invalid_argument naming the op and `t`.
+// dim in [-ndim, ndim) -> [0, ndim). Throws IndexError (a std::invalid_argument) naming the op and `t`.
 // Ops that accept a dim on a 0-d tensor (reductions, as PyTorch) pass ndim = max(dim(), 1);
 // unsqueeze and stack, which make a new dim, pass dim() + 1.
 inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, const Tensor& t) {
   const int64_t w = dim < 0 ? dim + ndim : dim;
   if (w < 0 || w >= ndim)
-    throw std::invalid_argument(std::string(op) + ": dim " + std::to_string(dim) + " out of range for " + describe(t) +
+    throw IndexError(std::string(op) + ": dim " + std::to_string(dim) + " out of range for " + describe(t) +
                                 " (valid: " + std::to_string(-ndim) + " to " + std::to_string(ndim - 1) + ")");
   return w;
 }

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The Python front's costs, one measurement per process, one JSON line each (bench/compare.py
+runs it for `make bench`, alternating the sides):
+
+  --what ops        a loop of small tensor ops (5 per iteration: add, mul, tanh, matmul, sum on
+                    (8, 8) tensors), the same source for attograd and torch (--module), on one thread;
+  --what ops_grad   the same loop on tensors that require grad, with a backward every iteration;
+  --what threads    the GIL: GEMM work (--gemms products of 384x384 matrices) on one Python thread,
+                    then the same work on each of two threads at once, attograd's pool at one thread
+                    so that each Python thread is one core's worth; prints both wall times, and the
+                    same ratio for a control that CPython runs without the GIL (hashlib).
+
+Run with the interpreter that has the module: the build's venv (PYTHONPATH=build/python) for
+attograd, a Python with torch for torch.
+"""
+
+import argparse
+import hashlib
+import importlib
+import json
+import threading
+import time
+
+
+def small_ops(T, n_ops, grad):
+    T.manual_seed(0)
+    a = T.randn(8, 8, requires_grad=grad)
+    b = T.randn(8, 8)
+    m = T.randn(8, 8)
+    iters = n_ops // (6 if grad else 5)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        y = a + b
+        y = y * 0.5
+        y = y.tanh()
+        y = y @ m
+        s = y.sum()
+        if grad:
+            s.backward()  # the 6th op of the iteration
+    dt = time.perf_counter() - t0
+    return {"ops": iters * (6 if grad else 5), "seconds": dt, "us_per_op": 1e6 * dt / (iters * (6 if grad else 5))}
+
+
+def one_and_two_threads(work):
+    """Wall time of work() on one thread, then of work() on each of two threads at once."""
+    work()  # warm up (buffers, page faults)
+    t0 = time.perf_counter()
+    work()
+    one = time.perf_counter() - t0
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return one, time.perf_counter() - t0
+
+
+def gemm_threads(T, gemms):
+    T.manual_seed(0)
+    a = T.randn(384, 384)
+
+    def work():
+        for _ in range(gemms):
+            a @ a
+
+    one, two = one_and_two_threads(work)
+    # The control: work that CPython itself runs without the GIL (hashing a large buffer), about
+    # as long. Its ratio is what the machine gives two threads now: near 1 on two free cores,
+    # near 2 when other processes leave this one a single core's worth.
+    data = b"attograd" * (1 << 20)
+    rounds = max(1, round(one / 0.02))
+
+    def control():
+        for _ in range(rounds):
+            hashlib.sha256(data).digest()
+
+    c_one, c_two = one_and_two_threads(control)
+    return {"gemms": gemms, "one_thread_s": one, "two_threads_s": two, "ratio": two / one,
+            "control_ratio": c_two / c_one}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--module", default="attograd", choices=["attograd", "torch"])
+    ap.add_argument("--what", default="ops", choices=["ops", "ops_grad", "threads"])
+    ap.add_argument("--ops", type=int, default=100_000)
+    ap.add_argument("--gemms", type=int, default=200)
+    a = ap.parse_args()
+    T = importlib.import_module(a.module)
+    T.set_num_threads(1)
+    rec = {"bench": "python_" + a.what, "side": a.module, "version": getattr(T, "__version__", "?")}
+    if a.what == "threads":
+        rec.update(gemm_threads(T, a.gemms))
+    else:
+        small_ops(T, min(a.ops, 5000), a.what == "ops_grad")  # warm up
+        rec.update(small_ops(T, a.ops, a.what == "ops_grad"))
+    print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()

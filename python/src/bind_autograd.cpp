@@ -1,0 +1,158 @@
+// Autograd from Python: grad mode, Tensor.backward, autograd.grad/backward, hooks, retain_grad,
+// and the graph as torch shows it (grad_fn with name() and next_functions).
+//
+// backward and grad release the GIL; the Python hooks they reach take it back (gil.h). A hook
+// is held by the graph (PyRef), so it keeps working however long the graph outlives the code
+// that registered it.
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "common.h"
+#include "gil.h"
+#include "python_hooks.h"
+
+namespace agpy {
+
+namespace {
+
+using ag::Node;
+using ag::Tensor;
+using ag::TensorImpl;
+
+// torch's name of a backward node: "AddBackward0" for attograd's op "add" (and "add_scalar"),
+// "MulConstantBackward" for a custom Function's class name.
+std::string torch_node_name(const std::string& op) {
+  bool snake = true;
+  for (char c : op) snake &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  if (!snake) return op + "Backward";
+  // Where torch's node has another name than attograd's op (torch.cat is attograd's concat).
+  static const std::pair<const char*, const char*> renamed[] = {
+      {"concat", "CatBackward0"}, {"clamp", "ClampBackward1"}, {"norm", "LinalgVectorNormBackward0"},
+      {"to", "ToCopyBackward0"}, {"narrow", "SliceBackward0"}, {"slice", "SliceBackward0"},
+      {"rsub_scalar", "RsubBackward1"}, {"rdiv_scalar", "DivBackward0"}};
+  for (const auto& [ours, torchs] : renamed)
+    if (op == ours) return torchs;
+  std::string base = op;
+  if (base.ends_with("_scalar")) base.resize(base.size() - 7);  // add_scalar is torch's AddBackward0
+  std::string out;
+  bool upper = true;
+  for (char c : base) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(c - 'a' + 'A') : c;
+    upper = false;
+  }
+  return out + "Backward0";
+}
+
+// torch's AccumulateGrad node, for an edge into a leaf (attograd accumulates without a node).
+struct AccumulateGrad {
+  std::shared_ptr<TensorImpl> variable;
+};
+
+nb::tuple next_functions(const Node& node) {
+  nb::list out;
+  for (const ag::Edge& e : node.next) {
+    if (e.node) out.append(nb::make_tuple(nb::cast(e.node), 0));
+    else if (e.leaf) out.append(nb::make_tuple(nb::cast(AccumulateGrad{e.leaf}), 0));
+    else out.append(nb::make_tuple(nb::none(), 0));
+  }
+  return nb::tuple(out);
+}
+
+std::vector<Tensor> optional_tensors(const std::vector<std::optional<Tensor>>& ts) {
+  std::vector<Tensor> out;
+  for (const auto& t : ts) out.push_back(t ? *t : Tensor());
+  return out;
+}
+
+}  // namespace
+
+void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
+  // ---- grad mode -----------------------------------------------------------------------------------
+  m.def("is_grad_enabled", [] { return ag::GradMode::enabled(); });
+  m.def("_set_grad_enabled", [](bool on) { ag::GradMode::set_enabled(on); }, nb::arg("mode"));
+
+  // ---- the graph -----------------------------------------------------------------------------------
+  nb::class_<Node>(m, "Node")
+      .def("name", [](const Node& n) { return torch_node_name(n.op); })
+      .def_prop_ro("_op", [](const Node& n) { return n.op; }, "attograd's name of the op")
+      .def_prop_ro("next_functions", &next_functions)
+      .def("__repr__", [](nb::handle self) {
+        const Node& n = nb::cast<const Node&>(self);
+        char addr[32];
+        std::snprintf(addr, sizeof addr, "%p", static_cast<const void*>(self.ptr()));
+        return "<" + torch_node_name(n.op) + " object at " + addr + ">";
+      });
+  nb::class_<AccumulateGrad>(m, "AccumulateGrad")
+      .def("name", [](const AccumulateGrad&) { return "torch::autograd::AccumulateGrad"; })
+      .def_prop_ro("variable", [](const AccumulateGrad& a) { return Tensor(a.variable); })
+      .def_prop_ro("next_functions", [](const AccumulateGrad&) { return nb::tuple(); })
+      .def("__repr__", [](const AccumulateGrad&) { return "<AccumulateGrad object>"; });
+  cls.def_prop_ro("grad_fn", [](const TensorImpl& t) { return t.grad_fn; });
+  m.def("_live_nodes", &Node::live_count, "Graph nodes alive in this process (for leak tests).");
+
+  // ---- hooks ---------------------------------------------------------------------------------------
+  nb::class_<ag::HookHandle>(m, "RemovableHandle")
+      .def("remove", &ag::HookHandle::remove)
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](ag::HookHandle& h, nb::args) { h.remove(); });
+  cls.def("register_hook", [](const Tensor& t, nb::handle hook) {
+    if (!t.requires_grad())
+      throw std::runtime_error("cannot register a hook on a tensor that doesn't require gradient");
+    return t.register_hook(PythonGradHook{PyRef(hook)});
+  }, nb::arg("hook"));
+  cls.def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::handle hook) {
+    return t.register_post_accumulate_grad_hook(PythonPostAccumulateHook{PyRef(hook)});
+  }, nb::arg("hook"));
+  cls.def("retain_grad", [](const Tensor& t) {
+    if (!t.requires_grad()) throw std::runtime_error("can't retain_grad on Tensor that has requires_grad=False");
+    t.retain_grad();
+  });
+  cls.def_prop_ro("retains_grad", [](const Tensor& t) { return t.retains_grad(); });
+
+  // ---- backward --------------------------------------------------------------------------------------
+  cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
+                         bool create_graph, std::optional<std::vector<Tensor>> inputs) {
+    ag::BackwardOptions options;
+    options.retain_graph = retain_graph;
+    options.create_graph = create_graph;
+    if (inputs) {
+      if (inputs->empty()) throw std::runtime_error("'inputs' argument to backward() cannot be empty.");
+      options.inputs = *inputs;
+    }
+    nb::gil_scoped_release release;
+    t.backward(gradient ? *gradient : Tensor(), options);
+  }, nb::arg("gradient").none() = nb::none(), nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false,
+     nb::arg("inputs").none() = nb::none());
+  m.def("_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grad_tensors,
+                        std::optional<bool> retain_graph, bool create_graph, std::optional<std::vector<Tensor>> inputs) {
+    ag::BackwardOptions options;
+    options.retain_graph = retain_graph;
+    options.create_graph = create_graph;
+    if (inputs) {
+      if (inputs->empty()) throw std::runtime_error("'inputs' argument to backward() cannot be empty.");
+      options.inputs = *inputs;
+    }
+    const std::vector<Tensor> grads = optional_tensors(grad_tensors);
+    nb::gil_scoped_release release;
+    ag::backward(tensors, grads, options);
+  }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("retain_graph").none(), nb::arg("create_graph"),
+     nb::arg("inputs").none());
+  m.def("_grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                    const std::vector<std::optional<Tensor>>& grad_outputs, std::optional<bool> retain_graph,
+                    bool create_graph, bool allow_unused, bool materialize_grads) {
+    ag::GradOptions options;
+    options.retain_graph = retain_graph;
+    options.create_graph = create_graph;
+    options.allow_unused = allow_unused || materialize_grads;
+    options.materialize_grads = materialize_grads;
+    const std::vector<Tensor> grads = optional_tensors(grad_outputs);
+    nb::gil_scoped_release release;
+    return ag::grad(outputs, inputs, grads, options);
+  }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs"), nb::arg("retain_graph").none(),
+     nb::arg("create_graph"), nb::arg("allow_unused"), nb::arg("materialize_grads"));
+}
+
+}  // namespace agpy

@@ -1,0 +1,304 @@
+// Tensor.__getitem__ and __setitem__: torch's basic indexing (ints, slices with a positive step,
+// None, Ellipsis) as views, and one advanced index (an int64 or bool tensor, or a list of ints or
+// bools) as a gather, as torch places it when there is a single one.
+//
+// Reading: an int is narrow + squeeze, a slice of step 1 is narrow, a slice of step k is a
+// strided view recorded as one op ("slice") whose backward is made of differentiable ops (so
+// double backward works); an int tensor index is index_select, a bool mask selects its true
+// positions. Writing (t[...] = v) works on the same views, under the in-place rules of copy_.
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/engine.h"
+#include "autograd/errors.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "common.h"
+#include "scalars.h"
+
+namespace agpy {
+
+namespace {
+
+using ag::DType;
+using ag::Shape;
+using ag::Tensor;
+
+// Elements start, start + step, ... (count n) along dim d, as a view; recorded when a is.
+Tensor strided_slice(const Tensor& a, int64_t d, int64_t start, int64_t stop, int64_t step) {
+  const int64_t n = stop > start ? (stop - start + step - 1) / step : 0;
+  Shape shape = a.shape(), strides = a.strides();
+  shape[static_cast<size_t>(d)] = n;
+  strides[static_cast<size_t>(d)] *= step;
+  Tensor out = ag::make_view(a, shape, strides, a.impl().offset + start * a.strides()[static_cast<size_t>(d)]);
+  if (ag::should_record({&a})) {
+    ag::record(out, "slice", {a}, [in_shape = a.shape(), d, start, stop, step, n](const Tensor& g) {
+      // out = a[start:stop:step] along d  =>  da holds g[i] at start + i·step, zeros elsewhere:
+      // g interleaved with step − 1 zeros, cut to stop − start, placed at start.
+      Shape zshape = g.shape();
+      zshape.insert(zshape.begin() + d + 1, step - 1);
+      zshape[static_cast<size_t>(d)] = n;
+      Tensor spread = ag::concat({ag::unsqueeze(g, d + 1), Tensor::zeros(zshape, g.dtype())}, d + 1);
+      Shape flat = g.shape();
+      flat[static_cast<size_t>(d)] = n * step;
+      spread = ag::narrow(ag::reshape(spread, flat), d, 0, stop - start);
+      return ag::Grads{ag::slice_backward(spread, in_shape, d, start, stop)};
+    });
+  }
+  return out;
+}
+
+// a[i] along dim d; `shown_dim` is the dim of the indexed tensor an error names (torch's).
+Tensor select_int(const Tensor& a, int64_t d, int64_t i, int64_t shown_dim = -1) {
+  const int64_t size = a.size(d);
+  if (i < -size || i >= size)
+    throw ag::IndexError("index " + std::to_string(i) + " is out of bounds for dimension " +
+                         std::to_string(shown_dim < 0 ? d : shown_dim) + " with size " + std::to_string(size));
+  if (i < 0) i += size;
+  return ag::squeeze(ag::narrow(a, d, i, 1), d);
+}
+
+// a's rows along d at the int64 `index` (1-d), any dtype; recorded for float tensors.
+Tensor take(const Tensor& a, int64_t d, const Tensor& index) {
+  if (ag::is_floating(a.dtype())) return ag::index_select(a, d, index);
+  const Tensor src = a.contiguous(), idx = index.contiguous();
+  Shape shape = a.shape();
+  shape[static_cast<size_t>(d)] = idx.numel();
+  Tensor out = Tensor::empty(shape, a.dtype());
+  int64_t outer = 1, inner = static_cast<int64_t>(ag::dtype_size(a.dtype()));
+  for (int64_t i = 0; i < d; ++i) outer *= a.size(i);
+  for (int64_t i = d + 1; i < a.dim(); ++i) inner *= a.size(i);
+  const int64_t n = a.size(d);
+  const int64_t* ix = idx.data<int64_t>();
+  const char* from = static_cast<const char*>(src.raw_data());
+  char* to = static_cast<char*>(out.raw_data());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < idx.numel(); ++j) {
+      const int64_t r = ix[j] < 0 ? ix[j] + n : ix[j];
+      if (r < 0 || r >= n)
+        throw ag::IndexError("index " + std::to_string(ix[j]) + " is out of bounds for dimension " + std::to_string(d) +
+                             " with size " + std::to_string(n));
+      std::memcpy(to + (o * idx.numel() + j) * inner, from + (o * n + r) * inner, static_cast<size_t>(inner));
+    }
+  return out;
+}
+
+// The positions where a bool mask is true, as int64 indices into its flattened elements.
+Tensor true_positions(const Tensor& mask) {
+  const Tensor m = mask.contiguous();
+  const bool* p = m.data<bool>();
+  std::vector<int64_t> at;
+  for (int64_t i = 0; i < m.numel(); ++i)
+    if (p[i]) at.push_back(i);
+  return Tensor::from_vector(at, {static_cast<int64_t>(at.size())});
+}
+
+// A list or tuple inside an index ([0, 2], [True, False]) as the tensor torch makes of it.
+Tensor index_tensor(nb::handle h) {
+  Tensor t;
+  if (nb::try_cast(h, t)) return t;
+  std::vector<int64_t> ints;
+  std::vector<bool> bools;
+  bool all_bool = true;
+  for (nb::handle item : nb::iter(h)) {
+    if (!PyIndex_Check(item.ptr()))
+      throw nb::index_error("tensors used as indices must be long, int, byte or bool tensors");
+    all_bool &= PyBool_Check(item.ptr());
+    bools.push_back(item.ptr() == Py_True);
+    ints.push_back(nb::cast<int64_t>(item));
+  }
+  const int64_t n = static_cast<int64_t>(ints.size());
+  if (all_bool && n > 0) return Tensor::from_vector(bools, {n});
+  return Tensor::from_vector(ints, {n});
+}
+
+bool is_advanced(nb::handle item) {
+  Tensor t;
+  if (nb::try_cast(item, t)) return true;
+  return nb::isinstance<nb::list>(item);
+}
+
+// How many dims of the indexed tensor an index item consumes.
+int64_t dims_consumed(nb::handle item) {
+  if (item.is_none() || item.is(Py_Ellipsis)) return 0;
+  if (is_advanced(item)) {
+    const Tensor t = index_tensor(item);
+    return t.dtype() == DType::Bool ? std::max<int64_t>(t.dim(), 1) : 1;
+  }
+  return 1;
+}
+
+struct Indexed {
+  Tensor view;          // the tensor after the basic items (a view of the original)
+  Tensor advanced;      // the advanced index, or undefined
+  int64_t advanced_dim = 0;  // where it applies in `view`
+};
+
+// Applies the basic items as views; records where the advanced one applies (at most one).
+Indexed apply_basic(const Tensor& self, nb::handle index) {
+  nb::tuple items = nb::isinstance<nb::tuple>(index) ? nb::borrow<nb::tuple>(index) : nb::make_tuple(index);
+  int64_t consumed = 0, ellipses = 0;
+  for (nb::handle item : items) {
+    consumed += dims_consumed(item);
+    ellipses += item.is(Py_Ellipsis);
+  }
+  if (ellipses > 1) throw nb::index_error("an index can only have a single ellipsis ('...')");
+  if (consumed > self.dim())
+    throw ag::IndexError("too many indices for tensor of dimension " + std::to_string(self.dim()));
+  Indexed r{self, Tensor(), 0};
+  int64_t d = 0;         // the dim of r.view the next item applies to
+  int64_t original = 0;  // ... and of self, for error messages
+  for (nb::handle item : items) {
+    if (item.is_none()) {
+      r.view = ag::unsqueeze(r.view, d++);
+    } else if (item.is(Py_Ellipsis)) {
+      d += self.dim() - consumed;
+      original += self.dim() - consumed;
+    } else if (PySlice_Check(item.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(item.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (step <= 0) throw ag::ValueError("step must be greater than zero");
+      const int64_t size = r.view.size(d);
+      PySlice_AdjustIndices(static_cast<Py_ssize_t>(size), &start, &stop, step);
+      if (step == 1) r.view = ag::narrow(r.view, d, start, std::max<int64_t>(stop - start, 0));
+      else r.view = strided_slice(r.view, d, start, stop, step);
+      ++d;
+      ++original;
+    } else if (is_advanced(item)) {
+      if (r.advanced.defined())
+        throw nb::index_error("attograd indexes with one tensor (or list) at a time; index again for another");
+      r.advanced = index_tensor(item);
+      if (r.advanced.dtype() != DType::Int64 && r.advanced.dtype() != DType::Bool)
+        throw nb::index_error("tensors used as indices must be long, int, byte or bool tensors");
+      r.advanced_dim = d;
+      const int64_t k = r.advanced.dtype() == DType::Bool ? std::max<int64_t>(r.advanced.dim(), 1) : 1;
+      d += k;
+      original += k;
+    } else if (PyIndex_Check(item.ptr())) {
+      r.view = select_int(r.view, d, nb::cast<int64_t>(item), original++);
+    } else {
+      throw nb::index_error(("only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are valid "
+                             "indices (got " + nb::cast<std::string>(nb::str(item.type().attr("__name__"))) + ")")
+                                .c_str());
+    }
+  }
+  return r;
+}
+
+// A bool mask's dims [d, d + k) of `view` merged into one (reshape: a view when it can be).
+Tensor merge_mask_dims(const Tensor& view, int64_t d, const Tensor& mask) {
+  for (int64_t i = 0; i < mask.dim(); ++i)
+    if (mask.size(i) != view.size(d + i))
+      throw ag::IndexError("The shape of the mask " + ag::shape_str(mask.shape()) + " at index " + std::to_string(i) +
+                           " does not match the shape of the indexed tensor " + ag::shape_str(view.shape()) +
+                           " at index " + std::to_string(d + i));
+  Shape merged(view.shape().begin(), view.shape().begin() + d);
+  merged.push_back(mask.numel());
+  merged.insert(merged.end(), view.shape().begin() + d + mask.dim(), view.shape().end());
+  return ag::reshape(view, merged);
+}
+
+Tensor getitem(const Tensor& self, nb::handle index) {
+  Indexed r = apply_basic(self, index);
+  if (!r.advanced.defined()) return r.view;
+  const int64_t d = r.advanced_dim;
+  if (r.advanced.dtype() == DType::Bool) {
+    if (r.advanced.dim() == 0) {  // x[True] adds a dim of size 1, x[False] of size 0
+      Tensor v = ag::unsqueeze(r.view, d);
+      return r.advanced.item() != 0 ? v : ag::narrow(v, d, 0, 0);
+    }
+    return take(merge_mask_dims(r.view, d, r.advanced), d, true_positions(r.advanced));
+  }
+  const Tensor flat = ag::reshape(r.advanced, {-1});
+  Tensor out = take(r.view, d, flat);
+  Shape shape(out.shape().begin(), out.shape().begin() + d);
+  shape.insert(shape.end(), r.advanced.shape().begin(), r.advanced.shape().end());
+  shape.insert(shape.end(), out.shape().begin() + d + 1, out.shape().end());
+  return ag::reshape(out, shape);
+}
+
+// The value assigned, as a tensor of `like`'s dtype broadcast to `shape`.
+Tensor value_for(nb::handle value, const Tensor& like, const Shape& shape) {
+  Tensor v;
+  if (!nb::try_cast(value, v)) {
+    const std::optional<Scalar> s = scalar_from_python(value);
+    if (!s) throw nb::type_error("can only assign a Tensor or a number to a Tensor's elements");
+    return Tensor::full(shape, s->value, like.dtype());
+  }
+  if (v.dtype() != like.dtype()) v = v.to(like.dtype());
+  return v.shape() == shape ? v : ag::expand(v, shape);
+}
+
+void setitem(const Tensor& self, nb::handle index, nb::handle value) {
+  ag::NoGradGuard views_only;  // the views below are places to write to, not ops of a graph
+  Indexed r = apply_basic(self, index);
+  if (!r.advanced.defined()) {
+    Tensor target = r.view;
+    target.copy_(value_for(value, target, target.shape()));
+    return;
+  }
+  const int64_t d = r.advanced_dim;
+  Tensor base = r.view;
+  Tensor positions;
+  if (r.advanced.dtype() == DType::Bool) {
+    if (r.advanced.dim() == 0) {
+      if (r.advanced.item() != 0) base.copy_(value_for(value, base, base.shape()));
+      return;
+    }
+    for (int64_t i = 0; i < r.advanced.dim(); ++i)
+      if (r.advanced.size(i) != base.size(d + i))
+        throw ag::IndexError("The shape of the mask " + ag::shape_str(r.advanced.shape()) + " at index " +
+                             std::to_string(i) + " does not match the shape of the indexed tensor " +
+                             ag::shape_str(base.shape()) + " at index " + std::to_string(d + i));
+    positions = true_positions(r.advanced);
+  } else {
+    positions = ag::reshape(r.advanced, {-1}).contiguous();
+  }
+  // One element (or row) at a time: each selected position of the advanced dims is a view of
+  // `base`, written with its part of the value.
+  const int64_t k = r.advanced.dtype() == DType::Bool ? r.advanced.dim() : 1;
+  const int64_t count = positions.numel();
+  Shape row_shape(base.shape().begin(), base.shape().begin() + d);
+  row_shape.insert(row_shape.end(), base.shape().begin() + d + k, base.shape().end());
+  Shape value_shape(base.shape().begin(), base.shape().begin() + d);
+  value_shape.push_back(count);
+  value_shape.insert(value_shape.end(), base.shape().begin() + d + k, base.shape().end());
+  const Tensor v = value_for(value, base, value_shape);
+  const int64_t* pos = positions.data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    Tensor place = base;
+    int64_t p = pos[j];
+    if (r.advanced.dtype() == DType::Bool) {
+      std::vector<int64_t> coord(static_cast<size_t>(k));
+      for (int64_t i = k - 1; i >= 0; --i) {
+        coord[static_cast<size_t>(i)] = p % r.advanced.size(i);
+        p /= r.advanced.size(i);
+      }
+      for (int64_t i = 0; i < k; ++i) place = select_int(place, d, coord[static_cast<size_t>(i)]);
+    } else {
+      place = select_int(place, d, p);
+    }
+    place.copy_(select_int(v, d, j));
+  }
+}
+
+}  // namespace
+
+void bind_indexing(nb::class_<ag::TensorImpl>& cls) {
+  cls.def("__getitem__", [](const Tensor& self, nb::handle index) { return getitem(self, index); },
+          nb::arg("index").none());
+  cls.def("__setitem__", [](const Tensor& self, nb::handle index, nb::handle value) {
+    // torch's rule for in-place writes: not into a leaf that requires grad, in grad mode.
+    if (ag::GradMode::enabled() && self.requires_grad())
+      throw std::runtime_error(self.is_leaf() ? "a leaf Variable that requires grad is being used in an in-place operation."
+                                              : "attograd records no in-place op, and this tensor is part of a graph; "
+                                                "assign under no_grad(), or build the new tensor out of place (where)");
+    Tensor v;
+    if (ag::GradMode::enabled() && nb::try_cast(value, v) && v.requires_grad())
+      throw std::runtime_error("attograd records no in-place op: assigning a tensor that requires grad into another "
+                               "would drop its gradient; build the result out of place (cat, where)");
+    setitem(self, index, value);
+  }, nb::arg("index").none(), nb::arg("value"));
+}
+
+}  // namespace agpy

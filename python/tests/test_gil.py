@@ -1,0 +1,114 @@
+"""The GIL across the boundary: released during backward and large matrix products, taken back
+by the Python code the engine calls (hooks, Functions), and safe with several Python threads.
+
+Whether the GIL was released is observed, not timed: with a switch interval far longer than the
+test, Python never takes the GIL from a thread by itself, so the main thread can run while the
+worker is inside C++ only if C++ released it."""
+
+import sys
+import threading
+
+import pytest
+
+import attograd
+
+
+@pytest.fixture
+def no_forced_switches():
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    yield
+    sys.setswitchinterval(before)
+
+
+def ran_meanwhile(cpp_call):
+    """True when the main thread ran while a worker thread was inside cpp_call(). Without a
+    release the worker holds the GIL from before the call to after it, so this is False for
+    certain; with one, the main thread (woken and waiting for the GIL) runs during the call."""
+    entered, main_ran, inside, result = threading.Event(), [False], [False], []
+
+    def worker():
+        inside[0] = True
+        entered.set()
+        cpp_call()
+        inside[0] = False
+        result.append(main_ran[0])
+
+    t = threading.Thread(target=worker)
+    t.start()
+    entered.wait()  # blocks without the GIL; continuing needs it back
+    if inside[0]:
+        main_ran[0] = True
+    t.join()
+    return result[0]
+
+
+def released(cpp_call, tries=3):
+    # A release is seen unless the main thread's wake-up takes longer than the whole call (a
+    # loaded machine): a few tries make that vanishingly rare, and no try can see one that is
+    # not there.
+    return any(ran_meanwhile(cpp_call) for _ in range(tries))
+
+
+def test_matmul_releases_the_gil(no_forced_switches):
+    a = attograd.randn(1000, 1000)
+    assert released(lambda: a @ a)
+
+
+def test_small_ops_keep_the_gil(no_forced_switches):
+    a = attograd.randn(4, 4)
+
+    def many_small():
+        for _ in range(200):
+            a @ a + 1  # too small to pay for a release
+
+    assert not ran_meanwhile(many_small)
+
+
+def test_backward_releases_the_gil(no_forced_switches):
+    w = attograd.randn(1000, 1000, requires_grad=True)
+    seen = False
+    for _ in range(3):
+        loss = (w @ w).sum()  # the graph is made here; only backward runs on the worker
+        seen = seen or ran_meanwhile(loss.backward)
+    assert seen
+
+
+def test_threads_backward_their_own_graphs():
+    results, errors = {}, []
+
+    def train(k):
+        try:
+            x = attograd.full((50, 50), float(k), requires_grad=True)
+            for _ in range(20):
+                x.grad = None
+                y = (x @ x).sum()
+                y.register_hook(lambda g: g * 1.0)  # a Python hook in each pass
+                y.backward()
+            results[k] = x.grad.sum().item()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=train, args=(k,)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(1, 5):
+        # d/dx sum(x @ x) = 1·xᵀ + xᵀ·1 summed: 2 · 50 · 50 · 50 · k
+        assert results[k] == pytest.approx(2 * 50 ** 3 * k)
+
+
+def test_grad_mode_is_per_thread():
+    seen = []
+
+    def other():
+        seen.append(attograd.is_grad_enabled())
+
+    with attograd.no_grad():
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert not attograd.is_grad_enabled()
+    assert seen == [True]
