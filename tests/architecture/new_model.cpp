@@ -1,8 +1,8 @@
 // docs/architecture.md, "A new model": a bigram language model (each character predicts the
 // next from one row of a table of logits, makemore's first model), from the modules that
-// describe its parameters to a trained step. To offer it as `attograd train --model bigram`, add bigram_entry()'s row to
-// model_registry() in models/registry.cpp; the trainer, checkpoints, sample and eval then
-// handle it.
+// describe its parameters to a trained step. To offer it as `attograd train --model bigram`,
+// add bigram_entry()'s row to model_registry() in models/registry.cpp; the trainer,
+// checkpoints, sample and eval then handle it.
 #include <gtest/gtest.h>
 
 #include "autograd/engine.h"
