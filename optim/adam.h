@@ -30,6 +30,11 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0.0;
   bool amsgrad = false;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
 
 struct AdamWOptions {
@@ -38,6 +43,11 @@ struct AdamWOptions {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool amsgrad = false;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
 
 struct AdamParamState {

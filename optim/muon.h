@@ -1,6 +1,6 @@
 // Muon (Keller Jordan 2024), torch.optim.Muon's update (torch ≥ 2.9), for 2-d parameters: the
 // matrices of the hidden layers. Embeddings, the output head, gains and biases belong to an
-// Adam(W) (train/param_groups.h puts a model's parameters in the right one). Per parameter W
+// Adam(W) (train/optimizers/param_groups.h puts a model's parameters in the right one). Per parameter W
 // (A rows, B columns) with gradient G, at learning rate lr:
 //   M ← M + (1 − μ)(G − M)                      momentum buffer, torch's buf.lerp_(grad, 1 − μ)
 //   U ← G + μ(M − G) with nesterov, else M      torch's grad.lerp(buf, μ)
@@ -33,6 +33,13 @@ struct MuonOptions {
   double eps = 1e-7;
   int64_t ns_steps = 5;
   std::string adjust_lr_fn = "";  // "" (torch's None) or "original", "match_rms_adamw", "spectral_unclamped"
+
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("weight_decay", o.weight_decay), f("momentum", o.momentum), f("nesterov", o.nesterov);
+    f("ns_coefficients", o.ns_coefficients), f("eps", o.eps), f("ns_steps", o.ns_steps), f("adjust_lr_fn", o.adjust_lr_fn);
+  }
 };
 
 struct MuonParamState {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "optim/state_dict.h"
 
 namespace ag::optim {
 
@@ -29,22 +30,8 @@ struct ParamGroup {
   Options options{};
 };
 
-// torch's optimizer.state_dict(): each parameter's state by its position over all groups in
-// order ("step", "exp_avg", ... as torch names them), and each group's options with the
-// positions of its parameters.
-template <class Options>
-struct OptimizerStateDict {
-  struct Group {
-    Options options{};
-    std::vector<int64_t> params;
-    std::optional<double> initial_lr;  // set when a scheduler was made on the optimizer
-  };
-  std::map<int64_t, std::map<std::string, Tensor>> state;
-  std::vector<Group> param_groups;
-};
-
-// What every optimizer has, whatever its options: used by schedulers and by code that only
-// steps and clears gradients.
+// What every optimizer has, whatever its options: used by schedulers, by code that only steps
+// and clears gradients, and by code that saves and restores it (a training run's train state).
 class Optimizer {
  public:
   Optimizer() = default;
@@ -66,6 +53,12 @@ class Optimizer {
   // The lr a scheduler starts from (torch's group["initial_lr"]), set by the first scheduler
   // made on this optimizer.
   virtual std::optional<double>& initial_lr(size_t group) = 0;
+
+  // torch's state_dict() and load_state_dict() (optim/state_dict.h). Loading checks everything
+  // (group count and sizes, options, every state tensor's shape) before it changes anything,
+  // and throws std::invalid_argument naming what does not fit.
+  virtual StateDict state_dict() const = 0;
+  virtual void load_state_dict(const StateDict& sd) = 0;
 };
 
 // The part of an optimizer that depends on its options and per-parameter state.
@@ -73,7 +66,6 @@ template <class Options, class State>
 class OptimizerBase : public Optimizer {
  public:
   using ParamGroup = optim::ParamGroup<Options>;
-  using StateDict = OptimizerStateDict<Options>;
 
   // Options may be changed between steps (torch's opt.param_groups[0]["lr"] = ...).
   std::vector<ParamGroup>& param_groups() { return groups_; }
@@ -86,11 +78,10 @@ class OptimizerBase : public Optimizer {
   State* state(const Tensor& p);
   void set_state(const Tensor& p, State s);
 
-  StateDict state_dict() const;
+  StateDict state_dict() const override;
   // As torch: the same number of groups with the same sizes; the groups' options and the
   // state are replaced by the loaded ones, state tensors converted to their parameter's dtype.
-  // Throws std::invalid_argument naming what does not fit (a state tensor's shape included).
-  void load_state_dict(const StateDict& sd);
+  void load_state_dict(const StateDict& sd) override;
 
   size_t num_param_groups() const override { return groups_.size(); }
   const std::vector<Tensor>& group_params(size_t g) const override { return groups_.at(g).params; }
@@ -175,11 +166,11 @@ void OptimizerBase<O, S>::set_state(const Tensor& p, S s) {
 }
 
 template <class O, class S>
-typename OptimizerBase<O, S>::StateDict OptimizerBase<O, S>::state_dict() const {
+StateDict OptimizerBase<O, S>::state_dict() const {
   StateDict sd;
   int64_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    typename StateDict::Group group{groups_[g].options, {}, g < initial_lrs_.size() ? initial_lrs_[g] : std::nullopt};
+    StateDict::Group group{options_to_map(groups_[g].options), {}, g < initial_lrs_.size() ? initial_lrs_[g] : std::nullopt};
     for (const Tensor& p : groups_[g].params) {
       if (const S* s = state(p)) sd.state[index] = state_to_map(*s);
       group.params.push_back(index++);
@@ -196,6 +187,7 @@ void OptimizerBase<O, S>::load_state_dict(const StateDict& sd) {
     throw std::invalid_argument(who + "loaded state dict has a different number of parameter groups (" +
                                 std::to_string(sd.param_groups.size()) + ", the optimizer has " + std::to_string(groups_.size()) + ")");
   std::map<int64_t, const Tensor*> by_index;
+  std::vector<O> options;
   int64_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const auto& saved = sd.param_groups[g];
@@ -203,7 +195,9 @@ void OptimizerBase<O, S>::load_state_dict(const StateDict& sd) {
       throw std::invalid_argument(who + "loaded state dict contains a parameter group that doesn't match the size of optimizer's group (group " +
                                   std::to_string(g) + ": " + std::to_string(saved.params.size()) + " parameters, the optimizer's " +
                                   std::to_string(groups_[g].params.size()) + ")");
-    check_options(saved.options);
+    // An option the saved group lacks keeps this group's value (a file from before it existed).
+    options.push_back(options_from_map(saved.options, groups_[g].options, who + "group " + std::to_string(g)));
+    check_options(options.back());
     for (size_t i = 0; i < saved.params.size(); ++i) by_index[saved.params[i]] = &groups_[g].params[i];
     index += static_cast<int64_t>(saved.params.size());
   }
@@ -215,7 +209,7 @@ void OptimizerBase<O, S>::load_state_dict(const StateDict& sd) {
     loaded[&it->second->impl()] = state_from_map(m, *it->second);
   }
   for (size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g].options = sd.param_groups[g].options;
+    groups_[g].options = options[g];
     initial_lr(g) = sd.param_groups[g].initial_lr;
   }
   state_ = std::move(loaded);
