@@ -6,6 +6,7 @@
 #include "base/checked.h"
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "nn/deferred_init.h"
 
 namespace ag::models {
 
@@ -23,29 +24,22 @@ void CharMLP::validate(const ModelConfig& c) {
 CharMLP::CharMLP(const ModelConfig& cfg, DType dtype, Generator& gen) : cfg_(cfg) {
   cfg_.name = "mlp";
   validate(cfg_);
-  // The modules' own init draws from a generator of their own: the table's init (the same
-  // formulas, drawn in the same order) is the one that counts, and it draws from gen.
-  Generator scratch(0);
-  wte = register_module("wte", std::make_shared<nn::Embedding>(cfg.vocab_size + 1, cfg.n_embd, dtype, scratch));
-  fc = register_module("fc", std::make_shared<nn::Linear>(cfg.block_size * cfg.n_embd, cfg.hidden, true, dtype, scratch));
-  head = register_module("head", std::make_shared<nn::Linear>(cfg.hidden, cfg.vocab_size, true, dtype, scratch));
-  init_parameters(*this, param_table(cfg_), gen);
+  // PyTorch's default init, as makemore's MLP: each module's own, drawn from gen as it is
+  // registered (an embedding N(0, 1), a linear layer's weight and bias U(±1/√fan_in)).
+  const char* what = "parameter shapes";
+  wte = register_module("wte", std::make_shared<nn::Embedding>(checked::add(cfg.vocab_size, 1, what), cfg.n_embd, dtype, gen));
+  fc = register_module("fc", std::make_shared<nn::Linear>(checked::mul(cfg.block_size, cfg.n_embd, what), cfg.hidden, true,
+                                                          dtype, gen));
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.hidden, cfg.vocab_size, true, dtype, gen));
+  head->set_role("weight", OptimGroup::Decay, 1);  // the output layer, not a hidden matrix
 }
 
 ParamTable CharMLP::param_table(const ModelConfig& c) {
-  const int64_t CE = checked::mul(c.block_size, c.n_embd, "parameter shapes");
-  // PyTorch's defaults, as makemore's MLP: an embedding N(0, 1), a linear layer's weight and
-  // bias U(±1/√fan_in).
-  const Init fc_init = Init::uniform(1.0 / std::sqrt(static_cast<double>(CE)));
-  const Init head_init = Init::uniform(1.0 / std::sqrt(static_cast<double>(c.hidden)));
-  using G = OptimGroup;
-  ParamTable t;
-  t.first = {{"wte.weight", {checked::add(c.vocab_size, 1, "parameter shapes"), c.n_embd}, Init::normal(1.0), G::Decay, 0},
-             {"fc.weight", {c.hidden, CE}, fc_init, G::Matrix, 1},
-             {"fc.bias", {c.hidden}, fc_init, G::NoDecay, 0},
-             {"head.weight", {c.vocab_size, c.hidden}, head_init, G::Decay, 1},  // the output layer
-             {"head.bias", {c.vocab_size}, head_init, G::NoDecay, 0}};
-  return t;
+  // The constructor on a meta basis: the modules describe their parameters and nothing is
+  // allocated or drawn, whatever sizes c claims.
+  nn::MetaInit meta;
+  Generator unused;
+  return ParamTable::of(CharMLP(c, DType::Float32, unused));
 }
 
 int64_t CharMLP::activation_floats_per_position(const ModelConfig& c) {

@@ -13,8 +13,8 @@
 // character costs one pass over a context of fixed size.
 //
 // Parameters (param_table): wte.weight, fc.weight, fc.bias, head.weight, head.bias; PyTorch's
-// default init (embedding N(0, 1), linear layers U(±1/√fan_in)), as makemore's MLP. It has no
-// dropout.
+// default init (embedding N(0, 1), linear layers U(±1/√fan_in)), the modules' own, as
+// makemore's MLP. It has no dropout.
 #pragma once
 #include <memory>
 
@@ -39,7 +39,8 @@ class CharMLP : public LanguageModel {
   std::string summary() const override;
   ParamTable parameter_table() const override { return param_table(cfg_); }
 
-  // Its parameters (models/param_table.h), before anything is built; checked arithmetic.
+  // Its parameters (models/param_table.h), before anything is built: the constructor's, on a
+  // meta basis (nn::MetaInit); checked arithmetic.
   static ParamTable param_table(const ModelConfig& c);
   // Floats autograd keeps per position for a backward (the memory estimate's activations).
   static int64_t activation_floats_per_position(const ModelConfig& c);

@@ -9,7 +9,8 @@
 //                         whatever cache the model keeps (the GPT: a KV cache per layer)
 //   model_config()        what it was built from: name, vocab_size, block_size and its own fields
 //   parameter_table()     its parameters as one table (models/param_table.h): names, shapes,
-//                         init, optimizer groups; its size and FLOPs derive from it
+//                         init, optimizer groups, as its modules describe them; its size and
+//                         FLOPs derive from it
 //
 // Capabilities that only some models have are queried, never assumed: attention() is nullptr
 // for a model without attention to show (`attograd attend` then says so).
@@ -58,8 +59,9 @@ class LanguageModel : public nn::Module {
   virtual ModelConfig model_config() const = 0;
   // One line for logs: "4 layers, 4 heads, 128 wide, block 64".
   virtual std::string summary() const = 0;
-  // Its parameters: names, shapes, init, optimizer groups, FLOPs (models/param_table.h).
-  virtual ParamTable parameter_table() const = 0;
+  // Its parameters: names, shapes, init, optimizer groups, FLOPs (models/param_table.h), as
+  // its modules describe them. A model of repeated layers gives them as one layer repeated.
+  virtual ParamTable parameter_table() const { return ParamTable::of(*this); }
   // Matmul FLOPs of one forward pass over (batch, block_size), from the parameter table; the
   // backward costs twice that.
   double forward_flops(int64_t batch) const { return parameter_table().forward_flops(batch * block_size()); }

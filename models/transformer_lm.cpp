@@ -11,7 +11,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "models/decode.h"
-#include "nn/init.h"
+#include "nn/deferred_init.h"
 
 namespace ag::models {
 
@@ -46,12 +46,41 @@ std::shared_ptr<nn::Module> make_norm(const GPTConfig& cfg, DType dtype) {
   return std::make_shared<nn::LayerNorm>(cfg.n_embd, 1e-5, cfg.arch.norm_gain, dtype);
 }
 
+namespace {
+// The init the model gives its parameters where the modules' own is not it. The GPT's is
+// nanoGPT's: N(0, 0.02) for embeddings and matrices, the projections into the residual stream
+// at 0.02/√(2·n_layer), zero biases (LayerNorm's 1 and 0 are its own). The speedrun's
+// (zero_init_projections): tok_emb N(0, 1), the matrices that read the residual stream U(−b, b)
+// with b = √3·0.5/√E (std 0.5/√E), the projections into it and the head zero.
+struct Inits {
+  Init tok_emb, pos_emb, reads, writes, head;
+};
+
+Inits inits_of(const GPTConfig& c) {
+  const bool speedrun = c.arch.zero_init_projections;
+  const Init w = Init::normal(0.02), zero = Init::zeros();
+  const Init resid = Init::normal(0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)));
+  const Init reads = Init::uniform(std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(c.n_embd)));
+  if (speedrun) return {Init::normal(1.0), w, reads, zero, zero};
+  return {w, w, w, resid, w};
+}
+
+// A linear layer of the model: its weight initialised as given, its bias (if any) zero.
+void init_linear(nn::Linear& l, const Init& weight, bool bias, Generator& gen) {
+  l.set_init("weight", weight, gen);
+  if (bias) l.set_init("bias", Init::zeros(), gen);
+}
+}  // namespace
+
 // ---- MLP ------------------------------------------------------------------------------------------
 
 MLP::MLP(const GPTConfig& cfg, DType dtype, Generator& gen) : relu_squared(cfg.arch.relu_squared) {
-  const int64_t E = cfg.n_embd;
-  fc = register_module("fc", std::make_shared<nn::Linear>(E, 4 * E, cfg.arch.bias, dtype, gen));
-  proj = register_module("proj", std::make_shared<nn::Linear>(4 * E, E, cfg.arch.bias, dtype, gen));
+  const int64_t E = cfg.n_embd, E4 = checked::mul(4, E, "the MLP's width");
+  const Inits init = inits_of(cfg);
+  fc = register_module("fc", std::make_shared<nn::Linear>(E, E4, cfg.arch.bias, dtype, gen));
+  proj = register_module("proj", std::make_shared<nn::Linear>(E4, E, cfg.arch.bias, dtype, gen));
+  init_linear(*fc, init.reads, cfg.arch.bias, gen);
+  init_linear(*proj, init.writes, cfg.arch.bias, gen);
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
 }
 
@@ -74,6 +103,9 @@ Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg
   opts.qk_norm = cfg.arch.qk_norm, opts.rope = cfg.arch.rope;
   attn = register_module("attn", std::make_shared<nn::MultiheadAttention>(cfg.n_embd, cfg.n_head, cfg.dropout, cfg.arch.bias,
                                                                           /*batch_first=*/true, dtype, gen, opts));
+  const Inits init = inits_of(cfg);  // the biases are zero, as attention's own
+  attn->set_init("in_proj_weight", init.reads, gen);  // q, k, v
+  attn->out_proj->set_init("weight", init.writes, gen);
   ln2 = register_module("ln2", make_norm(cfg, dtype));
   mlp = register_module("mlp", std::make_shared<MLP>(cfg, dtype, gen));
   resid_drop = register_module("resid_drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
@@ -95,64 +127,44 @@ Tensor Block::forward_cached(const Tensor& x, nn::KVCache& cache) const {
 
 // ---- TransformerLM ---------------------------------------------------------------------------------
 
-TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen) : cfg_(cfg) {
+TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen)
+    : TransformerLM(cfg, dtype, gen, cfg.n_layer) {}
+
+TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen, int64_t layers) : cfg_(cfg) {
   cfg.validate();
+  // The modules describe their parameters and draw nothing; the model changes the init it
+  // wants (inits_of), then init() draws every parameter once, in order. The modules' own init
+  // is skipped in gen's stream: the stream of every seed has always included those draws, so
+  // every seed still gives the parameters it gave.
+  nn::DeferredInit deferred(nn::DeferredInit::ModuleDraws::Skipped);
+  const Inits init = inits_of(cfg);
   tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.n_embd, dtype, gen));
-  if (!cfg.arch.rope)
+  tok_emb->set_init("weight", init.tok_emb, gen);
+  if (cfg.arch.tied_head) tok_emb->set_role("weight", OptimGroup::Decay, 1);  // also the head: a matmul per position
+  if (!cfg.arch.rope) {
     pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(cfg.block_size, cfg.n_embd, dtype, gen));
+    pos_emb->set_init("weight", init.pos_emb, gen);
+  }
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
-  for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
+  for (int64_t i = 0; i < layers; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
   ln_f = register_module("ln_f", make_norm(cfg, dtype));
-  if (!cfg.arch.tied_head)
+  if (!cfg.arch.tied_head) {
     lm_head = register_module("lm_head", std::make_shared<nn::Linear>(cfg.n_embd, cfg.vocab_size, false, dtype, gen));
-
-  // The modules drew their default init from gen (the seed's stream has always included those
-  // draws); the table's init replaces it.
-  init_parameters(*this, param_table(cfg), gen);
+    lm_head->set_init("weight", init.head, gen);
+    lm_head->set_role("weight", OptimGroup::Decay, 1);  // the output layer, not a hidden matrix
+  }
+  deferred.init(*this, gen);
 }
 
 ParamTable TransformerLM::param_table(const GPTConfig& c) {
-  const char* what = "parameter shapes";
-  const Architecture& a = c.arch;
-  const int64_t E = c.n_embd, E3 = checked::mul(3, E, what), E4 = checked::mul(4, E, what);
-  // nanoGPT: N(0, 0.02) for embeddings and matrices, the projections into the residual stream
-  // at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0. The speedrun (zero_init_projections):
-  // tok_emb N(0, 1), the matrices that read the residual stream U(−b, b) with b = √3·0.5/√E
-  // (std 0.5/√E), the projections into it and the head zero.
-  const bool speedrun = a.zero_init_projections;
-  const Init w = Init::normal(0.02), resid = Init::normal(0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)));
-  const Init zero = Init::zeros(), one = Init::ones();
-  const Init reads = speedrun ? Init::uniform(std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(E))) : w;
-  const Init writes = speedrun ? zero : resid;
-  using G = OptimGroup;
-  // A norm's rows: LayerNorm's gain and bias, RMSNorm's gain, or none without a gain.
-  auto norm = [&](const std::string& n) {
-    std::vector<ParamSpec> rows;
-    if (!a.norm_gain) return rows;
-    rows.push_back({n + ".weight", {E}, one, G::NoDecay, 0});
-    if (!a.rms_norm) rows.push_back({n + ".bias", {E}, zero, G::NoDecay, 0});
-    return rows;
-  };
-  auto append = [](std::vector<ParamSpec>& to, std::vector<ParamSpec> rows) { to.insert(to.end(), rows.begin(), rows.end()); };
-  ParamTable t;
-  // The tied head is tok_emb too: one matmul per position.
-  t.first = {{"tok_emb.weight", {c.vocab_size, E}, speedrun ? Init::normal(1.0) : w, G::Decay, a.tied_head ? 1 : 0}};
-  if (!a.rope) t.first.push_back({"pos_emb.weight", {c.block_size, E}, w, G::Decay, 0});
-  t.layer_prefix = "blocks.";
-  t.layers = c.n_layer;
-  append(t.per_layer, norm("ln1"));
-  t.per_layer.push_back({"attn.in_proj_weight", {E3, E}, reads, G::Matrix, 1});  // q, k, v
-  if (a.bias) t.per_layer.push_back({"attn.in_proj_bias", {E3}, zero, G::NoDecay, 0});
-  t.per_layer.push_back({"attn.out_proj.weight", {E, E}, writes, G::Matrix, 1});
-  if (a.bias) t.per_layer.push_back({"attn.out_proj.bias", {E}, zero, G::NoDecay, 0});
-  append(t.per_layer, norm("ln2"));
-  t.per_layer.push_back({"mlp.fc.weight", {E4, E}, reads, G::Matrix, 1});
-  if (a.bias) t.per_layer.push_back({"mlp.fc.bias", {E4}, zero, G::NoDecay, 0});
-  t.per_layer.push_back({"mlp.proj.weight", {E, E4}, writes, G::Matrix, 1});
-  if (a.bias) t.per_layer.push_back({"mlp.proj.bias", {E}, zero, G::NoDecay, 0});
-  append(t.last, norm("ln_f"));
-  if (!a.tied_head) t.last.push_back({"lm_head.weight", {c.vocab_size, E}, speedrun ? zero : w, G::Decay, 1});
+  // The constructor on a meta basis with one layer: the modules describe their parameters and
+  // nothing is allocated or drawn, whatever sizes c claims; the table repeats the layer.
+  nn::MetaInit meta;
+  Generator unused;
+  const TransformerLM one_layer(c, DType::Float32, unused, 1);
+  ParamTable t = ParamTable::of(one_layer, "blocks.", c.n_layer);
+  const int64_t E = c.n_embd;
   // Each position's query against block_size keys, and the weights against as many values,
   // all heads together (nanoGPT counts the full square, masked or not).
   t.activation_matmul_flops_per_position =

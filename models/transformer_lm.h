@@ -64,7 +64,7 @@ class Block : public nn::Module {
 
 class TransformerLM : public LanguageModel, public AttentionIntrospection {
  public:
-  // Initialised as its parameter table says: the GPT as nanoGPT (N(0, 0.02) for embeddings
+  // Initialised as its modules describe it: the GPT as nanoGPT (N(0, 0.02) for embeddings
   // and matrices, residual projections at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0),
   // the modern one as the speedrun (tok_emb N(0, 1), in_proj and mlp.fc U(−b, b) with
   // b = √3·0.5/√E, i.e. std 0.5/√E, out_proj, mlp.proj and lm_head zero). All draws from gen.
@@ -89,7 +89,8 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
 
   const GPTConfig& config() const { return cfg_; }
 
-  // Its parameters (models/param_table.h), before anything is built; checked arithmetic.
+  // Its parameters (models/param_table.h), before anything is built: the constructor's
+  // description of one layer, on a meta basis (nn::MetaInit), repeated; checked arithmetic.
   static ParamTable param_table(const GPTConfig& c);
   // Floats autograd keeps per position for a backward (the memory estimate's activations).
   static int64_t activation_floats_per_position(const GPTConfig& c);
@@ -107,6 +108,8 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   std::shared_ptr<nn::Linear> lm_head;  // null when the head is tied to tok_emb
 
  private:
+  // Builds `layers` of cfg.n_layer layers: param_table's model of one layer.
+  TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen, int64_t layers);
   // Logits (B, T, V) for ids whose first position is `pos0`, through the caches (the autograd
   // ops under no-grad: the path for float64 models; float32 ones decode with models/decode.h).
   Tensor forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const;

@@ -7,7 +7,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
-#include "nn/init.h"
+#include "base/checked.h"
 
 namespace ag::nn {
 
@@ -134,11 +134,14 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument("MultiheadAttention: dropout must be in [0, 1]");
   if (opts.rope && head_dim % 2 != 0)
     throw std::invalid_argument("MultiheadAttention: rope needs an even head_dim, got " + std::to_string(head_dim));
-  in_proj_weight = register_parameter("in_proj_weight", Tensor::empty({3 * E, E}, dtype));
-  init::xavier_uniform_(in_proj_weight, 1.0, gen);
-  if (bias) in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * E}, dtype));
+  // torch's init: Xavier-uniform in_proj_weight, U(±√(6 / (fan_in + fan_out))), zero biases.
+  const char* what = "MultiheadAttention's in_proj_weight";
+  const int64_t E3 = checked::mul(3, E, what);
+  const Init xavier = Init::uniform(std::sqrt(6.0 / static_cast<double>(checked::add(E, E3, what))));
+  in_proj_weight = register_parameter("in_proj_weight", {{E3, E}, xavier, OptimGroup::Matrix, 1}, dtype, gen);
+  if (bias) in_proj_bias = register_parameter("in_proj_bias", {{E3}, Init::zeros(), OptimGroup::NoDecay, 0}, dtype, gen);
   out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, bias, dtype, gen));
-  if (bias) init::zeros_(out_proj->bias);
+  if (bias) out_proj->set_init("bias", Init::zeros(), gen);
 }
 
 MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,

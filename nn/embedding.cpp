@@ -1,14 +1,12 @@
 #include "nn/embedding.h"
 
 #include "autograd/ops.h"
-#include "nn/init.h"
 
 namespace ag::nn {
 
 Embedding::Embedding(int64_t n, int64_t d, DType dtype, Generator& gen) : num_embeddings(n), dim(d) {
   if (n <= 0 || d <= 0) throw std::invalid_argument("Embedding: sizes must be positive, got " + std::to_string(n) + " x " + std::to_string(d));
-  weight = register_parameter("weight", Tensor::empty({n, d}, dtype));
-  init::normal_(weight, 0.0, 1.0, gen);
+  weight = register_parameter("weight", {{n, d}, Init::normal(1.0), OptimGroup::Decay, 0}, dtype, gen);
 }
 
 Embedding::Embedding(const Tensor& embeddings, bool freeze) : num_embeddings(0), dim(0) {

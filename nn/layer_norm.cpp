@@ -12,8 +12,9 @@ LayerNorm::LayerNorm(Shape shape, double e, bool affine, DType dtype)
   for (int64_t d : normalized_shape)
     if (d <= 0) throw std::invalid_argument("LayerNorm: normalized_shape " + shape_str(normalized_shape) + " must be positive");
   if (affine) {
-    weight = register_parameter("weight", Tensor::ones(normalized_shape, dtype));
-    bias = register_parameter("bias", Tensor::zeros(normalized_shape, dtype));
+    Generator& none = default_generator();  // constants: nothing is drawn
+    weight = register_parameter("weight", {normalized_shape, Init::ones(), OptimGroup::NoDecay, 0}, dtype, none);
+    bias = register_parameter("bias", {normalized_shape, Init::zeros(), OptimGroup::NoDecay, 0}, dtype, none);
   }
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "autograd/ops.h"
-#include "nn/init.h"
 
 namespace ag::nn {
 
@@ -11,13 +10,12 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, DType dtype, Generator& 
     : in_features(in), out_features(out) {
   if (in <= 0 || out <= 0)
     throw std::invalid_argument("Linear: features must be positive, got in=" + std::to_string(in) + " out=" + std::to_string(out));
-  weight = register_parameter("weight", Tensor::empty({out, in}, dtype));
-  init::kaiming_uniform_linear_(weight, gen);
-  if (with_bias) {
-    bias = register_parameter("bias", Tensor::empty({out}, dtype));
-    const double b = 1.0 / std::sqrt(static_cast<double>(in));
-    init::uniform_(bias, -b, b, gen);
-  }
+  // PyTorch's init: kaiming_uniform(a=√5) for the weight, which is U(±1/√in), and U(±1/√in)
+  // for the bias. A weight applied at every position is a hidden matrix until its model says
+  // otherwise (an output head: set_role).
+  const Init u = Init::uniform(1.0 / std::sqrt(static_cast<double>(in)));
+  weight = register_parameter("weight", {{out, in}, u, OptimGroup::Matrix, 1}, dtype, gen);
+  if (with_bias) bias = register_parameter("bias", {{out}, u, OptimGroup::NoDecay, 0}, dtype, gen);
 }
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }

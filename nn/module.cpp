@@ -8,6 +8,7 @@
 #include <typeinfo>
 
 #include "autograd/engine.h"
+#include "nn/deferred_init.h"
 
 namespace ag::nn {
 
@@ -195,6 +196,44 @@ int64_t Module::num_parameters() const {
   int64_t n = 0;
   for (auto& t : parameters()) n += t.numel();
   return n;
+}
+
+Tensor Module::register_parameter(const std::string& name, ParamSpec spec, DType dtype, Generator& gen) {
+  check_name(name, "parameter");
+  for (const auto& [n, _] : specs_)
+    if (n == name) throw std::invalid_argument("Module: parameter '" + name + "' registered twice");
+  Tensor t;
+  if (!ParamMaterializer::meta()) {
+    t = register_parameter(name, Tensor::empty(spec.shape, dtype));
+    ParamMaterializer::registered(t, spec.init, gen);
+  }
+  specs_.emplace_back(name, std::move(spec));
+  return t;
+}
+
+ParamSpec& Module::own_spec(const std::string& name) {
+  for (auto& [n, s] : specs_)
+    if (n == name) return s;
+  throw std::logic_error("Module [" + this->name() + "]: no parameter '" + name + "' registered with a description");
+}
+
+void Module::set_init(const std::string& name, Init init, Generator& gen) {
+  own_spec(name).init = init;
+  for (auto& [n, t] : params_)
+    if (n == name && !ParamMaterializer::deferred(t)) init.apply(t, gen);
+}
+
+void Module::set_role(const std::string& name, OptimGroup group, int64_t matmul_uses) {
+  ParamSpec& s = own_spec(name);
+  s.group = group;
+  s.matmul_uses = matmul_uses;
+}
+
+std::vector<std::pair<std::string, ParamSpec>> Module::named_param_specs() const {
+  std::vector<std::pair<std::string, ParamSpec>> out = specs_;
+  for (const auto& [n, c] : children_)
+    for (auto& [cn, spec] : c->named_param_specs()) out.emplace_back(n + "." + cn, std::move(spec));
+  return out;
 }
 
 void name_parameters(const Module& m) {

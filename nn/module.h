@@ -15,6 +15,7 @@
 
 #include "autograd/tensor.h"
 #include "nn/ordered_dict.h"
+#include "nn/param_spec.h"
 
 namespace ag::nn {
 
@@ -43,6 +44,18 @@ class Module {
   // Registers t as a buffer: state that is not trained (a loss's class weights), in
   // state_dict() and converted by to(dtype), as torch's. An undefined t is allowed and left out.
   Tensor register_buffer(const std::string& name, Tensor t);
+  // Registers a parameter as the module describes it (nn/param_spec.h): allocated and
+  // initialised as spec.init says, drawing from gen, unless a guard of nn/deferred_init.h
+  // defers the init, or makes the module meta (then nothing is allocated and the handle
+  // returned is undefined).
+  Tensor register_parameter(const std::string& name, ParamSpec spec, DType dtype, Generator& gen);
+  // Changes the init of this module's own described parameter `name`, as torch.nn.init's
+  // functions do in a constructor: applied at once (drawing from gen) to a parameter already
+  // initialised, recorded for DeferredInit::init otherwise.
+  void set_init(const std::string& name, Init init, Generator& gen);
+  // Changes the optimizer group and the matmul uses of this module's own described parameter
+  // `name`: a model's output head is a Decay matrix, its tied embedding is also its head.
+  void set_role(const std::string& name, OptimGroup group, int64_t matmul_uses);
   // Registers a child module; its parameters appear under "name.".
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
@@ -85,6 +98,9 @@ class Module {
   // storage is swapped inside it.
   void to(DType dtype);
   int64_t num_parameters() const;
+  // The descriptions of the parameters registered with one, depth first with dotted names as
+  // named_parameters(); of a meta module, the only record of its parameters.
+  std::vector<std::pair<std::string, ParamSpec>> named_param_specs() const;
 
  protected:
   // Removes the child registered as name (containers: ModuleDict::pop, clear); throws if none.
@@ -99,6 +115,8 @@ class Module {
   Named buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  std::vector<std::pair<std::string, ParamSpec>> specs_;  // of the parameters registered with one
+  ParamSpec& own_spec(const std::string& name);
 };
 
 // Labels every parameter tensor with its dotted name (Tensor::set_name), so that tools that

@@ -6,7 +6,8 @@ namespace ag::nn {
 
 RMSNorm::RMSNorm(int64_t d, std::optional<double> e, bool affine, DType dtype) : dim(d), eps(e) {
   if (d <= 0) throw std::invalid_argument("RMSNorm: dim must be positive, got " + std::to_string(d));
-  if (affine) weight = register_parameter("weight", Tensor::ones({d}, dtype));
+  // A constant: nothing is drawn from the generator.
+  if (affine) weight = register_parameter("weight", {{d}, Init::ones(), OptimGroup::NoDecay, 0}, dtype, default_generator());
 }
 
 Tensor RMSNorm::forward(const Tensor& x) const {

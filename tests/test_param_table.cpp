@@ -1,5 +1,6 @@
 // One description per model (models/param_table.h): the table each registered model gives is
-// its parameters (names, shapes, order), its init, its size, its FLOPs and its optimizer groups.
+// what its modules describe (names, shapes, order, init, optimizer groups, matmul uses), before
+// anything is built, and its size, its FLOPs and its optimizer groups derive from it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "models/registry.h"
 #include "models/transformer_lm.h"
 #include "nn/linear.h"
+#include "nn/module_list.h"
 #include "tests/test_util.h"
 #include "optim/lr_scheduler.h"
 #include "train/config/run_config.h"
@@ -49,6 +51,16 @@ TEST(ParamTable, EveryModelsParametersAreItsTable) {
     }
     EXPECT_EQ(t.num_parameters(), model->num_parameters()) << entry.name;
     EXPECT_EQ(model->parameter_table().shapes(), shapes) << entry.name;
+    // The table before anything is built (one layer on a meta basis, repeated) says of every
+    // parameter what the built model's modules say.
+    const auto specs = model->named_param_specs();
+    ASSERT_EQ(specs.size(), params.size()) << entry.name;
+    size_t i = 0;
+    t.for_each([&](const std::string& name, const nn::ParamSpec& s) {
+      EXPECT_EQ(specs[i].first, name);
+      EXPECT_TRUE(specs[i].second == s) << name;
+      ++i;
+    });
   }
 }
 
@@ -93,14 +105,8 @@ class TableNotShape : public models::LanguageModel {
  public:
   TableNotShape() {
     lin = register_module("lin", std::make_shared<nn::Linear>(3, 2));
-    Generator g(1);
-    models::init_parameters(*this, parameter_table(), g);
-  }
-  models::ParamTable parameter_table() const override {
-    ParamTable t;
-    t.first = {{"lin.weight", {2, 3}, models::Init::zeros(), OptimGroup::NoDecay, 1},
-               {"lin.bias", {2}, models::Init::zeros(), OptimGroup::Decay, 0}};
-    return t;
+    lin->set_role("weight", OptimGroup::NoDecay, 1);
+    lin->set_role("bias", OptimGroup::Decay, 0);
   }
   Tensor forward(const Tensor& x) const override { return lin->forward(x); }
   Tensor loss(const Tensor& x, const Tensor&) const override { return forward(x); }
@@ -135,8 +141,8 @@ TEST(ParamTable, ForwardFlopsMatchTheHandCount) {
   EXPECT_DOUBLE_EQ(mlp->forward_flops(5), 2 * BT * (T * E) * H + 2 * BT * H * V);
 }
 
-// Init as the table says: LayerNorm 1 and 0, zero biases, N(0, 0.02) and 0.02/√(2L) (GPT);
-// U(±1/√fan_in) (the MLP's linear layers).
+// Init as the modules describe it: LayerNorm 1 and 0, zero biases, N(0, 0.02) and 0.02/√(2L)
+// (GPT); U(±1/√fan_in) (the MLP's linear layers).
 TEST(ParamTable, InitFollowsTheTable) {
   ModelConfig c = small("gpt");
   c.n_embd = 64;
@@ -166,22 +172,38 @@ TEST(ParamTable, InitFollowsTheTable) {
   }
 }
 
-// A model whose modules drift from its table fails at construction, naming the parameter.
-TEST(ParamTable, AModuleThatIsNotItsTableIsRefused) {
-  nn::Linear lin(3, 2);
-  ParamTable t;
-  t.first = {{"weight", {2, 3}, models::Init::zeros(), OptimGroup::Matrix, 1}};
-  Generator g(1);
-  EXPECT_NE(testing_util::error_of<std::logic_error>([&] { models::init_parameters(lin, t, g); }).find("'bias' is not in the table"),
+// A parameter registered without a description cannot be in a table: the table would have to
+// guess its init and group.
+TEST(ParamTable, AParameterWithoutADescriptionIsRefused) {
+  struct Scale : nn::Module {
+    Scale() { register_parameter("scale", Tensor::ones({1})); }
+  };
+  struct Net : nn::Module {
+    Net() {
+      register_module("lin", std::make_shared<nn::Linear>(3, 2));
+      register_module("s", std::make_shared<Scale>());
+    }
+  };
+  EXPECT_NE(testing_util::error_of<std::logic_error>([] { ParamTable::of(Net()); }).find("'s.scale' was registered without a description"),
             std::string::npos);
-  t.first.push_back({"bias", {3}, models::Init::zeros(), OptimGroup::NoDecay, 0});
-  EXPECT_NE(testing_util::error_of<std::logic_error>([&] { models::init_parameters(lin, t, g); }).find("the table's 'bias' [3]"),
+}
+
+// A model of repeated layers is described by one layer: a second one is a mistake, not rows.
+TEST(ParamTable, ALayeredTableIsDescribedByOneLayer) {
+  struct Layers : nn::Module {
+    explicit Layers(int n) {
+      auto list = register_module("layers", std::make_shared<nn::ModuleList<nn::Linear>>());
+      for (int i = 0; i < n; ++i) list->push_back(std::make_shared<nn::Linear>(2, 2));
+      register_module("head", std::make_shared<nn::Linear>(2, 5, false));
+    }
+  };
+  const ParamTable t = ParamTable::of(Layers(1), "layers.", 1000);
+  EXPECT_EQ(t.num_tensors(), 2 * 1000 + 1);
+  EXPECT_EQ(t.per_layer[1].name, "bias");
+  EXPECT_EQ(t.last[0].name, "head.weight");
+  EXPECT_EQ(t.num_parameters(), 6 * 1000 + 10);
+  EXPECT_NE(testing_util::error_of<std::logic_error>([] { ParamTable::of(Layers(2), "layers.", 2); }).find("'layers.1.weight' is in a second layer"),
             std::string::npos);
-  t.first.back().shape = {2};
-  t.first.back().init = models::Init::ones();
-  models::init_parameters(lin, t, g);
-  EXPECT_EQ(lin.bias.to_double_vector(), (std::vector<double>{1, 1}));
-  EXPECT_EQ(lin.weight.to_double_vector(), std::vector<double>(6, 0.0));
 }
 
 // A configuration from a file may claim 2^31 layers: its size is computed, not listed, and a
@@ -193,7 +215,7 @@ TEST(ParamTable, SizesOfHugeConfigurationsAreComputedAndChecked) {
   EXPECT_EQ(t.num_tensors(), 4 + 12 * c.n_layer);
   c.n_embd = int64_t{1} << 20;
   EXPECT_THROW(models::find_model("gpt").parameters(c).num_parameters(), std::overflow_error);
-  c.n_embd = std::numeric_limits<int64_t>::max() / 2;
+  c.n_embd = std::numeric_limits<int64_t>::max() / 2 - 1;  // even: n_head 2 divides it
   EXPECT_THROW(models::find_model("gpt").parameters(c), std::overflow_error);  // 3E does not fit
 }
 

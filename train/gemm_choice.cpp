@@ -15,12 +15,12 @@ namespace ag::train {
 
 std::vector<GemmShapeNT> step_gemm_shapes(const models::ParamTable& table, int64_t rows) {
   std::set<std::pair<int64_t, int64_t>> weights;  // (out, in) of every matrix a matmul reads, once
-  auto add = [&](const models::ParamSpec& s) {
-    if (s.matmul_uses > 0 && s.shape.size() == 2) weights.insert({s.shape[0], s.shape[1]});
+  auto add = [&](const models::ParamRow& r) {
+    if (r.spec.matmul_uses > 0 && r.spec.shape.size() == 2) weights.insert({r.spec.shape[0], r.spec.shape[1]});
   };
-  for (const auto& s : table.first) add(s);
-  for (const auto& s : table.per_layer) add(s);
-  for (const auto& s : table.last) add(s);
+  for (const auto& r : table.first) add(r);
+  for (const auto& r : table.per_layer) add(r);
+  for (const auto& r : table.last) add(r);
   std::vector<GemmShapeNT> out;
   for (const auto& [o, i] : weights) {
     out.push_back({false, true, rows, o, i});   // y = x·Wᵀ       (rows, out)

@@ -1,13 +1,14 @@
 // docs/architecture.md, "A new model": a bigram language model (each character predicts the
-// next from one row of a table of logits, makemore's first model), from its parameter table to
-// a trained step. To offer it as `attograd train --model bigram`, add bigram_entry()'s row to
-// model_registry() in models/registry.cpp; the trainer, checkpoints, sample and eval then
-// handle it.
+// next from one row of a table of logits, makemore's first model), from the modules that
+// describe its parameters to a trained step. To offer it as `attograd train --model bigram`,
+// add bigram_entry()'s row to model_registry() in models/registry.cpp; the trainer,
+// checkpoints, sample and eval then handle it.
 #include <gtest/gtest.h>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "models/registry.h"
+#include "nn/deferred_init.h"
 #include "nn/embedding.h"
 #include "optim/adam.h"
 #include "train/step.h"
@@ -16,18 +17,22 @@ namespace ag::example {
 
 class Bigram : public models::LanguageModel {
  public:
-  // Every parameter is a row of the table; the modules' own init is replaced by the table's.
-  static models::ParamTable param_table(const models::ModelConfig& c) {
-    models::ParamTable t;
-    //         name             shape                         init                         optimizer group           matmul uses
-    t.first = {{"logits.weight", {c.vocab_size, c.vocab_size}, models::Init::normal(0.02), models::OptimGroup::Decay, 0}};
-    return t;  // a lookup, no matmul: forward_flops is 0
+  // The modules describe the parameters they register: the Embedding's weight is (V, V), N(0, 1),
+  // in the decay group, used by no matmul (a lookup: forward_flops is 0). The model changes
+  // what it wants before anything is drawn (nn::DeferredInit), then draws each parameter once.
+  Bigram(const models::ModelConfig& c, DType dtype, Generator& gen) : cfg_(c) {
+    nn::DeferredInit deferred;
+    logits = register_module("logits", std::make_shared<nn::Embedding>(c.vocab_size, c.vocab_size, dtype, gen));
+    logits->set_init("weight", nn::Init::normal(0.02), gen);
+    deferred.init(*this, gen);
   }
 
-  Bigram(const models::ModelConfig& c, DType dtype, Generator& gen) : cfg_(c) {
-    Generator scratch(0);  // the module's default init draws from here; the table's from gen
-    logits = register_module("logits", std::make_shared<nn::Embedding>(c.vocab_size, c.vocab_size, dtype, scratch));
-    models::init_parameters(*this, param_table(c), gen);  // checks names and shapes against the table
+  // Its parameter table before anything is built (the registry's): the same constructor on a
+  // meta basis, which allocates and draws nothing. Built, parameter_table() gives the same.
+  static models::ParamTable param_table(const models::ModelConfig& c) {
+    nn::MetaInit meta;
+    Generator unused;
+    return models::ParamTable::of(Bigram(c, DType::Float32, unused));
   }
 
   Tensor forward(const Tensor& idx) const override { return logits->forward(idx); }  // (B, T) -> (B, T, V)
@@ -49,7 +54,6 @@ class Bigram : public models::LanguageModel {
   }
   models::ModelConfig model_config() const override { return cfg_; }
   std::string summary() const override { return "bigram over " + std::to_string(cfg_.vocab_size) + " characters"; }
-  models::ParamTable parameter_table() const override { return param_table(cfg_); }
 
   std::shared_ptr<nn::Embedding> logits;
 
@@ -84,6 +88,7 @@ TEST(ArchitectureExample, ANewModelIsItsTableAndTrainsThroughTheStep) {
   Generator gen(1);
   const auto model = entry.make(c, DType::Float32, gen);
   EXPECT_EQ(model->num_parameters(), entry.parameters(c).num_parameters());
+  EXPECT_EQ(entry.parameters(c).first[0].spec.init, nn::Init::normal(0.02));
   EXPECT_EQ(model->forward_flops(4), 0.0);
   EXPECT_GT(entry.memory_bytes(c, 4, /*training=*/true), 16 * 25);
   // "abcdeabcde...": every character predicts the next exactly; the step learns it.
