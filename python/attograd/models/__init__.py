@@ -4,6 +4,7 @@ a run folder or a model.safetensors written by ``attograd train`` (or ``attograd
 ``nn.Module`` whose parameters are the C++ model's own tensors, so it trains from Python with
 ``attograd.optim`` as any module does, and the study tools (``attograd.study``) read it."""
 
+import errno
 import os
 
 from .. import _C
@@ -15,6 +16,8 @@ __all__ = ["LanguageModel", "load", "make", "names"]
 class LanguageModel(CppModule):
     """A character language model: ``model(idx)`` gives logits (B, T, V) for int64 ids (B, T);
     ``loss(idx, targets)`` the mean next-character cross-entropy; ``generate`` samples text."""
+
+    _copy_shares = ("tokenizer",)  # immutable
 
     def __init__(self, cpp, tokenizer, path=None):
         super().__init__(cpp)
@@ -56,6 +59,10 @@ class LanguageModel(CppModule):
 
     sample = generate
 
+    def _clone_cpp(self):
+        dtype = next(iter(self.parameters())).dtype
+        return _C._make_model(self.config, dtype, 0)
+
     def save(self, path):
         """Writes model.safetensors (attograd's format: weights, configuration and vocabulary)."""
         _C._save_model(os.fspath(path), self._cpp, self.tokenizer)
@@ -75,7 +82,10 @@ class LanguageModel(CppModule):
 
 def load(path):
     """The model in a run folder or a model.safetensors file, in eval mode."""
-    cpp, tokenizer, actual = _C._load_model(os.fspath(path))
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "no run folder or model.safetensors there", path)
+    cpp, tokenizer, actual = _C._load_model(path)
     return LanguageModel(cpp, tokenizer, actual)
 
 

@@ -1,6 +1,8 @@
 """A language model's attention on a text, as arrays: the weights of every layer and head,
 dLoss/dWeights, and the signed dLoss/dScores that drives learning (``attograd attend``'s data)."""
 
+import contextlib
+
 from .. import _C
 
 __all__ = ["AttentionMaps", "attention"]
@@ -14,11 +16,12 @@ class AttentionMaps:
     def __init__(self, model, text, grads):
         self._model, self.text = model, text
         self.grads = self.score_grads = self.loss = None
-        if grads:
-            self.chars, self.weights, self.grads, self.score_grads, self.loss = _C._capture_attention_grads(
-                model._cpp, model.tokenizer, text)
-        else:
-            self.chars, self.weights = _C._capture_attention(model._cpp, model.tokenizer, text)
+        with _eval_mode(model):
+            if grads:
+                self.chars, self.weights, self.grads, self.score_grads, self.loss = _C._capture_attention_grads(
+                    model._cpp, model.tokenizer, text)
+            else:
+                self.chars, self.weights = _C._capture_attention(model._cpp, model.tokenizer, text)
 
     @property
     def n_layer(self):
@@ -30,8 +33,9 @@ class AttentionMaps:
 
     def png(self):
         """Every head of every layer as a heatmap (weights beside signed dLoss/dScores with grads),
-        the characters on both axes: PNG bytes."""
-        return _C._attention_png(self._model._cpp, self._model.tokenizer, self.text, self.grads is not None)
+        the characters on both axes: PNG bytes (of the model as it is now)."""
+        with _eval_mode(self._model):
+            return _C._attention_png(self._model._cpp, self._model.tokenizer, self.text, self.grads is not None)
 
     def _repr_png_(self):
         return self.png()
@@ -39,6 +43,17 @@ class AttentionMaps:
     def __repr__(self):
         what = "weights, dLoss/dWeights and dLoss/dScores" if self.grads is not None else "weights"
         return f"AttentionMaps({self.n_layer} layers × {self.n_head} heads over {len(self.chars)} characters: {what})"
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """The maps are of the model as it predicts (dropout off), whatever mode it trains in."""
+    was = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was)
 
 
 def attention(model, text, grads=True):

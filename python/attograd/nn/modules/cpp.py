@@ -5,6 +5,8 @@ Modules, ``forward`` is the C++ forward and ``train``/``eval`` reach the C++ mod
 parameter assigned from Python is put in the C++ module's member as well, so the forward uses
 what ``named_parameters`` shows."""
 
+import copy
+
 from ... import _C
 from ..parameter import as_parameter
 from .module import Module
@@ -17,6 +19,8 @@ class CppModule(Module):
 
     # The names of the parameters the C++ class keeps as members (bind_nn.cpp's properties).
     _cpp_members = ()
+    # Attributes a deepcopy shares instead of copying (immutable C++ objects).
+    _copy_shares = ()
 
     def __init__(self, cpp=None):
         super().__init__()
@@ -28,6 +32,9 @@ class CppModule(Module):
         for name, t in cpp.named_parameters():
             if "." not in name:  # its own; the children's come with them
                 self._parameters[name] = as_parameter(t)
+        for name in self._cpp_members:  # an optional one it does not have (bias=False): None, as torch's
+            if name not in self._parameters and getattr(cpp, name) is None:
+                self._parameters[name] = None
         for name, child in cpp.named_children():
             self._modules[name] = wrap_cpp_module(child)
         object.__setattr__(self, "training", cpp.training)
@@ -59,6 +66,49 @@ class CppModule(Module):
 
     def _get_name(self):
         return self._cpp.name() if type(self) is CppModule else type(self).__name__
+
+    # A C++ container (nn::ModuleList, nn::Sequential): its children by index, as torch's.
+    def _indexed(self):
+        keys = list(self._modules)
+        if keys != [str(i) for i in range(len(keys))]:
+            raise TypeError(f"'{self._get_name()}' is not a list of modules")
+        return list(self._modules.values())
+
+    def __getitem__(self, idx):
+        return self._indexed()[idx]
+
+    def __len__(self):
+        return len(self._indexed())
+
+    def __iter__(self):
+        return iter(self._indexed())
+
+    def __bool__(self):  # a module is true, container or not (len() is for the containers)
+        return True
+
+    def _clone_cpp(self):
+        """A fresh C++ module of the same configuration (deepcopy then copies the values)."""
+        raise TypeError(f"cannot copy {self._get_name()}: it is a part of a C++ model (copy the whole model)")
+
+    def __deepcopy__(self, memo):
+        # The C++ module cannot be pickled: a new one is built and the values copied, as
+        # copy.deepcopy(model) gives in torch (an EMA copy, a snapshot).
+        cpp = self._clone_cpp()
+        new = type(self).__new__(type(self))
+        CppModule.__init__(new, cpp)
+        for key, value in self.__dict__.items():
+            if key not in new.__dict__:
+                object.__setattr__(new, key, value if key in self._copy_shares else copy.deepcopy(value, memo))
+        for name in self._parameters:
+            if self._parameters[name] is None and new._parameters.get(name) is not None:
+                new.register_parameter(name, None)
+        with _no_grad():
+            for (name, p), (_, q) in zip(self.named_parameters(), new.named_parameters()):
+                q.copy_(p)
+                q.requires_grad_(p.requires_grad)
+        new.train(self.training)
+        memo[id(self)] = new
+        return new
 
 
 def wrap_cpp_module(cpp):
@@ -95,6 +145,9 @@ class Linear(CppModule):
     def out_features(self):
         return self._cpp.out_features
 
+    def _clone_cpp(self):
+        return _C._Linear(self.in_features, self.out_features, self.bias is not None, self.weight.dtype)
+
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
@@ -122,6 +175,9 @@ class Embedding(CppModule):
     @property
     def embedding_dim(self):
         return self._cpp.embedding_dim
+
+    def _clone_cpp(self):
+        return _C._Embedding(self.num_embeddings, self.embedding_dim, self.weight.dtype)
 
     def extra_repr(self):
         return f"{self.num_embeddings}, {self.embedding_dim}"
@@ -154,6 +210,9 @@ class LayerNorm(CppModule):
     eps = property(lambda self: self._cpp.eps)
     elementwise_affine = property(lambda self: self.weight is not None)
 
+    def _clone_cpp(self):
+        return _C._LayerNorm(self._cpp.dim, self.eps, self.elementwise_affine, _dtype_of(self))
+
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
@@ -173,6 +232,9 @@ class RMSNorm(CppModule):
     normalized_shape = property(lambda self: (self._cpp.dim,))
     eps = property(lambda self: self._cpp.eps)
     elementwise_affine = property(lambda self: self.weight is not None)
+
+    def _clone_cpp(self):
+        return _C._RMSNorm(self._cpp.dim, self.eps, self.elementwise_affine, _dtype_of(self))
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -198,11 +260,21 @@ class MultiheadAttention(CppModule):
     dropout = property(lambda self: self._cpp.dropout)
     batch_first = property(lambda self: self._cpp.batch_first)
 
+    def _clone_cpp(self):
+        return _C._MultiheadAttention(self.embed_dim, self.num_heads, self.dropout, self.in_proj_bias is not None,
+                                      self.batch_first, self.in_proj_weight.dtype)
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         """(output, weights): weights averaged over heads, per head, or None without need_weights."""
         return self._cpp.forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
                                  is_causal)
+
+
+def _dtype_of(module):
+    for p in module.parameters():
+        return p.dtype
+    return None  # no parameters: the default dtype
 
 
 def _no_grad():

@@ -1,0 +1,86 @@
+"""attograd.models and attograd.training: the command's run from Python (keys as keyword
+arguments, the same run folder), resume, a model loaded and sampled, and Ctrl-C stopping a run
+as it stops the command."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import attograd
+from attograd import models, training
+
+TEXT = "the quick brown fox jumps over the lazy dog.\nto be or not to be.\n" * 40
+SMALL = dict(layers=1, heads=2, embd=16, block=16, batch=4, eval_iters=1, sample_tokens=0, quiet=True)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT)
+    return path
+
+
+def test_train_writes_the_commands_run_folder_and_resumes(corpus, tmp_path):
+    out = tmp_path / "run"
+    s = training.train(data=corpus, out=out, iters=12, eval_every=6, **SMALL)
+    assert s["iters"] == 12 and s["val_loss"] > 0 and not s["interrupted"]
+    for f in ("model.safetensors", "metrics.jsonl", "config.toml", "train_state.safetensors"):
+        assert (out / f).exists(), f
+    assert "iters = 12" in (out / "config.toml").read_text()
+    assert training.resume(out, iters=18, quiet=True)["iters"] == 18
+    with pytest.raises(ValueError, match="a resumed run keeps its saved value"):
+        training.resume(out, lr=0.5)
+
+
+def test_bad_keys_are_refused_by_name(corpus, tmp_path):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'itters'"):
+        training.train(data=corpus, out=tmp_path / "r", itters=3)
+    with pytest.raises(ValueError, match="iters must be"):
+        training.train(data=corpus, out=tmp_path / "r", iters=-3)
+    with pytest.raises(ValueError, match="unknown model 'nope'"):
+        training.train(data=corpus, out=tmp_path / "r", model="nope")
+    assert training.keys()["min-lr"][0] == "0.0001"
+
+
+def test_load_sample_save_and_train_from_python(corpus, tmp_path):
+    training.train(data=corpus, out=tmp_path / "run", iters=5, **SMALL)
+    m = models.load(tmp_path / "run")
+    assert m.config["n_embd"] == 16 and not m.training and m.vocab == sorted(set(TEXT))
+    text = m.generate("the ", max_new_tokens=20, seed=3)
+    assert len(text) == 20 and text == m.generate("the ", max_new_tokens=20, seed=3)
+    with pytest.raises(RuntimeError, match="'Z' .* is not in the vocabulary"):
+        m.generate("Z")
+    m.save(tmp_path / "m.safetensors")
+    again = models.load(tmp_path / "m.safetensors")
+    assert all(attograd.equal(p, q) for p, q in zip(m.parameters(), again.parameters()))
+    ids = attograd.tensor([m.encode(TEXT[:17])])
+    opt = attograd.optim.AdamW(m.parameters(), lr=1e-2)
+    m.train()
+    first = m.loss(ids[:, :-1], ids[:, 1:]).item()
+    for _ in range(5):
+        opt.zero_grad()
+        m.loss(ids[:, :-1], ids[:, 1:]).backward()
+        opt.step()
+    assert m.loss(ids[:, :-1], ids[:, 1:]).item() < first
+    assert m(ids[:, :-1]).shape == (1, 16, len(m.vocab))
+    with pytest.raises(FileNotFoundError):
+        models.load(tmp_path / "nothing")
+
+
+def test_ctrl_c_stops_the_run_with_a_checkpoint(corpus, tmp_path):
+    code = (f"import attograd\n"
+            f"attograd.training.train(data={str(corpus)!r}, out={str(tmp_path / 'run')!r}, iters=10**7, "
+            f"eval_every=10**7, log_every=20, layers=1, heads=2, embd=16, block=16, batch=4, sample_tokens=0, "
+            f"no_progress=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:  # the run is stepping once it logs a step
+        if line.startswith("iter"):
+            break
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode != 0 and "KeyboardInterrupt: the run stopped after iter" in err, err
+    assert "interrupted (signal 2)" in out
+    assert os.path.exists(tmp_path / "run" / "train_state.safetensors")
