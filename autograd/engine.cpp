@@ -86,6 +86,7 @@ Tensor record(Tensor out, const char* op, const std::vector<Tensor>& inputs, Bac
   auto node = std::make_shared<Node>(op, out.shape(), out.dtype());
   node->saved_tensors = g_saved_since_record > 0;
   g_saved_since_record = 0;
+  node->autocast = autocast_precision();
   if (AnomalyMode::enabled()) {
     node->anomaly_trace = std::string(where.file) + ":" + std::to_string(where.line) + " (" + where.function + ")";
     if (const std::string* scope = current_anomaly_scope()) node->anomaly_trace += ", in scope '" + *scope + "'";
@@ -460,6 +461,8 @@ struct BackwardPass {
       g_running_node = node;
       Grads grads;
       try {
+        // The gradients' GEMMs at the forward's precision (autograd/autocast.h)
+        const AutocastGuard precision(node->autocast);
         grads = node->backward(g);
       } catch (...) {
         g_running_node = outer;

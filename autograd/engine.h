@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "autograd/anomaly.h"
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/tensor.h"
 
@@ -105,6 +106,7 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next;  // one per input
   BackwardFn backward;     // null once the graph has been freed
   bool saved_tensors = false;  // saved tensors when recorded: freed after one backward (above)
+  Precision autocast = Precision::FP32;  // the forward's autocast setting: its backward runs under it
   Tensor grad;             // gradient of the output, accumulated during one backward pass
   std::shared_ptr<HookList<GradHook>> hooks;  // the output tensor's register_hook()s
   std::weak_ptr<TensorImpl> retained;         // set by retain_grad(): the output keeps its .grad

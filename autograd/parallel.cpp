@@ -1,5 +1,6 @@
 #include "autograd/parallel.h"
 
+#include "autograd/autocast.h"
 #include "autograd/profiler.h"
 
 #include <cblas.h>
@@ -65,6 +66,7 @@ class Pool {
     fn_ = fn;
     ctx_ = ctx;
     n_ = n;
+    precision_ = autocast_precision();
     done_.store(0, std::memory_order_relaxed);
     claim_.store(uint64_t(job) << 32, std::memory_order_release);
     {
@@ -102,12 +104,17 @@ class Pool {
     const int64_t b = n_ * part / size(), e = n_ * (part + 1) / size();
     if (b >= e) return;
     const profiler::RecordScope profile("pool task", profiler::Category::PoolTask, b, e);
+    // The chunk runs under the caller's autocast setting, as if the caller ran it (a worker's
+    // own setting is never anything else between jobs).
+    const Precision own = autocast_precision();
+    ag::detail::set_autocast_precision(precision_);
     try {
       fn_(ctx_, b, e);
     } catch (...) {  // kept for run() to rethrow; an exception escaping a worker would terminate
       std::lock_guard<std::mutex> lock(error_mu_);
       if (!error_) error_ = std::current_exception();
     }
+    ag::detail::set_autocast_precision(own);
   }
 
   void loop() {
@@ -144,6 +151,7 @@ class Pool {
   detail::ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
+  Precision precision_ = Precision::FP32;  // the caller's autocast setting (autograd/autocast.h)
 };
 
 int default_threads() {

@@ -71,6 +71,18 @@ BEGIN = "<!-- make bench: begin (bench/compare.py writes this block; do not edit
 END = "<!-- make bench: end -->"
 
 
+def cpu_features() -> str:
+    """The CPU features that decide the GEMM kernels: vector width and bf16 instructions."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return "unknown features"
+    wanted = ["avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"]
+    have = [w for w in wanted if w in flags]
+    return " ".join(have) if have else "none of " + " ".join(wanted)
+
+
 def write_readme_table(path: str, report: list[str], lines: list[dict], load_at_start: tuple) -> None:
     """Puts this run's table between BEGIN and END in path, saying on what it ran."""
     with open(path) as f:
@@ -214,6 +226,9 @@ def main() -> int:
     ap.add_argument("--attograd", default=os.path.join(ROOT, "build/attograd"))
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--configs", default="default,large")
+    ap.add_argument("--precisions", default="fp32,bf16",
+                    help="attograd --precision and torch's (bf16: torch.autocast(\"cpu\", torch.bfloat16)), like with like")
+    ap.add_argument("--gemm", default="auto", help="attograd --gemm: auto, openblas or onednn")
     ap.add_argument("--seconds", type=float, default=8.0, help="measuring time per attograd benchmark")
     ap.add_argument("--quick", action="store_true", help="smoke run: a few steps of everything, default config only")
     ap.add_argument("--no-torch", action="store_true", help="attograd's side only")
@@ -243,10 +258,16 @@ def main() -> int:
     # ---- attograd --------------------------------------------------------------------------
     if a.speedrun_only:
         configs = []
+    precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
+    gemm = ["--gemm", a.gemm]
     for c in configs:
-        for what in ("train", "forward"):
-            for t in (1, 2):
-                lines += run_json([ag, "bench", what, "--config", c, "--threads", str(t), "--json"] + secs)
+        for p in precisions:
+            for what in ("train", "forward"):
+                for t in (1, 2):
+                    lines += run_json([ag, "bench", what, "--config", c, "--threads", str(t), "--json",
+                                       "--precision", p] + gemm + secs)
+        # each provider's GEMM speed at this configuration's shapes, fp32 and bf16
+        lines += run_json([ag, "bench", "gemm", "--config", c, "--threads", "1", "--json"])
         for t in (1, 2):  # decoding at batch 1 and 8, next to the memory-bandwidth bound
             lines += run_json([ag, "bench", "sample", "--config", c, "--threads", str(t), "--batch", "1,8", "--json",
                                "--tokens", "50" if a.quick else "500"])
@@ -260,7 +281,8 @@ def main() -> int:
     torch_py = None if a.no_torch else find_torch_python(a.torch_python)
     if torch_py and not a.speedrun_only:
         cmd = [sys.executable, os.path.join(ROOT, "bench/torch_baseline.py"), "--python", torch_py,
-               "--configs", ",".join(configs)] + (["--threads", a.torch_threads] if a.torch_threads else [])
+               "--configs", ",".join(configs), "--precisions", ",".join(precisions)] + (
+                   ["--threads", a.torch_threads] if a.torch_threads else [])
         if a.quick:
             cmd.append("--quick")
         env = dict(os.environ)
@@ -296,9 +318,10 @@ def main() -> int:
                 f.write(json.dumps(rec) + "\n")
 
     # ---- the table -------------------------------------------------------------------------
-    def best(side: str, bench: str, config: str, key: str):
+    def best(side: str, bench: str, config: str, key: str, precision: str = "fp32"):
         cands = [r for r in lines if r.get("side") == side and r.get("config") == config and key in r
-                 and (r.get("bench", bench) == bench) and not r.get("error")]
+                 and (r.get("bench", bench) == bench) and not r.get("error")
+                 and r.get("precision", "fp32") == precision]
         return max(cands, key=lambda r: r[key]) if cands else None
 
     report: list[str] = []
@@ -307,16 +330,24 @@ def main() -> int:
         print(text)
         report.extend(text.split("\n"))
 
-    say(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores")
+    say(f"\nmachine: {cpu_name()}, {os.cpu_count()} cores; features: {cpu_features()}")
+    providers: dict = {}  # (precision, provider) -> (how the first run chose it, the bf16 path)
+    for r in lines:
+        if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("gemm_provider"):
+            providers.setdefault((r.get("precision"), r["gemm_provider"]), (r.get("gemm_chosen"), r.get("bf16_path")))
+    for (prec, prov), (how, path) in sorted(providers.items(), key=str):
+        say(f"attograd {prec}: gemm {prov}, {how}" + (f"; {path}" if path else ""))
     if configs:
-        say("training step = forward + backward + clip + AdamW; each side at its best thread setting\n")
-        hdr = f"{'config':<8} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} {'setting':<34} {'ratio':>6}"
+        say("training step = forward + backward + clip + AdamW; each side at its best thread setting; bf16 = "
+            "attograd --precision bf16 against torch.autocast(\"cpu\", torch.bfloat16)\n")
+        hdr = (f"{'config':<8} {'prec':<5} {'what':<8} {'attograd tok/s':>15} {'setting':<10} {'PyTorch tok/s':>14} "
+               f"{'setting':<34} {'ratio':>6}")
         say(hdr)
         say("-" * len(hdr))
-    for c in configs:
+    for c, p in [(c, p) for c in configs for p in precisions]:
         for what, key_ag, key_t in (("train", "tokens_per_s", "tokens_per_s"), ("forward", "tokens_per_s", "fwd_tokens_per_s")):
-            ra = best("attograd", what, c, key_ag)
-            rt = best("torch", "train", c, key_t)
+            ra = best("attograd", what, c, key_ag, p)
+            rt = best("torch", "train", c, key_t, p)
             ag_s = f"{ra[key_ag]:15.0f}" if ra else f"{'-':>15}"
             ag_set = f"{ra['threads']} thr" if ra else ""
             if rt:
@@ -326,27 +357,27 @@ def main() -> int:
                 ratio = f"{ra[key_ag] / rt[key_t]:6.2f}" if ra else ""
             else:
                 t_set, t_s, ratio = "", f"{'-':>14}", ""
-            say(f"{c:<8} {what:<8} {ag_s} {ag_set:<10} {t_s} {t_set:<34} {ratio:>6}")
+            say(f"{c:<8} {p:<5} {what:<8} {ag_s} {ag_set:<10} {t_s} {t_set:<34} {ratio:>6}")
     say()
-    for c in configs:
-        ra = best("attograd", "train", c, "tokens_per_s")
-        rt = best("torch", "train", c, "tokens_per_s")
+    for c, p in [(c, p) for c in configs for p in precisions]:
+        ra = best("attograd", "train", c, "tokens_per_s", p)
+        rt = best("torch", "train", c, "tokens_per_s", p)
         if ra:
-            say(f"{c}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
-                  f"{ra['sgemm_peak_gflops']:.0f} GFLOP/s sgemm peak, peak RSS {ra['peak_rss_mb']:.0f} MB"
+            say(f"{c} {p}: attograd {ra['ms_per_step']:.1f} ms/step, {ra['gflops']:.1f} GFLOP/s, MFU {100 * ra['mfu']:.1f}% of "
+                  f"{ra['sgemm_peak_gflops']:.0f} GFLOP/s {p} GEMM peak, peak RSS {ra['peak_rss_mb']:.0f} MB"
                   + (f"; PyTorch {rt['ms_per_step']:.1f} ms/step, peak RSS {rt['peak_rss_mb']:.0f} MB" if rt else ""))
-    # The GEMM floor: the step's own GEMMs replayed alone through OpenBLAS, warm in cache, with no
-    # other work and no waiting between them. Nothing that keeps the matmuls on OpenBLAS beats it.
+    # The GEMM floor of each precision: the step's own GEMMs replayed alone through its provider at
+    # its precision, warm in cache, with no other work and no waiting between them.
     say()
-    for c in configs:
+    for c, p in [(c, p) for c in configs for p in precisions]:
         floors = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "train" and r.get("config") == c
-                  and "gemm_floor_ms" in r]
+                  and "gemm_floor_ms" in r and r.get("precision", "fp32") == p]
         if not floors:
             continue
         f = min(floors, key=lambda r: r["gemm_floor_ms"])
-        line = (f"{c}: GEMM floor {f['gemm_floor_ms']:.1f} ms/step ({f['gemm_calls']} GEMMs, {f['gemm_gflop']:.2f} GFLOP, "
+        line = (f"{c} {p}: GEMM floor {f['gemm_floor_ms']:.1f} ms/step ({f['gemm_calls']} GEMMs, {f['gemm_gflop']:.2f} GFLOP, "
                 f"{f['threads']} thr) = at most {f['gemm_floor_tokens_per_s']:.0f} tok/s")
-        ra = best("attograd", "train", c, "tokens_per_s")
+        ra = best("attograd", "train", c, "tokens_per_s", p)
         if ra and "gemm_floor_ms" in ra:  # the fastest step against the floor of its own thread count
             line += (f"; the fastest step ({ra['threads']} thr, {ra['ms_per_step']:.1f} ms) is "
                      f"{ra['ms_per_step'] / ra['gemm_floor_ms']:.2f}x its floor ({ra['gemm_floor_ms']:.1f} ms)")
@@ -403,6 +434,14 @@ def main() -> int:
                 say(f"{r['side']:<22} {r['error']}")
                 continue
             say(f"{r['label']:<22} {r['val_loss']:>8.4f} {r['iters']:>6} {r['ms_per_step']:>8.1f} {r['wall_s']:>7.1f}")
+    gm = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "gemm" and not r.get("error")]
+    if gm:
+        say(f"\nGEMM providers, GFLOP/s per thread at each configuration's GEMM shapes (1 thread; {gm[0]['onednn']}; "
+            f"{gm[0]['openblas']}):")
+        for r in gm:
+            say(f"{r['config']:<8} fp32: openblas {r['openblas_fp32_gflops_per_thread']:.0f}, onednn "
+                f"{r['onednn_fp32_gflops_per_thread']:.0f};  bf16: openblas (portable) {r['openblas_bf16_gflops_per_thread']:.0f}, "
+                f"onednn {r['onednn_bf16_gflops_per_thread']:.0f}")
     sg = [r for r in lines if r.get("bench") == "sgemm"]
     if sg:
         say(f"\nsgemm ({sg[0]['blas_core']} kernels): {sg[0]['gflops_2048_1thread']:.0f} GFLOP/s at 2048³ on 1 thread, "

@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/kernels/onednn.h"
 #include "autograd/parallel.h"
 
 namespace ag::bench {
@@ -22,17 +25,24 @@ std::atomic<std::vector<GemmShape>*> g_recording{nullptr};
 using SgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float, const float*,
                          blasint, const float*, blasint, float, float*, blasint);
 
-// OpenBLAS's own cblas_sgemm: the next definition after this program's.
+// The library's own definition of `name`: the next one after this program's.
+template <class Fn>
+Fn next_definition(const char* name) {
+  auto* f = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  if (!f) {
+    std::fprintf(stderr, "attograd: cannot find the library's %s (dlsym: %s)\n", name, dlerror());
+    std::abort();
+  }
+  return f;
+}
+
 SgemmFn openblas_sgemm() {
-  static const SgemmFn fn = [] {
-    auto* f = reinterpret_cast<SgemmFn>(dlsym(RTLD_NEXT, "cblas_sgemm"));
-    if (!f) {
-      std::fprintf(stderr, "attograd: cannot find OpenBLAS's cblas_sgemm (dlsym: %s)\n", dlerror());
-      std::abort();
-    }
-    return f;
-  }();
+  static const SgemmFn fn = next_definition<SgemmFn>("cblas_sgemm");
   return fn;
+}
+
+void record(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta) {
+  if (auto* rec = g_recording.load(std::memory_order_relaxed)) rec->push_back({ta, tb, M, N, K, beta});
 }
 }  // namespace
 
@@ -42,6 +52,7 @@ std::vector<GemmShape> record_gemms(const std::function<void()>& step) {
   // On one thread gemm_rows makes one call per GEMM, so each record is a whole GEMM.
   const int threads = parallel::num_threads();
   parallel::set_num_threads(1);
+  (void)kernels::bf16_path(kernels::gemm_provider());  // its one-time probe GEMM is not the step's
   std::vector<GemmShape> calls;
   struct Recording {  // recording stops and the threads are back even if the step throws
     explicit Recording(std::vector<GemmShape>* to) { g_recording.store(to); }
@@ -58,7 +69,8 @@ std::vector<GemmShape> record_gemms(const std::function<void()>& step) {
   return calls;
 }
 
-GemmFloor replay_gemms(const std::vector<GemmShape>& calls, int threads, int reps) {
+GemmFloor replay_gemms(const std::vector<GemmShape>& calls, int threads, int reps, Precision precision) {
+  const AutocastGuard fp32(Precision::FP32);  // the operands below are rounded already
   GemmFloor f;
   f.calls = static_cast<int64_t>(calls.size());
   int64_t a_max = 1, b_max = 1, c_max = 1;
@@ -69,8 +81,20 @@ GemmFloor replay_gemms(const std::vector<GemmShape>& calls, int threads, int rep
     c_max = std::max(c_max, s.M * s.N);
   }
   // Operands are read-only and shared; each thread writes its own C. Small values keep the
-  // accumulating (beta = 1) calls far from overflow over the replays.
-  const std::vector<float> A(static_cast<size_t>(a_max), 0.01f), B(static_cast<size_t>(b_max), 0.01f);
+  // accumulating (beta = 1) calls far from overflow over the replays. At bf16 they are rounded
+  // once here: bits for the native path, float32 values for the portable one.
+  const std::vector<float> A(static_cast<size_t>(a_max), kernels::round_to_bf16(0.01f)),
+      B(static_cast<size_t>(b_max), kernels::round_to_bf16(0.01f));
+  const std::vector<uint16_t> A16(static_cast<size_t>(a_max), kernels::bf16_bits(0.01f)),
+      B16(static_cast<size_t>(b_max), kernels::bf16_bits(0.01f));
+  const bool native = precision == Precision::BF16 && kernels::bf16_path(kernels::gemm_provider()) == kernels::Bf16Path::Native;
+  // One GEMM of the replay: kernels::gemm outside autocast (the provider's sgemm), or oneDNN's bf16 GEMM.
+  auto gemm = [&](const GemmShape& s, int64_t M, int64_t a_off, int64_t lda, int64_t ldb, float* c) {
+    if (native)
+      kernels::onednn::gemm_bf16(s.ta, s.tb, M, s.N, s.K, 1.0f, A16.data() + a_off, lda, B16.data(), ldb, s.beta, c, s.N);
+    else
+      kernels::gemm(s.ta, s.tb, M, s.N, s.K, 1.0f, A.data() + a_off, lda, B.data(), ldb, s.beta, c, s.N);
+  };
   std::vector<std::vector<float>> C(static_cast<size_t>(threads), std::vector<float>(static_cast<size_t>(c_max)));
 
   auto replay_part = [&](int p) {
@@ -82,10 +106,9 @@ GemmFloor replay_gemms(const std::vector<GemmShape>& calls, int threads, int rep
       const bool split = s.M * s.N * s.K >= kernels::kParallelGemmWork && s.M >= threads;
       if (split) {
         const int64_t r0 = s.M * p / threads, r1 = s.M * (p + 1) / threads;
-        kernels::gemm(s.ta, s.tb, r1 - r0, s.N, s.K, 1.0f, A.data() + (s.ta ? r0 : r0 * lda), lda, B.data(), ldb,
-                      s.beta, c + r0 * s.N, s.N);
+        gemm(s, r1 - r0, s.ta ? r0 : r0 * lda, lda, ldb, c + r0 * s.N);
       } else if (static_cast<int>(i % static_cast<size_t>(threads)) == p) {
-        kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, s.beta, c, s.N);
+        gemm(s, s.M, 0, lda, ldb, c);
       }
     }
   };
@@ -114,7 +137,28 @@ extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONS
                             OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha, OPENBLAS_CONST float* A,
                             OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* B, OPENBLAS_CONST blasint ldb,
                             OPENBLAS_CONST float beta, float* C, OPENBLAS_CONST blasint ldc) {
-  if (auto* rec = ag::bench::g_recording.load(std::memory_order_relaxed); rec && order == CblasRowMajor)
-    rec->push_back({ta == CblasTrans, tb == CblasTrans, M, N, K, beta});
+  if (order == CblasRowMajor) ag::bench::record(ta == CblasTrans, tb == CblasTrans, M, N, K, beta);
   ag::bench::openblas_sgemm()(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// oneDNN's two GEMMs (row-major, 'N' or 'T'), declared here with plain types: dnnl_dim_t is
+// int64_t and dnnl_status_t an int-sized enum. Reached only when the library was built with oneDNN.
+using DnnlSgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                            float, float*, int64_t);
+using DnnlBf16Fn = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
+                           int64_t, float, float*, int64_t);
+
+extern "C" int dnnl_sgemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  static const auto next = ag::bench::next_definition<DnnlSgemmFn>("dnnl_sgemm");
+  ag::bench::record(ta == 'T', tb == 'T', M, N, K, beta);
+  return next(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+extern "C" int dnnl_gemm_bf16bf16f32(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                     const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
+                                     float* C, int64_t ldc) {
+  static const auto next = ag::bench::next_definition<DnnlBf16Fn>("dnnl_gemm_bf16bf16f32");
+  ag::bench::record(ta == 'T', tb == 'T', M, N, K, beta);
+  return next(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

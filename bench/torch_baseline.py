@@ -20,6 +20,9 @@ environment, for T, B in {1, 2}. The worker measures, after warm-up:
       after importing torch and building the model, before any step.
 Modes: eager, and with torch >= 2 also torch.compile (the model is compiled; the first step's
 time, which includes compilation, is reported as compile_s and not counted).
+Precisions (--precisions): fp32, and bf16 = the forward and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), backward and the optimizer outside it, as the
+PyTorch recipe for CPU mixed precision has it (attograd's --precision bf16 is the same split).
 
 --attention: instead of the models, causal attention forward + backward at the shapes of
 `attograd bench attention` (batch 4, 4 heads, head size 32, T = --lens), one line per T and
@@ -121,9 +124,17 @@ def worker(a: argparse.Namespace) -> dict:
     base_rss = _maxrss_mb()
     load_before = os.getloadavg()[0]
 
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.precision == "bf16" else None
+
+    def forward(x, y):
+        if autocast is None:
+            return run(x, y)
+        with autocast():
+            return run(x, y)
+
     def train_step(i: int) -> float:
         x, y = batches[i % len(batches)]
-        loss = run(x, y)
+        loss = forward(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -133,7 +144,7 @@ def worker(a: argparse.Namespace) -> dict:
     def fwd_step(i: int) -> float:
         x, y = batches[i % len(batches)]
         with torch.no_grad():
-            return run(x, y).item()
+            return forward(x, y).item()
 
     def measure(step, warmup: int, steps: int, seconds: float):
         first = None
@@ -165,7 +176,7 @@ def worker(a: argparse.Namespace) -> dict:
     mean_ms = 1e3 * sum(train_times) / len(train_times)
     fwd_ms = 1e3 * sum(fwd_times) / len(fwd_times)
     out = {
-        "impl": "pytorch", "torch": torch.__version__, "mode": a.mode, "config": a.config, **c,
+        "impl": "pytorch", "torch": torch.__version__, "mode": a.mode, "precision": a.precision, "config": a.config, **c,
         "vocab_size": VOCAB, "params": sum(p.numel() for p in model.parameters()),
         "torch_threads": a.torch_threads, "openblas_threads": int(os.environ.get("OPENBLAS_NUM_THREADS", "0")),
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch_blas": _torch_blas(torch),
@@ -329,6 +340,7 @@ def main() -> int:
     ap.add_argument("--modes", default="auto", help="eager, compile, or auto (eager, plus compile with torch >= 2)")
     ap.add_argument("--openblas-coretype", default="inherit",
                     help="OPENBLAS_CORETYPE for the workers: inherit (default), none (unset), or a value")
+    ap.add_argument("--precisions", default="fp32", help="comma-separated: fp32, bf16 (torch.autocast(\"cpu\", torch.bfloat16))")
     ap.add_argument("--quick", action="store_true", help="smoke run: 1 warm-up step and 2 timed steps per setting")
     ap.add_argument("--python", default=sys.executable, help="interpreter with torch for the workers")
     ap.add_argument("--out", help="also append the JSON lines to this file")
@@ -344,6 +356,7 @@ def main() -> int:
     ap.add_argument("--len", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)
     ap.add_argument("--torch-threads", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.quick:
@@ -387,10 +400,17 @@ def main() -> int:
         env["OPENBLAS_CORETYPE"] = a.openblas_coretype
     out_file = open(a.out, "a") if a.out else None
     failures = 0
-    for config in configs:
-        for mode in modes:
-            for t, b in settings:
+    precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
+    for p in precisions:
+        if p not in ("fp32", "bf16"):
+            ap.error(f"unknown precision {p!r} (known: fp32, bf16)")
+    if a.decode:
+        precisions = ["fp32"]
+    for config, precision, mode, (t, b) in [(c, p, m, s) for c in configs for p in precisions for m in modes
+                                             for s in settings]:
+            if True:
                 cmd = [a.python, os.path.abspath(__file__), "--worker", "--config", config, "--mode", mode,
+                       "--precision", precision,
                        "--torch-threads", str(t), "--steps", str(a.steps), "--seconds", str(a.seconds),
                        "--warmup", str(a.warmup)]
                 if a.decode:
@@ -401,6 +421,7 @@ def main() -> int:
                 if r.returncode != 0 or not lines:
                     failures += 1
                     lines = [json.dumps({"impl": "pytorch", "torch": version, "mode": mode, "config": config,
+                                         "precision": precision,
                                          "torch_threads": t, "openblas_threads": b,
                                          "error": (r.stderr.strip().splitlines() or ["no output"])[-1]})]
                 elif not a.decode:

@@ -21,10 +21,12 @@
 #include "cli/bench_sgemm.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
+#include "cli/precision_flags.h"
 #include "models/registry.h"
 #include "nn/attention.h"
 #include "distributed/comm.h"
 #include "optim/adam.h"
+#include "train/gemm_choice.h"
 #include "train/param_groups.h"
 #include "train/peak_flops.h"
 #include "train/logging/profile.h"
@@ -93,7 +95,7 @@ double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& 
 // clocks are compared after the timed steps, so that split holds on one machine.
 // profile_dir: empty, or where --profile writes trace.json and profile_table.txt.
 void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, const std::string& profile_dir,
-                 nlohmann::json& out) {
+                 Precision precision, nlohmann::json& out) {
   distributed::Comm& comm = distributed::Comm::world();
   if (K < 1) throw UsageError("--grad-accum must be positive");
   if (bc.batch % (comm.size() * K) != 0)
@@ -106,7 +108,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
-  train::Step step(model, opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false});
+  train::Step step(model, opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false, precision});
   int64_t iter = 0;
   double waited = 0, early = 0;
   std::vector<double> backward_ends;  // this rank's, per timed step
@@ -127,7 +129,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
   const double flops = 3 * model.forward_flops(bc.batch);
   // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
-  train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads());
+  train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads(), precision);
   if (comm.distributed()) comm.allreduce_sum(&peak.gflops, 1);
   out.update({{"config", bc.name}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
               {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
@@ -158,10 +160,11 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
                 {"allreduce_exposed_ms", exposed * 1e3},
                 {"allreduce_hidden_fraction", std::clamp(1.0 - exposed / blocking, 0.0, 1.0)}});
   } else {
-    // The same step's GEMMs on their own: the fastest this step could be on OpenBLAS.
+    // The same step's GEMMs on their own: the fastest this step could be on its provider, at
+    // its precision.
     const auto calls = bench::record_gemms(one_step);
     const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
-    const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps);
+    const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps, precision);
     out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
                 {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
   }
@@ -188,10 +191,10 @@ void emit(const nlohmann::json& j, bool as_json) {
 
 namespace {
 int bench_command(int argc, char** argv) {
-  cxxopts::Options options("attograd bench", "Measure throughput: train | forward | sample | attention | sgemm.");
+  cxxopts::Options options("attograd bench", "Measure throughput: train | forward | sample | attention | sgemm | gemm.");
   // clang-format off
   options.add_options()
-    ("what", "train, forward, sample, attention or sgemm", cxxopts::value<std::string>()->default_value("train"))
+    ("what", "train, forward, sample, attention, sgemm, or gemm (each provider's GFLOP/s per thread at the configuration's GEMM shapes, fp32 and bf16)", cxxopts::value<std::string>()->default_value("train"))
     ("config", "model configuration: default (4x128, block 64, batch 12) or large (6x384, block 256, batch 16)",
      cxxopts::value<std::string>()->default_value("default"))
     ("seconds", "time spent measuring, per benchmark", cxxopts::value<double>()->default_value("10"))
@@ -206,11 +209,13 @@ int bench_command(int argc, char** argv) {
     ("json", "one JSON object per line")
     ("h,help", "show this help");
   // clang-format on
+  add_precision_flags(options);
   options.parse_positional({"what"});
-  options.positional_help("[train|forward|sample|attention|sgemm]");
+  options.positional_help("[train|forward|sample|attention|sgemm|gemm]");
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
   const std::string what = r["what"].as<std::string>();
+  const PrecisionFlags pf = read_precision_flags(r);
   const int threads = r["threads"].as<int>();
   parallel::set_num_threads(threads > 0 || !distributed::Comm::world().distributed() ? threads
                                                                               : distributed::Comm::world().threads_per_rank());
@@ -221,15 +226,40 @@ int bench_command(int argc, char** argv) {
   nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", openblas_core_name()}, {"blas_config", openblas_config()},
                         {"threads", parallel::num_threads()}};
   Generator gen(1337);
+  // The provider (--gemm; auto measured at the configuration's shapes) and the precision, for
+  // every benchmark of a model; the sgemm benchmark is OpenBLAS's own, multithreaded.
+  if (what != "sgemm") {
+    const BenchConfig bc = config_named(r["config"].as<std::string>());
+    const int64_t rows = bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1);
+    const train::GemmDecision d =
+        train::apply_gemm_choice(pf.gemm, pf.precision, models::find_model(bc.model.name).parameters(bc.model), rows);
+    out.update({{"gemm", kernels::gemm_provider_name(d.provider)},
+                {"gemm_provider", kernels::gemm_provider_description(d.provider)},
+                {"gemm_chosen", d.how},
+                {"precision", precision_name(pf.precision)},
+                {"bf16_path", pf.precision == Precision::BF16 ? kernels::bf16_path_description(d.provider) : ""}});
+  }
+  const AutocastGuard autocast(what == "train" ? Precision::FP32 : pf.precision);  // train: inside its Step
 
-  if (what == "sgemm") {
+  if (what == "gemm") {  // each provider's GFLOP/s per thread at the configuration's GEMM shapes
+    const BenchConfig bc = config_named(r["config"].as<std::string>());
+    const int64_t rows = std::min<int64_t>(512, bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1));
+    const auto shapes = train::step_gemm_shapes(models::find_model(bc.model.name).parameters(bc.model), rows);
+    const train::GemmTiming fp32 = train::time_gemm_providers(shapes, Precision::FP32);
+    const train::GemmTiming bf16 = train::time_gemm_providers(shapes, Precision::BF16);
+    out.update({{"config", bc.name}, {"rows", rows}, {"shapes", shapes.size()},
+                {"openblas_fp32_gflops_per_thread", fp32.openblas_gflops}, {"onednn_fp32_gflops_per_thread", fp32.onednn_gflops},
+                {"openblas_bf16_gflops_per_thread", bf16.openblas_gflops}, {"onednn_bf16_gflops_per_thread", bf16.onednn_gflops},
+                {"onednn", kernels::gemm_provider_description(kernels::GemmProvider::OneDNN)},
+                {"openblas", kernels::gemm_provider_description(kernels::GemmProvider::OpenBLAS)}});
+  } else if (what == "sgemm") {
     const int n = parallel::num_threads();
     out["gflops_2048_1thread"] = sgemm_gflops(2048, 10, 1);
     out["gflops_2048"] = sgemm_gflops(2048, 10, n);
     out["gflops_512"] = sgemm_gflops(512, 200, n);
   } else if (what == "train") {
     bench_train(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
-                r.count("profile") ? r["profile"].as<std::string>() : std::string(), out);
+                r.count("profile") ? r["profile"].as<std::string>() : std::string(), pf.precision, out);
     if (!distributed::Comm::world().is_root()) return 0;  // rank 0 reports
   } else if (what == "forward") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
@@ -243,7 +273,7 @@ int bench_command(int argc, char** argv) {
     NoGradGuard no_grad;
     const double sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
     const double flops = model.forward_flops(bc.batch);
-    const double peak = train::kept_peak_flops(parallel::num_threads()).gflops;  // what MFU is measured against
+    const double peak = train::kept_peak_flops(parallel::num_threads(), pf.precision).gflops;  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
                 {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
@@ -299,7 +329,7 @@ int bench_command(int argc, char** argv) {
     out.update({{"materialized_steps", steps}, {"ms_materialized_fwd_bwd", mat * 1e3},
                 {"materialized_tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0}});
   } else {
-    throw UsageError("unknown benchmark '" + what + "' (train, forward, sample, attention, sgemm)");
+    throw UsageError("unknown benchmark '" + what + "' (train, forward, sample, attention, sgemm, gemm)");
   }
   emit(out, json);
   return 0;

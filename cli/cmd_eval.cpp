@@ -9,6 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
+#include "cli/precision_flags.h"
 #include "data/batch.h"
 #include "data/text_file.h"
 #include "train/run_folder/checkpoint.h"
@@ -20,10 +21,12 @@ int cmd_eval(int argc, char** argv) {
   cxxopts::Options options("attograd eval", "Mean next-character cross-entropy (nats and bits) of a text file.");
   options.add_options()("checkpoint", "run folder or its model.safetensors", cxxopts::value<std::string>())(
       "text-file", "UTF-8 text to score", cxxopts::value<std::string>())("h,help", "show this help");
+  add_precision_flags(options);
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
   if (!r.count("checkpoint")) throw UsageError("--checkpoint PATH is required");
   if (!r.count("text-file")) throw UsageError("--text-file FILE is required");
+  const PrecisionFlags precision = read_precision_flags(r);
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
   const std::string path = r["text-file"].as<std::string>();
   // A regular file of bounded size only: /dev/zero or a FIFO would be read forever.
@@ -33,6 +36,10 @@ int cmd_eval(int argc, char** argv) {
 
   NoGradGuard no_grad;
   const int64_t block = loaded.model->block_size();
+  // The header lines on stderr when not the default: standard output stays the two result lines.
+  const std::string header = apply_precision_flags(precision, *loaded.model, block);
+  if (precision.precision != Precision::FP32) std::fputs(header.c_str(), stderr);
+  const AutocastGuard autocast(precision.precision);
   double total = 0;  // summed over predicted characters
   int64_t count = 0;
   train::InterruptGuard interrupts;  // a long text: Ctrl-C or SIGTERM stops between windows

@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/matrix_flag.h"
+#include "cli/precision_flags.h"
 #include "nn/attention.h"
 #include "train/run_folder/checkpoint.h"
 #include "viz/explore.h"
@@ -67,9 +68,11 @@ int cmd_explore(int argc, char** argv) {
     ("json", "also write the page's data (JSON) to this file", cxxopts::value<std::string>())
     ("h,help", "show this help");
   // clang-format on
+  add_full_precision_flag(options);
   MatrixFlagArgs args(argc, argv);  // --q, --k, --v, --g
   const auto r = parse_command_line(options, args.argc(), args.argv());
   if (print_help_if_asked(options, r)) return 0;
+  refuse_bf16(r, "explore", "its finite-difference check of every node needs full precision");
   if (!r.count("out")) throw UsageError("--out FILE.html is required");
   const std::string out = r["out"].as<std::string>();
   if (out.size() < 5 || out.substr(out.size() - 5) != ".html") throw UsageError("--out must end in .html");

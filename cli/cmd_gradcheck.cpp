@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
+#include "cli/precision_flags.h"
 #include "nn/attention.h"
 #include "nn/init.h"
 
@@ -238,12 +239,14 @@ int cmd_gradcheck(int argc, char** argv) {
       ("pad-all", "with padding: the last batch entry ignores every key (a fully masked row)")
       ("batch-first", "inputs are (N, L, E) instead of (L, N, E)")
       ("per-head", "check per-head weights (N, H, L, S) instead of their average");
+  add_full_precision_flag(options);
   options.parse_positional({"what"});
   const auto args = parse_command_line(options, argc, argv);
   if (args.count("help")) {
     std::cout << options.help({"", "attention"});
     return 0;
   }
+  refuse_bf16(args, "gradcheck", "it compares float64 gradients with finite differences");
   if (!args.count("what")) throw UsageError("say what to check: attention or ops");
   const std::string what = args["what"].as<std::string>();
   const GradcheckOptions tol = tolerances(args);

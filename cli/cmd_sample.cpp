@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cli/precision_flags.h"
 #include "data/text_file.h"
 #include "train/run_folder/checkpoint.h"
 #include "train/interrupt.h"
@@ -27,6 +28,7 @@ int cmd_sample(int argc, char** argv) {
     ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("1337"))
     ("no-cache", "recompute the whole context for every character instead of using the GPT's KV cache (slow; for comparison)")
     ("h,help", "show this help");
+  add_precision_flags(options);
   // clang-format on
   const auto r = parse_command_line(options, argc, argv);
   if (print_help_if_asked(options, r)) return 0;
@@ -40,6 +42,7 @@ int cmd_sample(int argc, char** argv) {
   const int64_t num_samples = r["num-samples"].as<int64_t>();
   if (num_samples < 1) throw UsageError("--num-samples must be ≥ 1");
   if (r.count("prompt") && r.count("prompt-file")) throw UsageError("give --prompt or --prompt-file, not both");
+  const PrecisionFlags precision = read_precision_flags(r);
   const auto loaded = train::load_model(r["checkpoint"].as<std::string>());
   // No cxxopts default: it would print the newline raw in --help, after the description's.
   std::string prompt = "\n";
@@ -57,6 +60,10 @@ int cmd_sample(int argc, char** argv) {
   // The text is streamed as it is generated, so --tokens 1000000000 shows progress and Ctrl-C
   // (or SIGTERM) stops it cleanly after the character being written.
   train::InterruptGuard interrupts;
+  // (rows 1: a decode step predicts one position per sample; header on stderr, the text alone on stdout)
+  const std::string header = apply_precision_flags(precision, *loaded.model, 1);
+  if (precision.precision != Precision::FP32) std::fputs(header.c_str(), stderr);
+  const AutocastGuard autocast(precision.precision);
   int64_t made = 0;
   models::SampleOptions opt{n, temperature, top_k, !r.count("no-cache")};
   opt.on_token = [&](int64_t id) {

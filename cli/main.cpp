@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/blas_buffers.h"
+#include "autograd/kernels/gemm_provider.h"
 #include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "distributed/comm.h"
@@ -230,6 +231,16 @@ int run_main(int argc, char** argv) {
   if (first == "--version") {
     std::printf("attograd %s (commit %s), OpenBLAS core %s\n", ATTOGRAD_VERSION, ATTOGRAD_GIT_COMMIT,
                 ag::cli::openblas_core_name());
+    // The GEMM providers of --gemm, and how --precision bf16 would run on each here.
+    for (const auto p : ag::kernels::kGemmProviders) {
+      std::string why;
+      if (!ag::kernels::gemm_provider_available(p, &why)) {
+        std::printf("gemm %s: %s\n", ag::kernels::gemm_provider_name(p), why.c_str());
+        continue;
+      }
+      std::printf("gemm %s: %s; %s\n", ag::kernels::gemm_provider_name(p), ag::kernels::gemm_provider_description(p).c_str(),
+                  ag::kernels::bf16_path_description(p).c_str());
+    }
     return 0;
   }
   if (first == "help" && argc >= 3) {  // `attograd help CMD` is `attograd CMD --help`

@@ -17,6 +17,8 @@ void add_flag(cxxopts::OptionAdder& add, const T& def, const train::FieldInfo& f
   std::shared_ptr<const cxxopts::Value> v;
   if (std::string(f.key) == "eval_iters")  // a count or "all" (train::parse_eval_iters)
     v = cxxopts::value<std::string>()->default_value(train::format_value(def));
+  else if constexpr (train::Choice<T>)  // a name, parsed in read_train_flags
+    v = cxxopts::value<std::string>()->default_value(train::choice_name(def));
   else if constexpr (std::is_same_v<T, bool>)
     v = cxxopts::value<bool>()->default_value(train::format_value(def))->implicit_value("true");
   else if constexpr (std::is_same_v<T, std::string>)
@@ -51,7 +53,13 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
     if (!r.count(f.flag)) return;
     out.given.insert(f.flag);
     using T = std::remove_reference_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, int64_t>) {
+    if constexpr (train::Choice<T>) {
+      const std::string text = r[f.flag].as<std::string>();
+      const auto parsed = train::parse_choice<T>(text);
+      if (!parsed) throw UsageError(std::string("--") + f.flag + " must be " + train::choice_list<T>() + ", got '" + text + "'");
+      v = *parsed;
+      return;
+    } else if constexpr (std::is_same_v<T, int64_t>) {
       if (std::string(f.key) == "eval_iters") {
         try {
           v = train::parse_eval_iters(r[f.flag].as<std::string>());
@@ -61,7 +69,7 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
         return;
       }
     }
-    v = r[f.flag].as<T>();
+    if constexpr (!train::Choice<T>) v = r[f.flag].as<T>();
   });
   return out;
 }

@@ -1,7 +1,5 @@
 #include "models/decode.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/rope.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/parallel.h"
@@ -44,10 +43,10 @@ void attend_row(const float* q, const float* K, const float* V, int64_t S, int64
                 float* out) {
   // One-row GEMMs rather than GEMVs: OpenBLAS's small-matrix kernels read the cache rows
   // about 1.3x faster here than its GEMV kernels do.
-  const int s = static_cast<int>(S), d = static_cast<int>(hd);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 1, s, d, scale, q, d, K, d, 0.0f, scores, s);  // scale · q·Kᵀ (S)
-  kernels::vec::softmax_row(scores, scores, S);                                                     // over the S keys
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, d, s, 1.0f, scores, s, V, d, 0.0f, out, d);  // p·V (hd)
+  // (through kernels::gemm: the chosen provider, and bf16 operands under autocast)
+  kernels::gemm(false, true, 1, S, hd, scale, q, hd, K, hd, 0.0f, scores, S);  // scale · q·Kᵀ (S)
+  kernels::vec::softmax_row(scores, scores, S);                                // over the S keys
+  kernels::gemm(false, false, 1, hd, S, 1.0f, scores, S, V, hd, 0.0f, out, hd);  // p·V (hd)
 }
 
 void attend_row_reference(const float* q, const float* K, const float* V, int64_t S, int64_t hd, float scale,
@@ -72,7 +71,6 @@ void linear(const float* x, int64_t R, const Weight& w, float* y, Activation act
   if (act != Activation::None && accumulate)
     throw std::invalid_argument("decode::linear: an activation and accumulate do not combine");
   const int64_t N = w.N, K = w.K;
-  const int ik = static_cast<int>(K), in = static_cast<int>(N);
   const int64_t blocks = (N + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kChunkWork / std::max<int64_t>(R * K * kBlock, 1));
   const float beta = accumulate ? 1.0f : 0.0f;
@@ -83,13 +81,11 @@ void linear(const float* x, int64_t R, const Weight& w, float* y, Activation act
       // weights. (OpenBLAS's GEMV over W as stored streams it at about 60% of this speed, and a
       // GEMM over a whole slice of W packs it first.)
       for (int64_t j = n0; j < n1; j += kBlock) {
-        const int width = static_cast<int>(std::min(kBlock, N - j));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(R), width, ik, 1.0f, x, ik,
-                    w.blocked.data() + j * K, width, beta, y + j, in);
+        const int64_t width = std::min(kBlock, N - j);
+        kernels::gemm(false, false, R, width, K, 1.0f, x, K, w.blocked.data() + j * K, width, beta, y + j, N);
       }
     } else {  // y[:, n0:n1] = x · W[n0:n1]ᵀ
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(R), static_cast<int>(n), ik, 1.0f, x, ik,
-                  w.W + n0 * K, ik, beta, y + n0, in);
+      kernels::gemm(false, true, R, n, K, 1.0f, x, K, w.W + n0 * K, K, beta, y + n0, N);
     }
     // The epilogue on the slice just written, while it is in cache.
     float tmp[kBlock];

@@ -2,7 +2,7 @@
 # Installs the Debian packages attograd builds with, but only those that are missing,
 # so that `make test` and `make train` work on a fresh Debian 12 machine.
 set -euo pipefail
-packages=(cmake make g++ pkg-config libopenblas-dev libcxxopts-dev libgtest-dev
+packages=(cmake make g++ pkg-config libopenblas-dev libdnnl-dev libcxxopts-dev libgtest-dev
           nlohmann-json3-dev libbenchmark-dev libstb-dev fonts-dejavu-core libtomlplusplus-dev python3
           python3-venv python3-dev  # the Python package (python/): its venv and the headers of its module
           libprotobuf-dev protobuf-compiler libboost-dev libboost-stacktrace-dev tmux

@@ -47,7 +47,7 @@ attograd_cli_test(cli.usage.unknown_command_did_you_mean EXIT 2 STDERR "unknown 
                   COMMAND ${AG} trian)
 attograd_cli_test(cli.usage.unknown_command_no_guess EXIT 2 STDERR "unknown command 'zzzzzz'\n"
                   NOT_OUTPUT "did you mean" COMMAND ${AG} zzzzzz)
-attograd_cli_test(cli.usage.version EXIT 0 STDOUT "^attograd [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit [^)]+\\), OpenBLAS core [A-Za-z0-9]+\n$"
+attograd_cli_test(cli.usage.version EXIT 0 STDOUT "^attograd [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit [^)]+\\), OpenBLAS core [A-Za-z0-9]+\ngemm openblas: [^\n]+\ngemm onednn: [^\n]+\n$"
                   COMMAND ${AG} --version)
 attograd_cli_test(cli.usage.help_command EXIT 0 STDOUT "attograd sample \\[OPTION...\\].*--num-samples"
                   COMMAND ${AG} help sample)

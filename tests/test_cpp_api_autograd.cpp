@@ -115,6 +115,22 @@ TEST(CppApiAutograd, Anomaly) {
   EXPECT_NE(message.find("tests/test_cpp_api_autograd.cpp:"), std::string::npos) << message;
 }
 
+TEST(CppApiAutograd, Autocast) {
+  // --8<-- [start:autocast]
+  Tensor x = Tensor::from_vector(std::vector<float>{1.0f + 0x1p-9f, 2.0f}, {1, 2});  // 1 + 2⁻⁹ is not a bf16
+  Tensor w = Tensor::from_vector(std::vector<float>{1.0f, 1.0f}, {2, 1}).requires_grad_();
+  Tensor y;
+  {
+    AutocastGuard bf16(Precision::BF16);  // torch.autocast("cpu", dtype=torch.bfloat16)
+    y = matmul(x, w);                     // (1 + 2⁻⁹ rounds to 1) · 1 + 2 · 1 = 3
+  }
+  sum(y).backward();  // w.grad() == round(x)ᵀ = [1, 2]: the backward ran at the forward's precision
+  // --8<-- [end:autocast]
+  EXPECT_EQ(y.item(), 3.0);
+  EXPECT_EQ(w.grad().data<float>()[0], 1.0f);
+  EXPECT_EQ(w.grad().data<float>()[1], 2.0f);
+}
+
 TEST(CppApiAutograd, Functional) {
   // --8<-- [start:functional]
   namespace F = ag::autograd::functional;

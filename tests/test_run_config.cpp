@@ -25,7 +25,12 @@ using train::TrainConfig;
 // A value of every field that differs from its default (`salt` picks one of several).
 template <class T>
 T changed(const T& def, int salt) {
-  if constexpr (std::is_same_v<T, bool>) return !def;
+  if constexpr (train::Choice<T>) {  // another name than the default, by salt
+    const auto& names = train::ChoiceNames<T>::names;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[(i + static_cast<size_t>(salt)) % names.size()].first != def) return names[(i + static_cast<size_t>(salt)) % names.size()].first;
+    return def;
+  } else if constexpr (std::is_same_v<T, bool>) return !def;
   else if constexpr (std::is_same_v<T, std::string>) return def + "_x" + std::to_string(salt);
   else if constexpr (std::is_floating_point_v<T>) return def * 1.5 + 0.125 * salt + 1e-7;  // not a round number
   else return def + static_cast<T>(3 + salt);
@@ -124,6 +129,12 @@ TEST(RunConfig, JsonFromOlderStatesAndBadJson) {
   old.erase("name");
   EXPECT_EQ(train::config_from_json(old.dump(), "old").model.name, "gpt");
   EXPECT_FALSE(train::config_from_json(old.dump(), "old").grad_report);
+  // Before --precision and --gemm: float32 on OpenBLAS, the provider every such run used (not
+  // the default auto, which might choose another and so not continue the run exactly).
+  old.erase("precision");
+  old.erase("gemm");
+  EXPECT_EQ(train::config_from_json(old.dump(), "old").precision, Precision::FP32);
+  EXPECT_EQ(train::config_from_json(old.dump(), "old").gemm, train::GemmChoice::OpenBLAS);
   // A field every state has is required, and types are checked.
   auto expect_error = [](const nlohmann::json& bad, const std::string& needle) {
     try {
@@ -143,6 +154,12 @@ TEST(RunConfig, JsonFromOlderStatesAndBadJson) {
   wrong = j;
   wrong["seed"] = -1;
   expect_error(wrong, "'seed' has the wrong type");
+  wrong = j;
+  wrong["precision"] = "fp16";
+  expect_error(wrong, "'precision' must be fp32 or bf16");
+  wrong = j;
+  wrong["gemm"] = 1;
+  expect_error(wrong, "'gemm' must be auto, openblas or onednn");
   wrong = j;
   wrong["skip_nonfinite"] = 1;
   expect_error(wrong, "'skip_nonfinite' has the wrong type");

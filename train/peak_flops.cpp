@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/kernels/onednn.h"
 #include "base/atomic_file.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -21,10 +24,11 @@ namespace ag::train {
 namespace fs = std::filesystem;
 
 std::string MachineKey::text() const {
-  return cpu + " | " + std::to_string(cores) + " cores | " + provider + " " + kernel;
+  return cpu + " | " + std::to_string(cores) + " cores | " + provider + " " + kernel +
+         (precision == Precision::FP32 ? "" : std::string(" | ") + precision_name(precision));
 }
 
-MachineKey this_machine() {
+MachineKey this_machine(Precision precision) {
   MachineKey k;
   std::ifstream info("/proc/cpuinfo");
   for (std::string line; std::getline(info, line);) {
@@ -35,8 +39,11 @@ MachineKey this_machine() {
   }
   if (k.cpu.empty()) k.cpu = "unknown CPU";
   k.cores = static_cast<int>(std::thread::hardware_concurrency());
-  k.provider = "openblas";
-  k.kernel = openblas_get_corename();
+  const kernels::GemmProvider p = kernels::gemm_provider();
+  k.provider = kernels::gemm_provider_name(p);
+  k.kernel = p == kernels::GemmProvider::OneDNN ? kernels::onednn::version() + " " + kernels::onednn::isa()
+                                                : std::string(openblas_get_corename());
+  k.precision = precision;
   return k;
 }
 
@@ -52,25 +59,28 @@ std::string peak_cache_path() {
   return "";
 }
 
-double measure_sgemm_gflops_per_thread() {
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double measure_sgemm_gflops_per_thread(Precision precision) {
   // attograd runs OpenBLAS single-threaded (parallel::init_threads); a process that has not
   // set that up is measured so too, and left as it was.
   const int saved = openblas_get_num_threads();
   if (saved != 1) openblas_set_num_threads(1);
   constexpr int n = 1024;
   std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-  auto sgemm = [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a.data(), n, b.data(), n, 0, c.data(), n); };
+  const AutocastGuard at(precision);
+  auto sgemm = [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
   sgemm();  // untimed: page faults, OpenBLAS's buffers
   double best = 0;
   // Timed in this thread's CPU time, not wall time: on a busy machine (a build beside it, ctest
   // -j) the thread waits for a core, and a wall-clock peak, kept for good, would be a fraction
   // of the machine's (on a 2-core AMD EPYC at load 9, 13.9 GFLOP/s per thread in wall time; at
   // load 3–4, 35.6 and 35.8 in CPU time).
-  auto cpu_now = [] {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
+  const auto cpu_now = thread_cpu_seconds;
   for (int trial = 0; trial < 5; ++trial) {  // the best of 5 pairs: the least disturbed
     const double t0 = cpu_now();
     sgemm();
@@ -82,10 +92,10 @@ double measure_sgemm_gflops_per_thread() {
   return best;
 }
 
-PeakFlops kept_peak_flops(int threads) {
+PeakFlops kept_peak_flops(int threads, Precision precision) {
   PeakFlops p;
   const std::string path = peak_cache_path();
-  const std::string key = this_machine().text();
+  const std::string key = this_machine(precision).text();
   nlohmann::json cache = nlohmann::json::object();
   if (!path.empty()) {
     std::ifstream f(path);
@@ -103,7 +113,7 @@ PeakFlops kept_peak_flops(int threads) {
     }
   }
   if (p.per_thread_gflops <= 0) {
-    p.per_thread_gflops = measure_sgemm_gflops_per_thread();
+    p.per_thread_gflops = measure_sgemm_gflops_per_thread(precision);
     if (path.empty()) {
       p.source = "measured now, not kept (neither XDG_CACHE_HOME nor HOME is set)";
     } else {
@@ -119,6 +129,48 @@ PeakFlops kept_peak_flops(int threads) {
   }
   p.gflops = p.per_thread_gflops * std::max(threads, 1);
   return p;
+}
+
+namespace {
+nlohmann::json read_cache(const std::string& path) {
+  nlohmann::json cache = nlohmann::json::object();
+  std::ifstream f(path);
+  if (!f) return cache;
+  std::stringstream text;
+  text << f.rdbuf();
+  cache = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  return cache.is_object() ? cache : nlohmann::json::object();
+}
+}  // namespace
+
+bool read_kept(const std::string& key, const std::vector<std::string>& fields, std::vector<double>& values) {
+  const std::string path = peak_cache_path();
+  if (path.empty()) return false;
+  const nlohmann::json cache = read_cache(path);
+  const auto it = cache.find(key);
+  if (it == cache.end() || !it->is_object()) return false;
+  values.clear();
+  for (const std::string& f : fields) {
+    if (!it->contains(f) || !(*it)[f].is_number() || !((*it)[f].get<double>() > 0)) return false;
+    values.push_back((*it)[f].get<double>());
+  }
+  return true;
+}
+
+std::string keep(const std::string& key, const std::vector<std::pair<std::string, double>>& values) {
+  const std::string path = peak_cache_path();
+  if (path.empty()) return "not kept (neither XDG_CACHE_HOME nor HOME is set)";
+  nlohmann::json cache = read_cache(path);
+  nlohmann::json entry = nlohmann::json::object();
+  for (const auto& [name, v] : values) entry[name] = v;
+  cache[key] = entry;
+  try {
+    fs::create_directories(fs::path(path).parent_path());
+    write_file_atomically(path, cache.dump(2) + "\n");
+    return "kept in " + path;
+  } catch (const std::exception& e) {
+    return std::string("not kept: ") + e.what();
+  }
 }
 
 }  // namespace ag::train

@@ -2,16 +2,23 @@
 // one: runs (and a run and its resume) then show comparable MFU. Measured once, the first time
 // a machine needs it, and kept in a small JSON file in the user's cache folder:
 //   $XDG_CACHE_HOME/attograd/peak_flops.json, else ~/.cache/attograd/peak_flops.json
-// keyed by the machine (CPU model and core count) and the GEMM provider with its kernel set
-// (OpenBLAS "Zen"): a new CPU, another OpenBLAS kernel (OPENBLAS_CORETYPE) or another provider
-// gets its own entry. Delete the file to measure again.
+// keyed by the machine (CPU model and core count), the GEMM provider in use with its kernel set
+// (OpenBLAS "Zen", oneDNN "2.6.3 avx512_core_bf16") and the precision (bf16 only when not
+// fp32): a new CPU, another OpenBLAS kernel (OPENBLAS_CORETYPE), provider or precision gets
+// its own entry. Delete the file to measure again. --gemm auto keeps its timings there too
+// (train/gemm_choice.h).
 //
-// What is measured: single-threaded sgemm 1024³ on the calling thread (how attograd runs its
-// GEMMs: one OpenBLAS thread inside each chunk of its pool), the best of several timings; the
-// peak of `threads` threads is that times threads. On a machine whose threads share cores this
+// What is measured: a single-threaded GEMM 1024³ on the calling thread through the provider
+// in use (how attograd runs its GEMMs: one single-threaded GEMM inside each chunk of its pool),
+// at the precision (bf16: the autocast path), the best of several timings; the peak of
+// `threads` threads is that times threads. On a machine whose threads share cores this
 // overstates the peak, so the MFU errs low.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/autocast.h"
 
 namespace ag::train {
 
@@ -20,9 +27,12 @@ struct MachineKey {
   int cores = 0;         // logical CPUs
   std::string provider;  // the GEMM library: "openblas"
   std::string kernel;    // its kernel set: "Zen"
-  std::string text() const;  // "AMD EPYC 7B13 | 2 cores | openblas Zen": the cache's key
+  Precision precision = Precision::FP32;
+  // "AMD EPYC 7B13 | 2 cores | openblas Zen" (and " | bf16" at bf16): the cache's key
+  std::string text() const;
 };
-MachineKey this_machine();
+// With the provider in use (kernels::gemm_provider()).
+MachineKey this_machine(Precision precision = Precision::FP32);
 
 struct PeakFlops {
   double gflops = 0;             // of the run: per thread × threads (with several ranks, summed)
@@ -36,10 +46,20 @@ std::string peak_cache_path();
 // The kept per-thread peak of this machine times threads; measured (about half a second) and
 // kept when the cache has none. Never fails: a cache that cannot be read or written is said
 // so in `source`, and the peak measured now is used.
-PeakFlops kept_peak_flops(int threads);
+PeakFlops kept_peak_flops(int threads, Precision precision = Precision::FP32);
 
-// The measurement itself: best of several timings of single-threaded sgemm 1024³, GFLOP/s of
-// the thread's CPU time (so that a busy machine does not lower it).
-double measure_sgemm_gflops_per_thread();
+// The measurement itself: best of several timings of a single-threaded GEMM 1024³ through the
+// provider in use at `precision`, GFLOP/s of the thread's CPU time (so that a busy machine does
+// not lower it).
+double measure_sgemm_gflops_per_thread(Precision precision = Precision::FP32);
+
+// Other numbers kept in the same file, under a key of their own: the kept values of `fields`
+// (all of them, positive) or false; and keeping them, which returns where ("kept in PATH") or
+// why not.
+bool read_kept(const std::string& key, const std::vector<std::string>& fields, std::vector<double>& values);
+std::string keep(const std::string& key, const std::vector<std::pair<std::string, double>>& values);
+
+// The thread's CPU time in seconds: timings that a busy machine does not lengthen.
+double thread_cpu_seconds();
 
 }  // namespace ag::train

@@ -35,17 +35,19 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       corpus_(std::move(corpus)),
       loggers_(std::move(loggers)),
       hooks_(hooks),
+      gemm_(cfg, entry.parameters(cfg.model), comm),  // before any GEMM (train/gemm_choice.h)
       model_gen_(cfg.seed),
       batch_gen_(cfg.seed + 1),
       eval_gen_(cfg.seed + 2),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
       opt_(*model_, cfg),
       sched_(cfg) {
+  cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())
     for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly});
+  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
   step_->after_backward = [this](double loss) {
     if (hooks_.after_backward) hooks_.after_backward(*model_);
     // --grad-report: the gradients of the step before each evaluation, before clipping.
@@ -88,7 +90,7 @@ void Run::decorrelate_dropout() {
 void Run::start(bool resumed) {
   // MFU's denominator: this machine's kept peak for the threads of this rank; ranks that share
   // a machine share its cores, as they do while training, and the job's peak is the sum.
-  peak_ = kept_peak_flops(parallel::num_threads());
+  peak_ = kept_peak_flops(parallel::num_threads(), cfg_.precision);
   if (comm_.distributed()) comm_.allreduce_sum(&peak_.gflops, 1);
   flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
   const distributed::Reducer* r = step_->reducer();
@@ -100,7 +102,9 @@ void Run::start(bool resumed) {
                    comm_.size(),
                    r ? static_cast<int64_t>(r->buckets().size()) : 0,
                    r ? r->bytes_per_step() : 0,
-                   peak_};
+                   peak_,
+                   gemm_header(gemm_.decision()),
+                   precision_header(cfg_.precision, gemm_.decision().provider)};
   emit([&](RunLogger& l) { l.on_start(e); });
   t_log_ = Clock::now();
 }
@@ -197,6 +201,7 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   // --eval-iters all: the whole validation split; the training loss, a guide only, from
   // kTrainBatchesWithWholeSplit random batches.
   const bool whole = cfg_.eval_iters == kEvalWholeSplit;
+  const AutocastGuard precision(cfg_.precision);  // evaluated as it trains
   const int64_t train_batches = whole ? kTrainBatchesWithWholeSplit : cfg_.eval_iters;
   const auto tl = estimate_loss(*model_, corpus_.train_ids, cfg_.batch_size, train_batches, eval_gen_, comm_);
   std::optional<double> vl;
@@ -375,6 +380,7 @@ TrainSummary Run::finish() {
 std::string Run::sample_text(int64_t tokens) {
   // A generator of its own, seeded alike each time: sampling never moves the run's streams.
   Generator sample_gen(cfg_.seed);
+  const AutocastGuard precision(cfg_.precision);
   model_->eval();
   const int64_t nl = corpus_.tokenizer.id_of(U'\n');
   models::SampleOptions opt{tokens, 0.8, 0, true};

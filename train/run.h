@@ -13,6 +13,7 @@
 #include "data/corpus.h"
 #include "models/registry.h"
 #include "distributed/comm.h"
+#include "train/gemm_choice.h"
 #include "train/logging/grad_report.h"
 #include "train/run_optimizer.h"
 #include "train/logging/profile.h"
@@ -65,6 +66,7 @@ class Run {
   data::Corpus corpus_;
   std::vector<std::shared_ptr<RunLogger>> loggers_;
   RunHooks hooks_;
+  RunGemm gemm_;  // the run's GEMM provider, chosen before anything else (train/gemm_choice.h)
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
   RunOptimizer opt_;

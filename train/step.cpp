@@ -41,6 +41,8 @@ StepResult Step::run(const Tensor& x, const Tensor& y, double lr, int64_t iter) 
     std::optional<DetectAnomalyGuard> anomaly;  // over this step's forwards and backwards
     std::optional<AnomalyScope> anomaly_step;
     if (options_.detect_anomaly) anomaly.emplace(), anomaly_step.emplace("training step " + std::to_string(iter));
+    // bf16: every GEMM of the forwards and backwards; clipping and the optimizer stay outside
+    const AutocastGuard precision(options_.precision);
     double loss_sum = 0;
     for (int64_t k = 0; k < K; ++k) {
       phase.next("forward");

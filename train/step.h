@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "autograd/autocast.h"
 #include "models/language_model.h"
 #include "distributed/comm.h"
 #include "optim/optimizer.h"
@@ -30,6 +31,7 @@ struct StepOptions {
   int64_t grad_accum = 1;       // micro-batches per step
   double grad_clip = 1.0;       // clip the global gradient norm to this; 0: off
   bool detect_anomaly = false;  // the forwards and backwards in anomaly mode (autograd/engine.h)
+  Precision precision = Precision::FP32;  // the forwards and backwards under autocast at this (autograd/autocast.h)
 };
 
 struct StepResult {

@@ -126,6 +126,20 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
   }
 }
 
+void check_recorded_choices(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given,
+                            const std::string& dir) {
+  // The precision and the provider change every product's last bits: a run resumed on
+  // others would not continue exactly.
+  if (given.count("precision") && now.precision != saved.precision)
+    throw ConfigError(std::string("--precision ") + choice_name(now.precision) + " cannot continue the run in " + dir +
+                      ": it was recorded with --precision " + choice_name(saved.precision) +
+                      " (to train on at another precision, start a new run from its weights: attograd train --init-from " +
+                      dir + ")");
+  if (given.count("gemm") && now.gemm != GemmChoice::Auto && now.gemm != saved.gemm)
+    throw ConfigError(std::string("--gemm ") + choice_name(now.gemm) + " cannot continue the run in " + dir +
+                      ": it was recorded with --gemm " + choice_name(saved.gemm) + " (the provider changes the last bits of every product)");
+}
+
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out, const RunHooks& hooks) {
   distributed::Comm& comm = distributed::Comm::world();
@@ -148,6 +162,8 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   check_run_identity(dir, folder_id, st.pos.run_id, state_path);
   TrainConfig cfg = resumed_config(st.config, now, given);
   cfg.out_dir = dir;  // the folder may have moved since
+  check_recorded_choices(st.config, cfg, given, dir);
+  cfg.gemm = st.config.gemm;  // as recorded (--gemm auto on resume: the choice auto made then)
   const models::ModelEntry& entry = validate_config(cfg, comm.size());
   check_ranks_agree(comm, cfg);
   const bool iters_changed = cfg.iters != st.config.iters;

@@ -73,6 +73,10 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
 // same learning rate under both schedules (all within the warmup, or min_lr == lr; compared
 // bit for bit). Throws ConfigError (a usage error) saying why otherwise, or when N < steps taken.
 void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t steps_taken, const std::string& dir);
+// --precision and --gemm given with --resume: accepted only as recorded (--gemm auto too: the
+// recorded choice stays); otherwise ConfigError with the recorded value.
+void check_recorded_choices(const TrainConfig& saved, const TrainConfig& now, const std::set<std::string>& given,
+                            const std::string& dir);
 
 // The same, given only the fields that may change: data_path (when not empty), threads and
 // whether to show a progress bar.

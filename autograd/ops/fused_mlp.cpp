@@ -86,12 +86,14 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
     const scalar_t *pg = G.data<scalar_t>(), *pa = dact.data<scalar_t>(), *pw1 = W1.data<scalar_t>(),
                    *pw2 = W2.data<scalar_t>();
     scalar_t *pd = dpre.data<scalar_t>(), *pacc = partial.data<scalar_t>();
+    // Under bf16 autocast the weights rounded in the forward (the same storage), not again.
+    const kernels::Bf16Matrix *w1r = autocast_weight(W1), *w2r = autocast_weight(W2);
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
         if (n == 0) continue;
         // dh = g·W2  (n, O)·(O, H) -> (n, H), then dpre = dh ⊙ gelu'(pre) in place
-        kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, scalar_t(0), pd + r0 * H, H);
+        kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, w2r, scalar_t(0), pd + r0 * H, H);
         scalar_t *db1 = pacc + part * (H + O), *db2 = db1 + H;
         for (int64_t r = r0; r < r1; ++r) {
           scalar_t* dr = pd + r * H;
@@ -104,7 +106,7 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
         }
         // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
         if (gx)
-          kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, scalar_t(0),
+          kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, w1r, scalar_t(0),
                         dx.data<scalar_t>() + r0 * E, E);
       }
     });
@@ -147,6 +149,8 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
     const scalar_t *px = X.data<scalar_t>(), *pw1 = W1.data<scalar_t>(), *pw2 = W2.data<scalar_t>();
     const scalar_t *pb1 = B1.defined() ? B1.data<scalar_t>() : nullptr, *pb2 = B2.defined() ? B2.data<scalar_t>() : nullptr;
     scalar_t *pp = pre.data<scalar_t>(), *py = y.data<scalar_t>(), *ph = hidden.data<scalar_t>();
+    // Under bf16 autocast: the weights rounded once per region, not once per part
+    const kernels::Bf16Matrix *w1r = autocast_weight(W1), *w2r = autocast_weight(W2);
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
@@ -154,7 +158,7 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         scalar_t* h = ph + r0 * H;  // this block's gelu(pre), (n, H)
         // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H)
         if (pb1) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
-        kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
+        kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
         for (int64_t r = 0; r < n; ++r) {
           scalar_t* pr = pp + (r0 + r) * H;
@@ -165,7 +169,7 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         }
         // y = b2 + h·W2ᵀ  (n, H)·(O, H)ᵀ -> (n, O)
         if (pb2) kernels::fill_rows_with_bias(py + r0 * O, O, pb2, n, O);
-        kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
+        kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
       }
     });
   });

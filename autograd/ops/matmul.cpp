@@ -90,8 +90,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       std::fill(pc, pc + nb * M * N, scalar_t(0));
       return;
     }
-    if (nb == 1) {  // one product: split its rows across threads
-      kernels::gemm_rows(la.trans, lb.trans, M, N, K, scalar_t(1), pa, la.ld, pb, lb.ld, scalar_t(0), pc, N);
+    if (nb == 1) {  // one product: split its rows across threads (b a weight: rounded once per autocast region)
+      kernels::gemm_rows(la.trans, lb.trans, M, N, K, scalar_t(1), pa, la.ld, pb, lb.ld, scalar_t(0), pc, N,
+                         autocast_weight(B));
       return;
     }
     // Many products: whole products per thread. Element offsets of batch i in A and B come
@@ -159,10 +160,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     }
     // (rows, in) @ (out, in)ᵀ -> (rows, out), onto the bias when there is one
     const scalar_t *px = X.data<scalar_t>(), *pw = W.data<scalar_t>();
+    const kernels::Bf16Matrix* wr = autocast_weight(W);  // under bf16 autocast: rounded once per region
     if (pb)
-      kernels::gemm_rows_bias(false, true, rows, out_f, in_f, px, in_f, pw, in_f, pb, py, out_f);
+      kernels::gemm_rows_bias(false, true, rows, out_f, in_f, px, in_f, pw, in_f, pb, py, out_f, wr);
     else
-      kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), px, in_f, pw, in_f, scalar_t(0), py, out_f);
+      kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), px, in_f, pw, in_f, scalar_t(0), py, out_f, wr);
   });
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();

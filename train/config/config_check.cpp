@@ -19,7 +19,9 @@ namespace {
 template <class T>
 void check_field(const T& v, const FieldInfo& f) {
   const std::string flag = std::string("train: --") + f.flag;
-  if constexpr (std::is_same_v<T, std::string>) {
+  if constexpr (Choice<T>) {
+    return;  // parsed from its names: any value is one of them
+  } else if constexpr (std::is_same_v<T, std::string>) {
     if (f.check == Check::Required && v.empty())
       throw ConfigError(flag + " is required (or " + f.flag + " = \"...\" in --config)");
   } else if constexpr (!std::is_same_v<T, bool>) {

@@ -28,7 +28,11 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
   auto fail = [&](const std::string& want) {
     throw std::runtime_error(where(source, n) + ": '" + key + "' must be " + want);
   };
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (Choice<T>) {
+    const auto parsed = n.is_string() ? parse_choice<T>(n.as_string()->get()) : std::nullopt;
+    if (!parsed) fail(choice_list<T>() + " (a string)");
+    dst = *parsed;
+  } else if constexpr (std::is_same_v<T, bool>) {
     if (!n.is_boolean()) fail("true or false");
     dst = n.as_boolean()->get();
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -66,7 +70,9 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
 // A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly.
 template <class T>
 std::string toml_value(const T& v) {
-  if constexpr (std::is_same_v<T, std::string>) {
+  if constexpr (Choice<T>) {
+    return toml_value(std::string(choice_name(v)));
+  } else if constexpr (std::is_same_v<T, std::string>) {
     std::ostringstream os;
     os << toml::value<std::string>(v);
     return os.str();

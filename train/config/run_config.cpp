@@ -41,6 +41,14 @@ std::string format_value(uint64_t v) { return std::to_string(v); }
 std::string format_value(int v) { return std::to_string(v); }
 std::string format_value(bool v) { return v ? "true" : "false"; }
 
+kernels::GemmProvider gemm_provider_of(GemmChoice g) {
+  if (g == GemmChoice::Auto) throw std::logic_error("gemm_provider_of: --gemm auto is resolved before the run starts");
+  return g == GemmChoice::OneDNN ? kernels::GemmProvider::OneDNN : kernels::GemmProvider::OpenBLAS;
+}
+GemmChoice gemm_choice_of(kernels::GemmProvider p) {
+  return p == kernels::GemmProvider::OneDNN ? GemmChoice::OneDNN : GemmChoice::OpenBLAS;
+}
+
 namespace {
 // The keys of the first train states. Every later field may be absent from an older state;
 // its default then reproduces how that run was made.
@@ -52,7 +60,10 @@ const std::set<std::string> kFirstFields = {
 
 std::string config_to_json(const TrainConfig& c) {
   json j = json::object();
-  visit_fields(c, [&](const auto& v, const FieldInfo& f) { j[f.key] = v; });
+  visit_fields(c, [&](const auto& v, const FieldInfo& f) {
+    if constexpr (Choice<std::remove_cvref_t<decltype(v)>>) j[f.key] = choice_name(v);
+    else j[f.key] = v;
+  });
   j["vocab_size"] = c.model.vocab_size;
   return j.dump();
 }
@@ -69,6 +80,12 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
         return;  // a field added later: the default
       }
       using T = std::remove_reference_t<decltype(v)>;
+      if constexpr (Choice<T>) {
+        const auto parsed = it->is_string() ? parse_choice<T>(it->template get<std::string>()) : std::nullopt;
+        if (!parsed) throw std::runtime_error(std::string("the field '") + f.key + "' must be " + choice_list<T>() + ": " + it->dump());
+        v = *parsed;
+        return;
+      }
       // nlohmann converts between number kinds (and a double to an int) in silence: check.
       const bool ok = std::is_same_v<T, bool>          ? it->is_boolean()
                       : std::is_same_v<T, std::string> ? it->is_string()
@@ -78,6 +95,9 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
       if (!ok) throw std::runtime_error(std::string("the field '") + f.key + "' has the wrong type: " + it->dump());
       v = it->template get<T>();
     });
+    // A run from before --gemm ran its GEMMs on OpenBLAS: it resumes on it (auto might choose
+    // another provider, and the run would not continue exactly).
+    if (!j.contains("gemm")) c.gemm = GemmChoice::OpenBLAS;
     c.model.vocab_size = j.at("vocab_size").get<int64_t>();
     return c;
   } catch (const std::exception& e) {

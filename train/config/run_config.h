@@ -15,6 +15,7 @@
 #include <string>
 
 #include "models/model_config.h"
+#include "train/config/choice.h"
 
 namespace ag::train {
 
@@ -64,6 +65,8 @@ enum class Check {
   X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse, Positive)                                   \
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse, Any)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh, Threads) \
+  X(Precision,   precision,      "precision",      Precision::FP32, "fp32, or bf16: every matrix product (linear, attention, the MLP, the head) takes bfloat16 operands with float32 accumulation, as torch.autocast(\"cpu\", torch.bfloat16); weights, optimizer state, norms, softmax and the loss stay float32, and so do checkpoints (with --resume: only the recorded one)", Override, Any) \
+  X(GemmChoice,  gemm,           "gemm",           GemmChoice::Auto, "the GEMM library: openblas, onednn, or auto (the faster of the two at this model's shapes, measured once per machine and kept beside the MFU peak); the run records the provider it used (with --resume: only the recorded one, or auto for it)", Override, Any) \
   X(int64_t,     sample_tokens,  "sample-tokens",  300,   "characters to sample at the end (0: none)", Refuse, NonNegative)                 \
   X(int64_t,     sample_every,   "sample-every",   0,     "print a short sample (100 characters, temperature 0.8) every N steps (0: never); its own generator, so the run is unchanged", Fresh, NonNegative) \
   X(bool,        no_progress,    "no-progress",    false, "plain log lines even on a terminal", Fresh, Any)                         \
@@ -94,7 +97,7 @@ struct FieldInfo {
 
 // Calls f(info, c.member...) for every row, the model's last, over one or more
 // configurations at once (TrainConfig or const TrainConfig); f must accept each member type
-// (std::string, int64_t, uint64_t, int, double, bool).
+// (std::string, int64_t, uint64_t, int, double, bool, and the Choice enums of train/config/choice.h).
 template <class F, class... Config>
 void for_each_field(F&& f, Config&... c) {
 #define AG_VISIT_TRAIN_FIELD(type, member, flag, def, help, on_resume, check) \

@@ -52,8 +52,11 @@ void ConsoleLogger::on_start(const RunStart& e) {
                               std::to_string(e.grad_bytes_per_step / 1024) + " KiB per step)"
                         : std::string())
       << "\n";
-  char peak[64];
-  std::snprintf(peak, sizeof peak, "mfu: against an sgemm peak of %.0f GFLOP/s", e.peak.gflops);
+  if (!e.gemm.empty()) s << e.gemm << "\n";
+  if (!e.precision.empty()) s << e.precision << "\n";
+  char peak[80];
+  std::snprintf(peak, sizeof peak, "mfu: against %s peak of %.0f GFLOP/s",
+                c.precision == Precision::BF16 ? "a bf16 GEMM" : "an sgemm", e.peak.gflops);
   s << peak << " (" << e.peak.source << ")\n";
   if (e.start_iter > 0) s << "resuming at iter " << e.start_iter << "\n";
   out_ << s.str();  // before any bar: no row to clear

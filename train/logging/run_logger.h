@@ -32,6 +32,8 @@ struct RunStart {
   int64_t ranks = 1;
   int64_t buckets = 0, grad_bytes_per_step = 0;  // of the Reducer, with several ranks
   PeakFlops peak{};                              // what MFU is measured against
+  std::string gemm{};       // "gemm: onednn 2.6.3 (JIT for avx512_core_bf16), chosen by --gemm auto: ..."
+  std::string precision{};  // "precision: fp32", or bf16 and which path runs it
 };
 
 // After each step (the one that made update `iter`; iter counts updates, 1 .. iters).

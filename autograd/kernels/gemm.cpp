@@ -1,0 +1,113 @@
+// float32 GEMMs: the provider's sgemm, or under bf16 autocast the operands rounded to bfloat16
+// (tight copies: heads read in place from a packed projection have a row stride of 3E) and the
+// provider's bf16 path (gemm_provider.h: native or portable).
+#include <cblas.h>
+
+#include <vector>
+
+#include "autograd/kernels/bf16.h"
+#include "autograd/kernels/bf16_matrix.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/kernels/onednn.h"
+
+namespace ag::kernels {
+
+namespace {
+
+void provider_sgemm(GemmProvider p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (p == GemmProvider::OneDNN) return onednn::sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta,
+              C, static_cast<int>(ldc));
+}
+
+// Per thread: the two operands of the GEMM it is running.
+thread_local Bf16Matrix t_a, t_b;
+
+// op(A) is M×K: stored as M rows of K, or (transposed) K rows of M.
+void round_a(Bf16Matrix& r, bool ta, int64_t M, int64_t K, const float* A, int64_t lda, bool native) {
+  r.round(A, ta ? K : M, ta ? M : K, lda, native);
+}
+
+// a and b rounded for the same path (native or not).
+void gemm_rounded(GemmProvider p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& a,
+                  const Bf16Matrix& b, float beta, float* C, int64_t ldc) {
+  if (a.native())
+    onednn::gemm_bf16(ta, tb, M, N, K, alpha, static_cast<const uint16_t*>(a.data()), a.ld(),
+                      static_cast<const uint16_t*>(b.data()), b.ld(), beta, C, ldc);
+  else
+    provider_sgemm(p, ta, tb, M, N, K, alpha, static_cast<const float*>(a.data()), a.ld(),
+                   static_cast<const float*>(b.data()), b.ld(), beta, C, ldc);
+}
+
+// A weight rounded before (autocast's cache) fits this GEMM's op(B) (K×N) as stored and this path.
+bool fits(const Bf16Matrix* b, bool tb, int64_t N, int64_t K, bool native) {
+  return b && b->native() == native && b->rows() == (tb ? N : K) && b->cols() == (tb ? K : N);
+}
+
+}  // namespace
+
+void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {
+  rows_ = rows, cols_ = cols, ld_ = std::max<int64_t>(cols, 1), native_ = native;
+  const size_t n = static_cast<size_t>(rows * cols);
+  if (native) {
+    if (bits_.size() < n) bits_.resize(n);
+    round_block_to_bf16(src, rows, cols, ld, bits_.data());
+    data_ = bits_.data();
+  } else {
+    if (values_.size() < n) values_.resize(n);
+    round_block_to_bf16(src, rows, cols, ld, values_.data());
+    data_ = values_.data();
+  }
+}
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const GemmProvider p = gemm_provider();
+  if (!is_autocast_enabled() || K == 0 || M == 0 || N == 0) {  // (nothing to round: C = beta·C at most)
+    const profiler::RecordScope profile("sgemm", profiler::Category::Gemm, M, N, K);
+    return provider_sgemm(p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, M, N, K);
+  const bool native = bf16_path(p) == Bf16Path::Native;
+  round_a(t_a, ta, M, K, A, lda, native);
+  t_b.round(B, tb ? N : K, tb ? K : N, ldb, native);  // op(B) is K×N
+  gemm_rounded(p, ta, tb, M, N, K, alpha, t_a, t_b, beta, C, ldc);
+}
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+          const float* B, int64_t ldb, const Bf16Matrix* B_rounded, float beta, float* C, int64_t ldc) {
+  const GemmProvider p = gemm_provider();
+  if (!is_autocast_enabled() || K == 0 || M == 0 || N == 0 || !fits(B_rounded, tb, N, K, bf16_path(p) == Bf16Path::Native))
+    return gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, M, N, K);
+  round_a(t_a, ta, M, K, A, lda, B_rounded->native());
+  gemm_rounded(p, ta, tb, M, N, K, alpha, t_a, *B_rounded, beta, C, ldc);
+}
+
+void gemm_rows_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, const Bf16Matrix* B_rounded, float beta, const float* bias, float* C,
+                    int64_t ldc) {
+  const GemmProvider p = gemm_provider();
+  const bool native = bf16_path(p) == Bf16Path::Native;
+  // B rounded once here (unless a weight already is), by the calling thread, into storage of
+  // its own: the chunks below may run on this thread too, where gemm() would reuse t_b.
+  thread_local Bf16Matrix t_shared_b;
+  if (!fits(B_rounded, tb, N, K, native)) {
+    t_shared_b.round(B, tb ? N : K, tb ? K : N, ldb, native);
+    B_rounded = &t_shared_b;
+  }
+  const Bf16Matrix& b = *B_rounded;
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(N * K, 1));
+  parallel::parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
+    const int64_t n = r1 - r0;
+    if (bias) fill_rows_with_bias(C + r0 * ldc, ldc, bias, n, N);
+    const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, n, N, K);
+    round_a(t_a, ta, n, K, A + (ta ? r0 : r0 * lda), lda, native);
+    gemm_rounded(p, ta, tb, n, N, K, alpha, t_a, b, beta, C + r0 * ldc, ldc);
+  });
+}
+
+}  // namespace ag::kernels

@@ -1,0 +1,233 @@
+// Autocast (autograd/autocast.h): inside an AutocastGuard(BF16) the float32 GEMMs of the ops
+// take bf16-rounded operands, in the pool's threads too, and a node's backward runs under the
+// setting of its forward; a training step's gradients stay within 3e-2 of float32's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/autocast.h"
+#include "autograd/engine.h"
+#include "autograd/kernels/bf16.h"
+#include "autograd/kernels/bf16_matrix.h"
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+#include "models/transformer_lm.h"
+
+using namespace ag;
+using models::Architecture;
+using models::GPTConfig;
+
+namespace {
+
+// A float32 copy of t with every element rounded to bf16 (a leaf).
+Tensor rounded(const Tensor& t) {
+  Tensor r = t.detach().contiguous().clone();
+  float* p = r.data<float>();
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] = kernels::round_to_bf16(p[i]);
+  return r;
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  if (x.shape() != y.shape()) return false;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (x.data<float>()[i] != y.data<float>()[i]) return false;
+  return true;
+}
+
+double relative_difference(const Tensor& a, const Tensor& ref) {
+  const Tensor x = a.contiguous(), y = ref.contiguous();
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double d = static_cast<double>(x.data<float>()[i]) - y.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(y.data<float>()[i]) * y.data<float>()[i];
+  }
+  if (den == 0) return num == 0 ? 0.0 : INFINITY;
+  return std::sqrt(num / den);
+}
+
+// The pool at two threads for a test (the work is split, so a worker runs part of it).
+struct TwoThreads {
+  int saved = parallel::num_threads();
+  TwoThreads() { parallel::set_num_threads(2); }
+  ~TwoThreads() { parallel::set_num_threads(saved); }
+};
+
+}  // namespace
+
+TEST(Autocast, GuardSetsAndRestoresThePrecisionPerThread) {
+  EXPECT_EQ(autocast_precision(), Precision::FP32);
+  EXPECT_FALSE(is_autocast_enabled());
+  {
+    AutocastGuard bf16(Precision::BF16);
+    EXPECT_TRUE(is_autocast_enabled());
+    {
+      autocast off(Precision::FP32);  // torch.autocast(..., enabled=False) inside a region
+      EXPECT_FALSE(is_autocast_enabled());
+    }
+    EXPECT_TRUE(is_autocast_enabled());
+  }
+  EXPECT_FALSE(is_autocast_enabled());
+  EXPECT_STREQ(precision_name(Precision::BF16), "bf16");
+  EXPECT_STREQ(precision_name(Precision::FP32), "fp32");
+}
+
+TEST(Autocast, LinearTakesBf16OperandsForwardAndBackward) {
+  // Portable path (the default provider): the products are sgemm's on the rounded operands,
+  // so bit for bit those of float32 ops on rounded copies.
+  TwoThreads two;
+  Generator gen(11);
+  Tensor x = Tensor::randn({96, 48}, DType::Float32, gen).requires_grad_();
+  Tensor w = Tensor::randn({40, 48}, DType::Float32, gen).requires_grad_();
+  Tensor b = Tensor::randn({40}, DType::Float32, gen).requires_grad_();
+  const Tensor c = Tensor::randn({96, 40}, DType::Float32, gen);  // the upstream gradient
+  Tensor y;
+  {
+    AutocastGuard bf16(Precision::BF16);
+    y = linear(x, w, b);
+  }
+  sum(y * c).backward();  // outside the guard: the node remembers its forward's precision
+  Tensor xr = rounded(x).requires_grad_(), wr = rounded(w).requires_grad_();
+  const Tensor yr = linear(xr, wr, b.detach());
+  EXPECT_TRUE(equal(y, yr));
+  EXPECT_FALSE(equal(y, linear(x.detach(), w.detach(), b.detach())));
+  // dx = c·W and dW = cᵀ·x, both with rounded operands (c too); db = Σ c in float32
+  EXPECT_TRUE(equal(x.grad(), matmul(rounded(c), rounded(w))));
+  EXPECT_TRUE(equal(w.grad(), matmul(transpose(rounded(c), 0, 1), rounded(x))));
+  EXPECT_TRUE(equal(b.grad(), sum(c, {0})));
+}
+
+TEST(Autocast, BatchedMatmulRoundsInThePoolsThreadsToo) {
+  // 16 products of 64³, dealt out to the pool's threads as whole products.
+  TwoThreads two;
+  Generator gen(12);
+  const Tensor a = Tensor::randn({16, 64, 64}, DType::Float32, gen), b = Tensor::randn({16, 64, 64}, DType::Float32, gen);
+  Tensor got;
+  {
+    AutocastGuard bf16(Precision::BF16);
+    got = matmul(a, b);
+  }
+  EXPECT_TRUE(equal(got, matmul(rounded(a), rounded(b))));
+  EXPECT_FALSE(is_autocast_enabled());
+}
+
+TEST(Autocast, Float64IsNeverRounded) {
+  Generator gen(13);
+  const Tensor a = Tensor::randn({8, 8}, DType::Float64, gen), b = Tensor::randn({8, 8}, DType::Float64, gen);
+  const Tensor ref = matmul(a, b);
+  AutocastGuard bf16(Precision::BF16);
+  const Tensor got = matmul(a, b);
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(got.data<double>()[i], ref.data<double>()[i]);
+}
+
+TEST(Autocast, AttentionAndTheFusedMlpChangeOnlyAtBf16sScale) {
+  // The blockwise attention rounds q, k, v and the probabilities before P·V (as torch's bf16
+  // flash attention does); the fused MLP rounds both GEMMs' operands. Both stay close to
+  // float32 and are not float32.
+  Generator gen(14);
+  const Tensor qkv = Tensor::randn({2, 64, 3 * 32}, DType::Float32, gen);
+  const Tensor x = Tensor::randn({2, 64, 32}, DType::Float32, gen);
+  const Tensor w1 = Tensor::randn({128, 32}, DType::Float32, gen), b1 = Tensor::randn({128}, DType::Float32, gen);
+  const Tensor w2 = Tensor::randn({32, 128}, DType::Float32, gen), b2 = Tensor::randn({32}, DType::Float32, gen);
+  const Tensor att = self_attention_qkv(qkv, 4, true), mlp = gelu_mlp(x, w1, b1, w2, b2);
+  Tensor att16, mlp16;
+  {
+    AutocastGuard bf16(Precision::BF16);
+    att16 = self_attention_qkv(qkv, 4, true);
+    mlp16 = gelu_mlp(x, w1, b1, w2, b2);
+  }
+  EXPECT_GT(relative_difference(att16, att), 0.0);
+  EXPECT_LT(relative_difference(att16, att), 1e-2);
+  EXPECT_GT(relative_difference(mlp16, mlp), 0.0);
+  EXPECT_LT(relative_difference(mlp16, mlp), 1e-2);
+}
+
+namespace {
+
+// Every parameter's gradient of one loss.backward() of model m on (x, y), at a precision.
+std::vector<std::pair<std::string, Tensor>> step_grads(models::TransformerLM& m, const Tensor& x, const Tensor& y,
+                                                       Precision p) {
+  for (auto& [n, t] : m.named_parameters()) t.zero_grad();
+  {
+    AutocastGuard precision(p);
+    m.loss(x, y).backward();
+  }
+  std::vector<std::pair<std::string, Tensor>> g;
+  for (auto& [n, t] : m.named_parameters()) g.emplace_back(n, t.grad().clone());
+  return g;
+}
+
+void expect_bf16_gradients_close(const GPTConfig& cfg, int64_t batch) {
+  Generator gen(15);
+  models::TransformerLM m(cfg, DType::Float32, gen);
+  for (auto& [n, p] : m.named_parameters()) {  // zero-initialised projections would stop the gradient
+    float* v = p.data<float>();
+    bool zero = true;
+    for (int64_t i = 0; i < p.numel(); ++i) zero = zero && v[i] == 0.0f;
+    if (zero && p.dim() == 2)
+      for (int64_t i = 0; i < p.numel(); ++i) v[i] = static_cast<float>(0.02 * gen.normal());
+  }
+  const Tensor x = Tensor::randint(0, cfg.vocab_size, {batch, cfg.block_size}, gen);
+  const Tensor y = Tensor::randint(0, cfg.vocab_size, {batch, cfg.block_size}, gen);
+  for (auto provider : kernels::kGemmProviders) {
+    if (!kernels::gemm_provider_available(provider)) continue;
+    kernels::GemmProviderGuard use(provider);
+    const auto fp32 = step_grads(m, x, y, Precision::FP32);
+    const auto bf16 = step_grads(m, x, y, Precision::BF16);
+    ASSERT_EQ(fp32.size(), bf16.size());
+    double worst = 0;
+    for (size_t i = 0; i < fp32.size(); ++i) {
+      const double d = relative_difference(bf16[i].second, fp32[i].second);
+      EXPECT_LE(d, 3e-2) << fp32[i].first << " with " << kernels::gemm_provider_name(provider);
+      worst = std::max(worst, d);
+    }
+    EXPECT_GT(worst, 0.0) << "bf16 changed nothing with " << kernels::gemm_provider_name(provider);
+  }
+}
+
+}  // namespace
+
+TEST(Autocast, DefaultGptStepGradientsWithin3e2OfFloat32) {
+  expect_bf16_gradients_close(GPTConfig{65, 4, 4, 128, 64, 0.0}, 4);
+}
+
+TEST(Autocast, ModernStepGradientsWithin3e2OfFloat32) {
+  GPTConfig cfg{65, 2, 4, 128, 64, 0.0};
+  cfg.arch = Architecture::modern(30.0);
+  expect_bf16_gradients_close(cfg, 4);
+}
+
+TEST(Autocast, AWeightIsRoundedOncePerRegionAndAgainWhenWritten) {
+  Generator gen(16);
+  Tensor w = Tensor::randn({8, 4}, DType::Float32, gen).requires_grad_();
+  EXPECT_EQ(autocast_weight(w), nullptr);  // outside autocast
+  {
+    AutocastGuard bf16(Precision::BF16);
+    const kernels::Bf16Matrix* first = autocast_weight(w);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(autocast_weight(w), first);           // the forward's GEMMs share it
+    EXPECT_EQ(autocast_weight(w.detach()), first);  // and the backward's saved copy (the same storage)
+    EXPECT_EQ(autocast_weight(w * 2.0), nullptr);   // an activation is rounded by each GEMM itself
+    {
+      NoGradGuard no_grad;
+      w.copy_(Tensor::full({8, 4}, 0.1));  // written (a version bump): rounded again
+    }
+    const kernels::Bf16Matrix* again = autocast_weight(w);
+    ASSERT_NE(again, nullptr);
+    const bool native = again->native();
+    const float got = native ? kernels::bf16_to_float(static_cast<const uint16_t*>(again->data())[5])
+                             : static_cast<const float*>(again->data())[5];
+    EXPECT_EQ(got, kernels::round_to_bf16(0.1f));
+  }
+  // Between regions an optimizer writes through the data pointer, with no version bump: the
+  // next region starts empty, so it rounds the new values.
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.3f;
+  AutocastGuard bf16(Precision::BF16);
+  const kernels::Bf16Matrix* next = autocast_weight(w);
+  ASSERT_NE(next, nullptr);
+  const float got = next->native() ? kernels::bf16_to_float(static_cast<const uint16_t*>(next->data())[5])
+                                   : static_cast<const float*>(next->data())[5];
+  EXPECT_EQ(got, kernels::round_to_bf16(0.3f));
+}

@@ -1,0 +1,163 @@
+// --precision bf16 and --gemm in training runs: a bf16 run resumes bit for bit and keeps
+// float32 checkpoints; --gemm auto chooses, records its choice and keeps it on resume; a resume
+// with another precision or provider is refused with the recorded value.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "autograd/kernels/gemm_provider.h"
+#include "autograd/safetensors.h"
+#include "tests/small_run.h"
+#include "tests/test_util.h"
+#include "train/config/config_error.h"
+#include "train/run_folder/train_state.h"
+#include "train/trainer.h"
+
+using namespace ag;
+using namespace ag::train;
+namespace fs = std::filesystem;
+using namespace ag::testing_util;
+
+namespace {
+
+std::vector<std::string> losses(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    out.push_back(j["iter"].dump() + " " + j["train_loss"].dump() + " " + j["val_loss"].dump());
+  }
+  return out;
+}
+
+double last_val_loss(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  double v = 0;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j.contains("val_loss") && j["val_loss"].is_number()) v = j["val_loss"].get<double>();
+  }
+  return v;
+}
+
+TrainConfig bf16_run(const fs::path& d, const std::string& name, GemmChoice gemm) {
+  TrainConfig c = small_run(d, name);
+  c.precision = Precision::BF16;
+  c.gemm = gemm;
+  c.iters = 120;
+  c.eval_every = 40;
+  return c;
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(PrecisionRun, Bf16RunsResumeBitIdenticalAndCheckpointFloat32) {
+  const fs::path d = temp_dir("bf16_resume");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::ostringstream log;
+  for (const auto provider : {GemmChoice::OpenBLAS, GemmChoice::OneDNN}) {
+    if (!kernels::gemm_provider_available(gemm_provider_of(provider))) continue;
+    const std::string p = choice_name(provider);
+    SCOPED_TRACE(p);
+    const TrainConfig straight = bf16_run(d, "straight_" + p, provider);
+    train_lm(straight, log);
+    const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
+    const auto want = losses(straight.out_dir);
+    // The checkpoint holds float32 tensors, as PyTorch's autocast leaves its parameters.
+    const SafeTensorsFile f = SafeTensorsFile::load((fs::path(straight.out_dir) / "model.safetensors").string());
+    for (const auto& name : f.names()) EXPECT_EQ(f.info(name).dtype, "F32") << name;
+    for (int64_t k : {0, 57, 80}) {
+      SCOPED_TRACE("interrupted after iter " + std::to_string(k));
+      TrainConfig c = bf16_run(d, "cut" + std::to_string(k) + "_" + p, provider);
+      RunHooks hooks;
+      hooks.after_step = [k](int64_t it) {
+        if (it == k) std::raise(SIGINT);
+      };
+      EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
+      EXPECT_FALSE(resume_lm(c.out_dir, "", 0, false, log).interrupted);
+      EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
+      EXPECT_EQ(losses(c.out_dir), want);
+    }
+  }
+  EXPECT_NE(log.str().find("precision: bf16 autocast"), std::string::npos) << log.str();
+}
+
+TEST(PrecisionRun, Bf16TrainsLikeFloat32ButIsNotFloat32) {
+  const fs::path d = temp_dir("bf16_quality");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::ostringstream log;
+  TrainConfig fp32 = small_run(d, "fp32"), bf16 = small_run(d, "bf16");
+  fp32.gemm = bf16.gemm = GemmChoice::OpenBLAS;
+  bf16.precision = Precision::BF16;
+  train_lm(fp32, log);
+  train_lm(bf16, log);
+  EXPECT_NE(losses(fp32.out_dir), losses(bf16.out_dir));  // the GEMMs did round
+  EXPECT_NEAR(last_val_loss(bf16.out_dir), last_val_loss(fp32.out_dir), 0.05);
+}
+
+TEST(PrecisionRun, AutoChoosesRecordsAndKeepsItsChoice) {
+  const fs::path d = temp_dir("gemm_auto");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::ostringstream log;
+  TrainConfig c = small_run(d, "auto");
+  c.iters = 30;
+  c.eval_every = 10;
+  ASSERT_EQ(c.gemm, GemmChoice::Auto);  // the default
+  RunHooks hooks;
+  hooks.after_step = [](int64_t it) {
+    if (it == 12) std::raise(SIGINT);
+  };
+  EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
+  const std::string first_log = log.str();
+  EXPECT_NE(first_log.find("chosen by --gemm auto: "), std::string::npos) << first_log;
+  EXPECT_NE(first_log.find("measured now, kept in " + (d / "attograd" / "peak_flops.json").string()), std::string::npos)
+      << first_log;
+  // Recorded: the provider, never auto, in the train state and in config.toml.
+  const LoadedTrainState st = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
+  ASSERT_NE(st.config.gemm, GemmChoice::Auto);
+  const std::string chosen = choice_name(st.config.gemm);
+  EXPECT_NE(read_bytes(fs::path(c.out_dir) / "config.toml").find("gemm = '" + chosen + "'"), std::string::npos);
+  EXPECT_NE(first_log.find("gemm: " + chosen), std::string::npos) << first_log;
+  // The process's provider is back to what it was once the run is over.
+  EXPECT_EQ(kernels::gemm_provider(), kernels::GemmProvider::OpenBLAS);
+
+  // A second run of the same shape reads the kept timings: the same choice, not measured again.
+  TrainConfig again = small_run(d, "auto_again");
+  again.iters = 2;
+  std::ostringstream log2;
+  train_lm(again, log2);
+  EXPECT_NE(log2.str().find("gemm: " + chosen), std::string::npos) << log2.str();
+  EXPECT_NE(log2.str().find("(kept)"), std::string::npos) << log2.str();
+
+  // On resume: --gemm auto keeps the recorded choice; the other provider and another
+  // precision are refused with the recorded value.
+  const GemmChoice other = st.config.gemm == GemmChoice::OneDNN ? GemmChoice::OpenBLAS : GemmChoice::OneDNN;
+  TrainConfig now;
+  now.gemm = other;
+  std::string e = refusal([&] { resume_lm(c.out_dir, now, {"gemm"}, log); });
+  EXPECT_NE(e.find(std::string("--gemm ") + choice_name(other) + " cannot continue the run in " + c.out_dir), std::string::npos) << e;
+  EXPECT_NE(e.find("it was recorded with --gemm " + chosen), std::string::npos) << e;
+  now = TrainConfig();
+  now.precision = Precision::BF16;
+  e = refusal([&] { resume_lm(c.out_dir, now, {"precision"}, log); });
+  EXPECT_NE(e.find("it was recorded with --precision fp32"), std::string::npos) << e;
+  now = TrainConfig();  // gemm auto, precision fp32: as recorded
+  std::ostringstream log3;
+  EXPECT_FALSE(resume_lm(c.out_dir, now, {"gemm", "precision"}, log3).interrupted);
+  EXPECT_NE(log3.str().find("gemm: " + chosen + " "), std::string::npos) << log3.str();
+  EXPECT_NE(log3.str().find("--gemm " + chosen), std::string::npos) << log3.str();  // recorded, not measured again
+}
