@@ -56,14 +56,17 @@ def _finish(summary):
     return summary
 
 
-def train(config=None, *, quiet=False, **settings):
+def train(config=None, *, quiet=False, on_step=None, on_eval=None, **settings):
     """Runs ``attograd train`` with these keys (on top of the TOML file ``config`` if given) and
-    returns the summary: iters, train_loss, val_loss, seconds, tokens_per_s, sample, out_dir."""
+    returns the summary: iters, train_loss, val_loss, seconds, tokens_per_s, sample, out_dir.
+    ``on_step(dict)`` is called after every step (iter, loss, lr, grad_norm, tokens_per_s, ...),
+    ``on_eval(dict)`` after every evaluation (iter, train_loss, val_loss, ...): a live curve;
+    an exception they raise stops the run with it."""
     text, _ = _toml(settings)
-    return _finish(_C._train(os.fspath(config) if config is not None else "", text, quiet))
+    return _finish(_C._train(os.fspath(config) if config is not None else "", text, quiet, on_step, on_eval))
 
 
-def resume(out, *, quiet=False, **settings):
+def resume(out, *, quiet=False, on_step=None, on_eval=None, **settings):
     """Continues the run in ``out`` exactly (``attograd train --resume``); only the keys the
     command accepts with --resume may be given (data, iters, threads, ...)."""
     text, known = _toml(settings)
@@ -71,4 +74,4 @@ def resume(out, *, quiet=False, **settings):
         if known[key.replace("_", "-")] == "refuse":
             raise ValueError(f"{key}: a resumed run keeps its saved value (only data, iters and how the "
                              "process runs may change)")
-    return _finish(_C._resume(os.fspath(out), text, quiet))
+    return _finish(_C._resume(os.fspath(out), text, quiet, on_step, on_eval))

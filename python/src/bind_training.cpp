@@ -17,6 +17,7 @@
 #include "train/config/config_error.h"
 #include "train/config/config_file.h"
 #include "train/config/run_config.h"
+#include "train/logging/run_logger.h"
 #include "train/trainer.h"
 
 namespace agpy {
@@ -63,6 +64,35 @@ class PythonLineBuf : public std::streambuf {
   std::string line_;
 };
 
+// on_step(dict) after every step and on_eval(dict) after every evaluation, Python callables
+// called with the GIL taken: a notebook's live loss curve. An exception they raise stops the
+// run with it, as a logger's failure does.
+class PythonLogger : public train::RunLogger {
+ public:
+  PythonLogger(nb::handle on_step, nb::handle on_eval) : on_step_(ref(on_step)), on_eval_(ref(on_eval)) {}
+  void on_step(const train::StepEnd& e) override {
+    if (!on_step_) return;
+    nb::gil_scoped_acquire gil;
+    nb::dict d;
+    d["iter"] = e.iter, d["iters"] = e.iters, d["loss"] = e.loss, d["lr"] = e.lr, d["grad_norm"] = e.grad_norm;
+    d["tokens_per_s"] = e.tokens_per_s, d["ms_per_step"] = e.ms_per_step, d["elapsed_s"] = e.elapsed_s;
+    d["logged"] = e.logged, d["skipped"] = e.skipped;
+    on_step_.get()(d);
+  }
+  void on_eval(const train::EvalEnd& e) override {
+    if (!on_eval_) return;
+    nb::gil_scoped_acquire gil;
+    nb::dict d;
+    d["iter"] = e.iter, d["train_loss"] = e.train_loss, d["val_loss"] = e.val_loss, d["lr"] = e.lr;
+    d["elapsed_s"] = e.elapsed_s;
+    on_eval_.get()(d);
+  }
+
+ private:
+  static PyRef ref(nb::handle h) { return h.is_none() ? PyRef() : PyRef(h); }
+  PyRef on_step_, on_eval_;
+};
+
 nb::dict summary_dict(const train::TrainSummary& s, const std::string& dir) {
   nb::dict d;
   d["out_dir"] = dir;
@@ -72,8 +102,10 @@ nb::dict summary_dict(const train::TrainSummary& s, const std::string& dir) {
   return d;
 }
 
-train::RunHooks hooks_for(const train::TrainConfig& c, const std::string& dir, std::ostream& out) {
+train::RunHooks hooks_for(const train::TrainConfig& c, const std::string& dir, std::ostream& out, nb::handle on_step,
+                          nb::handle on_eval) {
   train::RunHooks hooks;
+  if (!on_step.is_none() || !on_eval.is_none()) hooks.loggers.push_back(std::make_shared<PythonLogger>(on_step, on_eval));
   if (c.tensorboard)
     hooks.loggers.push_back(std::make_shared<ag::tensorboard::TrainLogger>((std::filesystem::path(dir) / "tb").string(), &out));
   return hooks;
@@ -115,7 +147,8 @@ void bind_training(nb::module_& m) {
     });
     return out;
   });
-  m.def("_train", [](const std::string& config_path, const std::string& toml, bool quiet) {
+  m.def("_train", [](const std::string& config_path, const std::string& toml, bool quiet, nb::handle on_step,
+                     nb::handle on_eval) {
     train::TrainConfig cfg;
     read_config(config_path, toml, cfg);
     PythonLineBuf buf(quiet);
@@ -123,12 +156,13 @@ void bind_training(nb::module_& m) {
     train::TrainSummary s;
     {
       nb::gil_scoped_release release;
-      s = config_errors([&] { return train::train_lm(cfg, out, hooks_for(cfg, cfg.out_dir, out)); });
+      s = config_errors([&] { return train::train_lm(cfg, out, hooks_for(cfg, cfg.out_dir, out, on_step, on_eval)); });
       out.flush();
     }
     return summary_dict(s, cfg.out_dir);
-  }, nb::arg("config_path"), nb::arg("toml"), nb::arg("quiet"));
-  m.def("_resume", [](const std::string& dir, const std::string& toml, bool quiet) {
+  }, nb::arg("config_path"), nb::arg("toml"), nb::arg("quiet"), nb::arg("on_step").none(), nb::arg("on_eval").none());
+  m.def("_resume", [](const std::string& dir, const std::string& toml, bool quiet, nb::handle on_step,
+                      nb::handle on_eval) {
     train::TrainConfig now;
     const std::set<std::string> given = read_config("", toml, now);
     PythonLineBuf buf(quiet);
@@ -136,11 +170,11 @@ void bind_training(nb::module_& m) {
     train::TrainSummary s;
     {
       nb::gil_scoped_release release;
-      s = config_errors([&] { return train::resume_lm(dir, now, given, out, hooks_for(now, dir, out)); });
+      s = config_errors([&] { return train::resume_lm(dir, now, given, out, hooks_for(now, dir, out, on_step, on_eval)); });
       out.flush();
     }
     return summary_dict(s, dir);
-  }, nb::arg("dir"), nb::arg("toml"), nb::arg("quiet"));
+  }, nb::arg("dir"), nb::arg("toml"), nb::arg("quiet"), nb::arg("on_step").none(), nb::arg("on_eval").none());
 }
 
 }  // namespace agpy

@@ -35,6 +35,21 @@ def test_train_writes_the_commands_run_folder_and_resumes(corpus, tmp_path):
         training.resume(out, lr=0.5)
 
 
+def test_callbacks_see_every_step_and_evaluation_and_can_stop_the_run(corpus, tmp_path):
+    steps, evals = [], []
+    training.train(data=corpus, out=tmp_path / "run", iters=6, eval_every=3, on_step=steps.append,
+                   on_eval=evals.append, **SMALL)
+    assert [s["iter"] for s in steps] == [1, 2, 3, 4, 5, 6] and all(s["loss"] > 0 for s in steps)
+    assert [e["iter"] for e in evals] == [0, 3, 6]
+
+    def stop(step):
+        if step["iter"] == 2:
+            raise StopIteration("enough")
+
+    with pytest.raises(StopIteration, match="enough"):
+        training.train(data=corpus, out=tmp_path / "run2", iters=6, on_step=stop, **SMALL)
+
+
 def test_bad_keys_are_refused_by_name(corpus, tmp_path):
     with pytest.raises(TypeError, match="unexpected keyword argument 'itters'"):
         training.train(data=corpus, out=tmp_path / "r", itters=3)
