@@ -2,6 +2,7 @@
 arguments, the same run folder), resume, a model loaded and sampled, and Ctrl-C stopping a run
 as it stops the command."""
 
+import json
 import os
 import signal
 import subprocess
@@ -33,6 +34,30 @@ def test_train_writes_the_commands_run_folder_and_resumes(corpus, tmp_path):
     assert training.resume(out, iters=18, quiet=True)["iters"] == 18
     with pytest.raises(ValueError, match="a resumed run keeps its saved value"):
         training.resume(out, lr=0.5)
+
+
+def test_the_same_keys_write_the_same_run_folder_as_the_command(corpus, tmp_path):
+    # ctest names the program it built; outside ctest there may be none to compare with.
+    cli = os.environ.get("ATTOGRAD_CLI")
+    if not cli:
+        pytest.skip("ATTOGRAD_CLI (the attograd program) is not set; ctest sets it")
+    keys = dict(iters=6, eval_every=3, layers=1, heads=2, embd=16, block=16, batch=4, eval_iters=1,
+                sample_tokens=0, threads=1)
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in keys.items()]
+    subprocess.run([cli, "train", "--data", str(corpus), "--out", str(tmp_path / "cli")] + flags, check=True,
+                   stdout=subprocess.DEVNULL)
+    training.train(data=corpus, out=tmp_path / "py", quiet=True, **keys)
+    cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
+    assert sorted(os.listdir(cli_dir)) == sorted(os.listdir(py_dir))
+    config = [(d / "config.toml").read_text().replace(str(d), "OUT") for d in (cli_dir, py_dir)]
+    assert config[0] == config[1]
+    assert (cli_dir / "model.safetensors").read_bytes() == (py_dir / "model.safetensors").read_bytes()
+
+    def losses(d):
+        rows = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
+        return [(r["iter"], r["train_loss"], r["val_loss"]) for r in rows]
+
+    assert losses(cli_dir) == losses(py_dir) and len(losses(py_dir)) >= 3
 
 
 def test_callbacks_see_every_step_and_evaluation_and_can_stop_the_run(corpus, tmp_path):
