@@ -215,7 +215,8 @@ def report_python_front(lines: list[dict], say) -> None:
     py = [r["ms_per_step"] for r in steps if r["side"] == "python"]
     if cli and py:
         pairs = [p / c for c, p in zip(cli, py)]
-        say(f"  default model's training step (2 threads): from Python {median(py):.1f} ms, `attograd bench train` "
+        gemms = sorted({f"{r['side']} {r.get('gemm', '?')}" for r in steps})
+        say(f"  default model's training step (2 threads; GEMMs: {', '.join(gemms)}): from Python {median(py):.1f} ms, `attograd bench train` "
             f"{median(cli):.1f} ms: Python/CLI {median(pairs):.3f}x (median of {len(pairs)} alternating rounds: "
             f"{', '.join(f'{x:.3f}' for x in pairs)}; target within 5%); load average "
             f"{median([r['load'] for r in steps]):.1f}")

@@ -8,7 +8,8 @@ runs it for `make bench`, alternating the sides):
   --what train_step one training step of the default model (the GPT `attograd bench train --config
                     default` times: 4 layers, 128 wide, block 64, batch 12, AdamW with the trainer's
                     groups, clipping at 1.0) driven from Python: model.loss, backward, clip_grad_norm_,
-                    optimizer.step, as a PyTorch user writes it; --threads as the command's;
+                    optimizer.step, as a PyTorch user writes it, on the GEMM provider the command's
+                    --gemm auto chooses (attograd.backends); --threads as the command's;
   --what threads    the GIL: GEMM work (--gemms products of 384x384 matrices) on one Python thread,
                     then the same work on each of two threads at once, attograd's pool at one thread
                     so that each Python thread is one core's worth; prints both wall times, and the
@@ -88,6 +89,8 @@ def train_step(T, seconds, max_steps):
     """ms per step of the default model's training step written in Python (attograd only)."""
     model = T.models.make(_VOCAB, name="gpt", seed=1337, n_layer=4, n_head=4, n_embd=128, block_size=64)
     model.train()
+    # The command resolves --gemm auto before its step; the Python loop chooses the same way.
+    gemm_how = T.backends.set_gemm_provider("auto", model=model, tokens=12 * 64)
     T.manual_seed(1337)
     x = T.randint(0, 65, (12, 64))
     y = T.randint(0, 65, (12, 64))
@@ -112,7 +115,8 @@ def train_step(T, seconds, max_steps):
         step()
         steps += 1
     dt = (time.perf_counter() - t0) / steps
-    return {"config": "default", "steps": steps, "ms_per_step": dt * 1e3, "tokens_per_s": 12 * 64 / dt}
+    return {"config": "default", "steps": steps, "ms_per_step": dt * 1e3, "tokens_per_s": 12 * 64 / dt,
+            "gemm": T.backends.get_gemm_provider(), "gemm_chosen": gemm_how}
 
 
 _VOCAB = [chr(c) for c in range(32, 97)]  # 65 characters, as tiny shakespeare's vocabulary

@@ -32,7 +32,7 @@ from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inferenc
 from .serialization import save, load
 from . import autograd
 from . import nn, optim
-from . import models, study, training
+from . import backends, models, study, training
 
 __version__ = _C.__version__
 

@@ -109,5 +109,6 @@ void bind_optim(nb::module_& m);
 void bind_models(nb::module_& m);
 void bind_study(nb::module_& m);
 void bind_training(nb::module_& m);
+void bind_backends(nb::module_& m);
 
 }  // namespace agpy

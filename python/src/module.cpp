@@ -34,4 +34,5 @@ NB_MODULE(_C, m) {
   agpy::bind_models(m);
   agpy::bind_study(m);
   agpy::bind_training(m);
+  agpy::bind_backends(m);
 }
