@@ -218,7 +218,8 @@ def report_python_front(lines: list[dict], say) -> None:
         gemms = sorted({f"{r['side']} {r.get('gemm', '?')}" for r in steps})
         say(f"  default model's training step (2 threads; GEMMs: {', '.join(gemms)}): from Python {median(py):.1f} ms, `attograd bench train` "
             f"{median(cli):.1f} ms: Python/CLI {median(pairs):.3f}x (median of {len(pairs)} alternating rounds: "
-            f"{', '.join(f'{x:.3f}' for x in pairs)}; target within 5%); load average "
+            f"{', '.join(f'{x:.3f}' for x in pairs)}; the fastest round of each side {min(py) / min(cli):.3f}x, "
+            f"what a loaded machine disturbs least; target within 5%); load average "
             f"{median([r['load'] for r in steps]):.1f}")
 
 
