@@ -6,6 +6,11 @@
 //
 // A module's forward releases the GIL when it is big enough to pay for it: the model's forward
 // always, a layer's when its matrix product is (the same threshold as matmul's).
+#include <iterator>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
 #include "autograd/dtype.h"
 #include "autograd/random.h"
 #include "common.h"
@@ -36,12 +41,22 @@ void param_property(nb::class_<M, nn::Module>& cls, const char* name, Tensor M::
       [member](M& m, std::optional<Tensor> t) { m.*member = t ? *t : Tensor(); }, nb::arg("value").none());
 }
 
+// (name, value) pairs in order, as Python lists them: from the C++ named_* (an OrderedDict of
+// name -> value, iterated as pairs).
+template <class Named>
+auto as_pairs(const Named& named) {
+  using Item = std::remove_cvref_t<decltype(*std::begin(named))>;
+  std::vector<std::pair<typename Item::first_type, typename Item::second_type>> out;
+  for (const auto& [name, value] : named) out.emplace_back(name, value);
+  return out;
+}
+
 }  // namespace
 
 void bind_nn(nb::module_& m) {
   nb::class_<nn::Module>(m, "_Module")
-      .def("named_parameters", &nn::Module::named_parameters)
-      .def("named_children", &nn::Module::named_children)
+      .def("named_parameters", [](const nn::Module& mod) { return as_pairs(mod.named_parameters()); })
+      .def("named_children", [](const nn::Module& mod) { return as_pairs(mod.named_children()); })
       .def("forward", [](const nn::Module& mod, const Tensor& x) {
         nb::gil_scoped_release release;
         return mod.forward(x);
