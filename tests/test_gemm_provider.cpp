@@ -4,6 +4,9 @@
 // operands rounded to bf16 whichever path runs it.
 #include <gtest/gtest.h>
 
+#include <sys/time.h>
+
+#include <csignal>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -112,6 +115,61 @@ TEST(GemmProvider, OneDnnHonoursAlphaBetaAndStrides) {
   kernels::gemm(false, false, 2, 2, 3, 2.0f, A, 4, B, 3, 0.5f, C, 5);
   // A·B = [[4, 5], [10, 11]]; 2·A·B + 0.5·C
   EXPECT_EQ(std::vector<float>(C, C + 10), (std::vector<float>{8.5f, 10.5f, 7, 7, 7, 20.5f, 22.5f, 7, 7, 7}));
+}
+
+namespace {
+volatile std::sig_atomic_t g_alarms = 0;
+extern "C" void count_alarm(int) { g_alarms = g_alarms + 1; }
+
+// SIGALRM every 200 µs, handled on the interrupted thread's own stack (as Ctrl-C's flag and
+// Python's handler are), for the guard's lifetime.
+class AlarmStream {
+ public:
+  AlarmStream() {
+    struct sigaction sa {};
+    sa.sa_handler = count_alarm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, &old_action_);
+    itimerval every{};
+    every.it_interval.tv_usec = every.it_value.tv_usec = 200;
+    setitimer(ITIMER_REAL, &every, &old_timer_);
+  }
+  ~AlarmStream() {
+    setitimer(ITIMER_REAL, &old_timer_, nullptr);
+    sigaction(SIGALRM, &old_action_, nullptr);
+  }
+
+ private:
+  struct sigaction old_action_ {};
+  itimerval old_timer_{};
+};
+}  // namespace
+
+// oneDNN 2.6's JIT GEMMs keep data below the stack pointer, beyond the red zone: before the
+// provider held signals around each call, a handler running meanwhile corrupted the heap
+// (glibc aborted with "corrupted size vs. prev_size" within a few hundred GEMMs).
+TEST(GemmProvider, OneDnnGemmsSurviveSignalsHandledDuringThem) {
+  if (!onednn_here()) GTEST_SKIP() << "built without oneDNN";
+  std::vector<Shape3> shapes = step_shapes();
+  shapes.resize(12);  // the default model's
+  std::vector<std::vector<float>> A, B, ref;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape3& s = shapes[i];
+    A.push_back(random_values(static_cast<size_t>(s.M * s.K), 3 + static_cast<unsigned>(i)));
+    B.push_back(random_values(static_cast<size_t>(s.K * s.N), 50 + static_cast<unsigned>(i)));
+    ref.push_back(product(s, A[i], B[i]));  // OpenBLAS, no signals
+  }
+  kernels::GemmProviderGuard onednn(GemmProvider::OneDNN);
+  g_alarms = 0;
+  int64_t gemms = 0;
+  {
+    const AlarmStream alarms;
+    for (int round = 0; round < 400 && g_alarms < 300; ++round)
+      for (size_t i = 0; i < shapes.size(); ++i, ++gemms)
+        ASSERT_LE(relative_difference(product(shapes[i], A[i], B[i]), ref[i]), 1e-5) << "round " << round;
+  }
+  EXPECT_GT(g_alarms, 0) << "no SIGALRM arrived during " << gemms << " GEMMs: the test tested nothing";
 }
 
 TEST(Bf16, RoundsToNearestTiesToEven) {

@@ -5,6 +5,9 @@
 #ifdef ATTOGRAD_WITH_ONEDNN
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+
+#include <csignal>
 
 // Exported by libdnnl (with DNNL_API) since 1.x but declared only in its internal headers; the
 // bfloat16_t there is a struct of one uint16_t, so the bits pass as they are.
@@ -34,6 +37,30 @@ void one_thread_per_call() {
   (void)done;
 }
 
+// oneDNN 2.6's JIT GEMM kernels keep data below the stack pointer, deeper than the 128-byte
+// red zone the ABI leaves to signal handlers: a signal handled on the stack of a thread inside
+// dnnl_sgemm (attograd's Ctrl-C flag, Python's SIGINT handler, any handler of the caller's)
+// overwrites it, and glibc then reports a corrupted heap or the process faults. Found as
+// mpirun's SIGTERM after a Ctrl-C aborting the ranks; tests/test_gemm_provider.cpp holds
+// GEMMs under a stream of SIGALRM. So every call runs with the asynchronous signals held: one
+// that arrives meanwhile is delivered when the call returns (two rt_sigprocmask calls per GEMM,
+// well under a microsecond). Faults stay deliverable, so a crash inside still reports itself.
+class AsyncSignalsHeld {
+ public:
+  AsyncSignalsHeld() {
+    sigset_t held;
+    sigfillset(&held);
+    for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&held, fault);
+    pthread_sigmask(SIG_BLOCK, &held, &old_);
+  }
+  ~AsyncSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  AsyncSignalsHeld(const AsyncSignalsHeld&) = delete;
+  AsyncSignalsHeld& operator=(const AsyncSignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 void check(dnnl_status_t s, const char* what) {
   if (s != dnnl_success) throw std::runtime_error(std::string("oneDNN ") + what + " failed (dnnl_status_t " + std::to_string(static_cast<int>(s)) + ")");
 }
@@ -45,12 +72,14 @@ bool built_with() { return true; }
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   one_thread_per_call();
+  const AsyncSignalsHeld held;
   check(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), "dnnl_sgemm");
 }
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   one_thread_per_call();
+  const AsyncSignalsHeld held;
   check(dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc),
         "dnnl_gemm_bf16bf16f32");
 }
@@ -60,6 +89,7 @@ bool bf16_gemm_runs() {
     one_thread_per_call();
     const uint16_t a[1] = {0x3f80}, b[1] = {0x4000};  // 1 · 2
     float c[1] = {0};
+    const AsyncSignalsHeld held;
     return dnnl_gemm_bf16bf16f32('N', 'N', 1, 1, 1, 1.0f, a, 1, b, 1, 0.0f, c, 1) == dnnl_success && c[0] == 2.0f;
   }();
   return runs;
