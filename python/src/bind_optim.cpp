@@ -11,6 +11,8 @@
 #include <nanobind/stl/map.h>
 
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "autograd/errors.h"
 #include "common.h"
@@ -113,10 +115,33 @@ typename Opt::ParamGroup group_of(nb::handle params, nb::handle options) {
   return g;
 }
 
+// A state dict group's options hold either the optimizer's options struct or (the C++ API after
+// the optim::StateDict round) a map of torch's names to values; both cross as the struct, and so
+// as the same Python dict. options_from_map/options_to_map are found by ADL on the struct, so
+// this compiles against either API.
+template <class Opt>
+using CppStateDict = std::decay_t<decltype(std::declval<const Opt&>().state_dict())>;
+
+template <class Opt, class Group>
+OptionsOf<Opt> options_in(const Group& g) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(g.options)>, OptionsOf<Opt>>)
+    return g.options;
+  else
+    return options_from_map(g.options, OptionsOf<Opt>{}, "load_state_dict: group");
+}
+
+template <class Opt, class Group>
+void set_options_in(Group& g, const OptionsOf<Opt>& o) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(g.options)>, OptionsOf<Opt>>)
+    g.options = o;
+  else
+    g.options = options_to_map(o);
+}
+
 // The state dict as torch's: {"state": {index: {name: tensor}}, "param_groups": [{options..., "params": [...]}]}.
 template <class Opt>
 nb::dict state_dict_of(const Opt& opt) {
-  const typename Opt::StateDict sd = opt.state_dict();
+  const CppStateDict<Opt> sd = opt.state_dict();
   nb::dict state;
   for (const auto& [index, tensors] : sd.state) {
     nb::dict per;
@@ -125,7 +150,7 @@ nb::dict state_dict_of(const Opt& opt) {
   }
   nb::list groups;
   for (const auto& g : sd.param_groups) {
-    nb::dict d = to_dict(g.options);
+    nb::dict d = to_dict(options_in<Opt>(g));
     if (g.initial_lr) d["initial_lr"] = *g.initial_lr;
     d["params"] = nb::cast(g.params);
     groups.append(d);
@@ -140,14 +165,16 @@ template <class Opt>
 void load_state_dict_into(Opt& opt, nb::dict sd) {
   if (!sd.contains("state") || !sd.contains("param_groups"))
     throw ag::ValueError("load_state_dict: a state dict has the keys 'state' and 'param_groups'");
-  typename Opt::StateDict loaded;
+  CppStateDict<Opt> loaded;
   for (auto [index, tensors] : nb::borrow<nb::dict>(sd["state"])) {
     auto& per = loaded.state[nb::cast<int64_t>(nb::int_(index))];
     for (auto [name, t] : nb::borrow<nb::dict>(tensors)) per[nb::cast<std::string>(name)] = nb::cast<Tensor>(t);
   }
   for (nb::handle g : sd["param_groups"]) {
-    typename Opt::StateDict::Group group;
-    from_dict(g, group.options);
+    typename decltype(loaded.param_groups)::value_type group;
+    OptionsOf<Opt> options;
+    from_dict(g, options);
+    set_options_in<Opt>(group, options);
     nb::dict d = nb::borrow<nb::dict>(g);
     if (!d.contains("params")) throw ag::ValueError("load_state_dict: a parameter group without 'params'");
     group.params = nb::cast<std::vector<int64_t>>(d["params"]);
