@@ -151,6 +151,48 @@ def run_speedrun(ag: str, torch_py: str | None, budget_s: float, data: str | Non
     return out
 
 
+def find_corpus(data: str | None) -> str | None:
+    if data:
+        return data
+    found = subprocess.run([os.path.join(ROOT, "scripts/find-corpus.sh")], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def run_time_to_loss(ag: str, torch_py: str | None, steps: int, every: int, data: str | None) -> list[dict]:
+    """bench/time_to_loss.py: each side's training time to val 1.70, 1.60 and 1.55."""
+    data = find_corpus(data)
+    if data is None:
+        return [{"bench": "time_to_loss", "side": "attograd", "error": "no corpus (scripts/find-corpus.sh failed)"}]
+    cmd = [sys.executable, os.path.join(ROOT, "bench/time_to_loss.py"), "--attograd", ag, "--data", data,
+           "--iters", str(steps), "--eval-every", str(every)] + (["--torch-python", torch_py] if torch_py else [])
+    return run_json(cmd)
+
+
+def report_time_to_loss(lines: list[dict], say) -> None:
+    ttl = {r["side"]: r for r in lines if r.get("bench") == "time_to_loss"}
+    if "attograd" not in ttl:
+        return
+    ra, rt = ttl["attograd"], ttl.get("torch")
+    say(f"\ntime to a validation loss (bench/time_to_loss.py): the speedrun recipe for {ra.get('iters')} steps on each "
+        f"side, one after the other, the whole split evaluated every {ra.get('eval_every')} steps; seconds of training "
+        "steps (start-up, evaluations and checkpoints left out); ratio = PyTorch's / attograd's:")
+    for r in (ra, rt):
+        if r and r.get("error"):
+            say(f"  {r['side']}: {r['error']}")
+    if ra.get("error"):
+        return
+    label = f"PyTorch {rt.get('torch', '')} twin" if rt and not rt.get("error") else "PyTorch twin"
+    say(f"  {'val':>6} {'attograd s':>11} {label + ' s':>22} {'ratio':>6}")
+    for target, t_ag in ra["seconds_to"].items():
+        t_pt = rt["seconds_to"].get(target) if rt and not rt.get("error") else None
+        fmt = lambda t: f"{t:.1f}" if t is not None else "not reached"
+        ratio = f"{t_pt / t_ag:.2f}" if t_ag and t_pt else ""
+        say(f"  {target:>6} {fmt(t_ag):>11} {fmt(t_pt):>22} {ratio:>6}")
+    say(f"  final val: attograd {ra['final_val']:.4f} in {ra['train_s']:.1f} s"
+        + (f", PyTorch {rt['final_val']:.4f} in {rt['train_s']:.1f} s" if rt and not rt.get("error") else "")
+        + f"; load average at the start {ra['load_avg']:.1f}")
+
+
 def median(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
@@ -240,6 +282,9 @@ def main() -> int:
     ap.add_argument("--speedrun", type=float, default=None,
                     help="the speedrun's wall-clock budget in seconds, for each side (default: 120; --quick: 15; 0: skip)")
     ap.add_argument("--data", default=None, help="the corpus for the speedrun (default: scripts/find-corpus.sh)")
+    ap.add_argument("--time-to-loss", type=int, default=None, metavar="STEPS",
+                    help="time to val 1.70, 1.60 and 1.55, each side's run of the speedrun recipe for STEPS steps "
+                         "(bench/time_to_loss.py; default: 2500; --quick: 40; 0: skip)")
     ap.add_argument("--speedrun-only", action="store_true", help="the speedrun alone (README.md is not rewritten)")
     ap.add_argument("--out", default=None, help="also write every JSON line to this file")
     ap.add_argument("--attograd-python", default=os.path.join(ROOT, "build/python-venv/bin/python"),
@@ -310,6 +355,10 @@ def main() -> int:
     speedrun_s = a.speedrun if a.speedrun is not None else (15.0 if a.quick else 120.0)
     if speedrun_s > 0:
         lines += run_speedrun(ag, torch_py, speedrun_s, a.data)
+
+    ttl_steps = a.time_to_loss if a.time_to_loss is not None else (40 if a.quick else 2500)
+    if ttl_steps > 0:
+        lines += run_time_to_loss(ag, torch_py, ttl_steps, 20 if a.quick else 100, a.data)
 
     if not a.no_python_front and not a.speedrun_only:
         lines += run_python_front(a.attograd_python, a.attograd_pythonpath, torch_py, a.quick, ag)
@@ -436,6 +485,7 @@ def main() -> int:
                 say(f"{r['side']:<22} {r['error']}")
                 continue
             say(f"{r['label']:<22} {r['val_loss']:>8.4f} {r['iters']:>6} {r['ms_per_step']:>8.1f} {r['wall_s']:>7.1f}")
+    report_time_to_loss(lines, say)
     gm = [r for r in lines if r.get("side") == "attograd" and r.get("bench") == "gemm" and not r.get("error")]
     if gm:
         say(f"\nGEMM providers, GFLOP/s per thread at each configuration's GEMM shapes (1 thread; {gm[0]['onednn']}; "

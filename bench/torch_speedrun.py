@@ -359,8 +359,12 @@ def main(argv=None) -> int:
     iters = a.iters
     refit_at = -1
     n_evals = 0
+    evals_s = 0.0  # the evaluations' own time, every one
+    steps_s = 0.0  # the training steps' own time (data, forward, backward, update)
 
     def step(it, total):
+        nonlocal steps_s
+        t_step = time.perf_counter()
         s = wsd(it, total, a.warmup, a.cooldown)
         for o in opts:
             for g in o.param_groups:
@@ -373,7 +377,9 @@ def main(argv=None) -> int:
         for o in opts:
             o.step()
         model.zero_grad(set_to_none=True)
-        return float(loss.detach()), s
+        loss = float(loss.detach())
+        steps_s += time.perf_counter() - t_step
+        return loss, s
 
     it = 0
     if a.time_budget > 0:
@@ -414,12 +420,18 @@ def main(argv=None) -> int:
                               "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),
                   flush=True)
         if a.eval_every and it % a.eval_every == 0 and it < iters:
+            t_eval = time.perf_counter()
             v = eval_all(model, val_ids, a.block, a.eval_batch)
+            evals_s += time.perf_counter() - t_eval
             n_evals += 1
-            print(json.dumps({"step": it, "val_loss": round(v, 4), "elapsed_s": round(time.perf_counter() - t0, 2)}),
-                  flush=True)
+            # train_s: the steps' own time, no start-up or evaluation (bench/time_to_loss.py)
+            print(json.dumps({"step": it, "val_loss": round(v, 4), "elapsed_s": round(time.perf_counter() - t0, 2),
+                              "train_s": round(steps_s, 3)}), flush=True)
+    t_eval = time.perf_counter()
     v = eval_all(model, val_ids, a.block, a.eval_batch)
+    evals_s += time.perf_counter() - t_eval
     print(json.dumps({"result": "torch_speedrun", "torch": torch.__version__, "val_loss": round(v, 4), "iters": iters,
+                      "train_s": round(steps_s, 3),
                       "params": sum(p_.numel() for p_ in model.parameters()),
                       "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2),
                       "config": {k: v_ for k, v_ in vars(a).items() if k != "data"}}), flush=True)
