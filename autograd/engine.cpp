@@ -14,6 +14,8 @@ namespace ag {
 namespace {
 std::atomic<int64_t> g_live_nodes{0};
 thread_local Node* g_running_node = nullptr;  // the node whose backward function is running
+struct BackwardPass;
+thread_local const BackwardPass* g_running_pass = nullptr;  // the pass that runs it
 thread_local NodeGradObserver g_observer;
 thread_local NodeBackwardObserver g_backward_observer;
 thread_local NodeRecordObserver g_record_observer;
@@ -343,15 +345,25 @@ struct BackwardPass {
   std::unordered_map<TensorImpl*, LeafState> leaves;
   std::unordered_map<const TensorImpl*, size_t> input_leaf;
   std::unordered_map<const Node*, size_t> input_node;
+  // With inputs given: the nodes below which an input lies (the others need not run).
+  std::unordered_set<const Node*> below;
+
+  // Does this pass use the gradient that flows along e?
+  bool needs(const Edge& e) const {
+    if (!e.active()) return false;
+    if (target == Target::AllLeaves) return true;
+    if (e.leaf) return input_leaf.count(e.leaf.get()) > 0;
+    return input_node.count(e.node.get()) > 0 || below.count(e.node.get()) > 0;
+  }
 
   void set_inputs(const std::vector<Tensor>& ts, const char* who) {
     inputs = ts;
     captured.assign(ts.size(), Tensor());
     for (size_t i = 0; i < ts.size(); ++i) {
       const Tensor& in = ts[i];
-      if (!in.defined() || !in.requires_grad())
-        throw std::invalid_argument(std::string(who) + ": input " + std::to_string(i) + " (" + describe(in) +
-                                    ") does not require grad");
+      if (!in.defined() || !in.requires_grad())  // torch's message, then which input
+        throw std::invalid_argument("One of the differentiated Tensors does not require grad (" + std::string(who) +
+                                    ": input " + std::to_string(i) + ", " + (in.defined() ? describe(in) : "undefined") + ")");
       if (in.is_leaf()) input_leaf.emplace(in.impl_ptr().get(), i);
       else input_node.emplace(in.grad_fn().get(), i);
     }
@@ -421,7 +433,6 @@ struct BackwardPass {
         if (e.leaf) note_leaf(e.leaf);
 
     // With inputs given, a node's backward runs only when an input lies below it.
-    std::unordered_set<const Node*> below;
     if (target != Target::AllLeaves) {
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
         for (const Edge& e : (*it)->next) {
@@ -458,7 +469,9 @@ struct BackwardPass {
       // The profiler's event for this node: its backward and the delivery of what it returned.
       const profiler::RecordScope profile(node->op, profiler::Category::Backward);
       Node* const outer = g_running_node;
+      const BackwardPass* const outer_pass = g_running_pass;
       g_running_node = node;
+      g_running_pass = this;
       Grads grads;
       try {
         // The gradients' GEMMs at the forward's precision (autograd/autocast.h)
@@ -466,9 +479,11 @@ struct BackwardPass {
         grads = node->backward(g);
       } catch (...) {
         g_running_node = outer;
+        g_running_pass = outer_pass;
         throw;
       }
       g_running_node = outer;
+      g_running_pass = outer_pass;
       if (grads.size() != node->next.size())
         throw std::logic_error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
                                " gradients for " + std::to_string(node->next.size()) + " inputs");
@@ -502,14 +517,14 @@ std::vector<Tensor> make_seeds(const std::vector<Tensor>& roots, const std::vect
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& root = roots[i];
     if (!root.defined()) throw std::invalid_argument(std::string(who) + ": output " + std::to_string(i) + " is undefined");
-    if (!root.requires_grad())
-      throw std::invalid_argument(std::string(who) + ": tensor " + describe(root) +
-                                  " does not require grad (no input of the ops that made it requires grad)");
+    if (!root.requires_grad())  // torch's message, then the tensor
+      throw std::invalid_argument("element " + std::to_string(i) + " of tensors does not require grad and does not have a grad_fn (" +
+                                  std::string(who) + ": " + describe(root) + ")");
     Tensor seed = grad_outputs.empty() ? Tensor() : grad_outputs[i];
     if (!seed.defined()) {
-      if (root.numel() != 1)
-        throw std::invalid_argument(std::string(who) + ": grad can be implicitly created only for one-element tensors, got " +
-                                    describe(root) + "; pass an explicit gradient");
+      if (root.numel() != 1)  // torch's message, then the tensor
+        throw std::invalid_argument("grad can be implicitly created only for scalar outputs (" + std::string(who) + ": " +
+                                    describe(root) + "; pass an explicit gradient)");
       seed = Tensor::ones(root.shape(), root.dtype());
     } else if (seed.shape() != root.shape()) {
       throw std::invalid_argument(std::string(who) + ": gradient " + describe(seed) + " does not match tensor " +
@@ -522,13 +537,23 @@ std::vector<Tensor> make_seeds(const std::vector<Tensor>& roots, const std::vect
 
 }  // namespace
 
+bool backward_needs_input_grad(size_t i) {
+  if (!g_running_node || !g_running_pass)
+    throw std::logic_error("backward_needs_input_grad: no backward function is running on this thread");
+  if (i >= g_running_node->next.size())
+    throw std::out_of_range("needs_input_grad: index " + std::to_string(i) + " but '" + g_running_node->op + "' has " +
+                            std::to_string(g_running_node->next.size()) + " inputs");
+  return g_running_pass->needs(g_running_node->next[i]);
+}
+
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, const BackwardOptions& options) {
   const std::vector<Tensor> seeds = make_seeds(tensors, grad_tensors, "backward");
   BackwardPass pass;
   pass.keep_graph = options.retain_graph.value_or(options.create_graph);
-  if (!options.inputs.empty()) {
+  if (options.inputs.has_value()) {
+    if (options.inputs.value().empty()) throw std::invalid_argument("`inputs` argument to `backward()` cannot be empty.");
     pass.target = Target::Inputs;
-    pass.set_inputs(options.inputs, "backward");
+    pass.set_inputs(options.inputs.value(), "backward");
   }
   SetGradEnabledGuard mode(options.create_graph);  // the backward pass is recorded exactly then
   pass.run(tensors, seeds);
@@ -536,7 +561,7 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, const GradOptions& options) {
-  if (inputs.empty()) throw std::invalid_argument("grad: no inputs given");
+  if (inputs.empty()) throw std::invalid_argument("grad requires non-empty inputs.");  // libtorch's message
   const std::vector<Tensor> seeds = make_seeds(outputs, grad_outputs, "grad");
   BackwardPass pass;
   pass.target = Target::Capture;
@@ -556,11 +581,11 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
         captured[i] = captured[j];
     if (captured[i].defined()) continue;
     if (options.materialize_grads) captured[i] = Tensor::zeros(inputs[i].shape(), inputs[i].dtype());
-    else if (!options.allow_unused)
-      throw std::invalid_argument("grad: input " + std::to_string(i) + " (" + describe(inputs[i]) +
-                                  ") was not used in the graph of the outputs (torch: \"One of the differentiated "
-                                  "Tensors appears to not have been used in the graph\"); pass {.allow_unused = true} "
-                                  "to get an undefined gradient for it, or {.materialize_grads = true} for zeros");
+    else if (!options.allow_unused)  // torch's message, then attograd's spelling
+      throw std::invalid_argument("The differentiated Tensor at index " + std::to_string(i) +
+                                  " appears to not have been used in the graph. Set allow_unused=True if this is the "
+                                  "desired behavior. (" + describe(inputs[i]) + "; attograd: {.allow_unused = true} "
+                                  "gives an undefined gradient for it, {.materialize_grads = true} zeros)");
   }
   return captured;
 }

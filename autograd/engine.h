@@ -22,12 +22,12 @@
 // recorded under create_graph), as PyTorch's validate_outputs does. Any other shape throws.
 //
 // In-place safety. Every Storage has a version counter that every in-place write through the
-// public API bumps (Tensor::fill_, copy_, bump_version(); views and detach() share the
-// storage, hence the counter). SavedTensor::save records the version; unpack() throws
+// public API bumps (Tensor::fill_, copy_, add_, ..., bump_version(); views and detach() share
+// the storage, hence the counter). SavedTensor::save records the version; unpack() throws
 // "modified by an inplace operation" naming the op, the shape and both versions. In grad mode
-// an in-place write to a tensor that requires grad throws (attograd does not record in-place
-// ops, so the written tensor's history would be wrong); under NoGradGuard it is allowed, as
-// optimizers and initialisers need.
+// an in-place op on a tensor that requires grad (or with an operand that does) is recorded and
+// the tensor, or a view's base, takes the new history (autograd/tensor_inplace.cpp); under
+// NoGradGuard it only writes, as optimizers and initialisers need.
 //
 // Accumulation into .grad, as torch's AccumulateGrad. A leaf's first gradient becomes its
 // .grad (taken over without a copy when the engine alone holds it, else copied); later ones are
@@ -180,6 +180,13 @@ struct GradOptions {
 // the outputs do not depend on throws, unless allow_unused or materialize_grads.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
+
+// For a backward function while it runs: will this backward pass use the gradient of its
+// node's i-th input? False for an input that needs none, and, under grad() or
+// backward(inputs=), for one through which none of the tensors asked for is reached (torch's
+// task_should_compute_output, behind a custom Function's needs_input_grad). Throws outside a
+// backward function.
+bool backward_needs_input_grad(size_t i);
 
 // torch.autograd.backward: Tensor::backward for several roots at once (grad_tensors as grad()'s
 // grad_outputs).

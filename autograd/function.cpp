@@ -259,7 +259,15 @@ bool AutogradContext::needs_input_grad(size_t index) const {
   if (index >= needs_input_grad_.size())
     throw std::out_of_range("needs_input_grad: index " + std::to_string(index) + " but the function has " +
                             std::to_string(needs_input_grad_.size()) + " Tensor inputs");
-  return needs_input_grad_[index];
+  // In backward, the node's edges are the Tensor inputs, in order.
+  return in_backward_ ? backward_needs_input_grad(index) : needs_input_grad_[index];
+}
+
+bool AutogradContext::needs_input_grad(std::initializer_list<IndexRange> ranges) const {
+  for (const IndexRange& r : ranges)
+    for (size_t i = r.first; i < r.second; ++i)
+      if (needs_input_grad(i)) return true;
+  return false;
 }
 
 }  // namespace ag::autograd

@@ -33,6 +33,7 @@
 // backward through it throws, as torch's.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -52,6 +53,8 @@ struct FunctionState;
 }
 template <class T> struct Function;
 
+using IndexRange = std::pair<size_t, size_t>;  // [begin, end) of Tensor inputs, as libtorch's
+
 // What forward hands to backward (torch::autograd::AutogradContext).
 class AutogradContext {
  public:
@@ -65,8 +68,12 @@ class AutogradContext {
   // false: backward gets an undefined Tensor, not zeros, for an output that got no gradient.
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
   // Does the i-th Tensor input (counted among the Tensor inputs only, as libtorch's) need a
-  // gradient? Known in forward already.
+  // gradient? In backward: will this backward pass use it, as torch's (false for an input that
+  // does not require grad, and, under grad() or backward(inputs=), for one that leads to none of
+  // the tensors asked for). In forward: does it require grad (in grad mode).
   bool needs_input_grad(size_t index) const;
+  // Does any input in these [begin, end) ranges need one (libtorch's IndexRange form)?
+  bool needs_input_grad(std::initializer_list<IndexRange> ranges) const;
 
   // Anything else backward needs: ctx->saved_data["scale"] = 2.5; ... .toDouble().
   std::unordered_map<std::string, IValue> saved_data;

@@ -118,6 +118,17 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);  // view
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);  // view
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);  // view
 Tensor unsqueeze(const Tensor& a, int64_t dim);  // view
+// Indexing views (autograd/ops/strided.cpp). select: a[i] along dim, the dim removed (i may be
+// negative). slice: a[start:end:step] along dim with Python's bounds (negative from the end,
+// clamped; absent = the whole dim); step > 0.
+Tensor select(const Tensor& a, int64_t dim, int64_t index);
+Tensor slice(const Tensor& a, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step = 1);
+// The region of a with the given shape, strides and offset, counted in the elements of a laid
+// out contiguously (a view when a is contiguous), and its backward: zeros of base_shape with src
+// in that region. Each is the other's backward (any order).
+Tensor as_strided(const Tensor& a, const Shape& shape, const Shape& strides, int64_t offset);
+Tensor as_strided_scatter(const Tensor& src, const Shape& base_shape, const Shape& shape, const Shape& strides,
+                          int64_t offset);
 Tensor squeeze(const Tensor& a, int64_t dim);    // view; dim must have size 1
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 // Equal-shaped tensors joined along a new dim (in [−(rank+1), rank]).
@@ -146,6 +157,12 @@ Tensor lt(const Tensor& a, double s);
 Tensor le(const Tensor& a, double s);
 Tensor gt(const Tensor& a, double s);
 Tensor ge(const Tensor& a, double s);
+
+// torch.equal: the same shape and every element equal (any dtypes, compared as float64).
+// torch.allclose: shapes that broadcast, and |a − b| ≤ atol + rtol·|b| everywhere (a NaN is
+// close to a NaN only with equal_nan; infinities only to themselves).
+bool equal(const Tensor& a, const Tensor& b);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 
 inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
@@ -187,6 +204,10 @@ Tensor softmax(const Tensor& a, int64_t dim = -1);
 Tensor log_softmax(const Tensor& a, int64_t dim = -1);
 // Normalises over the last dim; weight and bias are (C) or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// torch.nn.functional.layer_norm: over the trailing dims normalized_shape; weight and bias of
+// that shape, or undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
 // Zeroes each element with probability p and scales the rest by 1/(1-p). Identity when
 // !training or p == 0.
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen = default_generator());
@@ -221,6 +242,10 @@ struct MSELossFuncOptions {
 struct L1LossFuncOptions {
   Reduction reduction = kMean;
 };
+struct BinaryCrossEntropyFuncOptions {
+  Tensor weight = {};  // broadcast to the input
+  Reduction reduction = kMean;
+};
 struct BinaryCrossEntropyWithLogitsFuncOptions {
   Tensor weight = {};  // broadcast to the input
   Reduction reduction = kMean;
@@ -241,6 +266,11 @@ struct CrossEntropyFuncOptions {
 // (input − target)² and |input − target|, broadcast together; the mean of an empty input is nan.
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+// −w·[t·log x + (1 − t)·log(1 − x)] for probabilities x in [0, 1], each log clamped at −100,
+// as torch's; target in [0, 1], of the input's shape (differentiated too: −w·logit(x)). The
+// gradient of x is w·(x − t) / max(x·(1 − x), ε), torch's formula with its ε = float(1e-12),
+// written with ops (so it has a second derivative).
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options = {});
 // −w·[p·t·log σ(x) + (1 − t)·log(1 − σ(x))] (p = pos_weight), computed without overflow;
 // target (a float tensor, also differentiated) has the input's shape.
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,

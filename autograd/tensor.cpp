@@ -102,7 +102,7 @@ Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, d
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
   Tensor t = empty(shape, dtype);
-  t.fill_(value);
+  fill_values(t, value);  // a new tensor starts at version 0, as torch's
   return t;
 }
 
@@ -251,6 +251,9 @@ Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int6
   impl->shape = shape;
   impl->strides = strides;
   impl->dtype = t.dtype();
+  // Its base is t's base when t is a view itself: views of views share one base, as torch's.
+  impl->view_base = t.impl().view_base ? t.impl().view_base : t.impl_ptr();
+  impl->view_epoch = impl->view_base->history_epoch;
   return Tensor(std::move(impl));
 }
 
@@ -290,54 +293,45 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
-// In grad mode an in-place write must not silently make a recorded history wrong, nor drop the
-// gradient of its source (engine.h); under NoGradGuard it is the caller's intent.
-static void check_in_place(const Tensor& dst, const Tensor* src, const char* op) {
-  if (!GradMode::enabled()) return;
-  if (dst.requires_grad()) {
-    const std::string what = describe(dst) + (dst.name().empty() ? "" : " '" + dst.name() + "'");
-    if (dst.is_leaf())
-      throw std::runtime_error(std::string(op) + ": a leaf tensor that requires grad (" + what +
-                               ") is being used in an in-place operation; do it under NoGradGuard");
-    throw std::runtime_error(std::string(op) + ": in-place write to " + what + ", the output of '" + op_name(*dst.grad_fn()) +
-                             "', which requires grad: attograd does not record in-place ops, so its history would be "
-                             "wrong; use an out-of-place op, or write under NoGradGuard");
-  }
-  if (src && src->requires_grad())
-    throw std::runtime_error(std::string(op) + ": the source " + describe(*src) +
-                             " requires grad, but in-place ops are not recorded, so its gradient would be lost; "
-                             "use clone(), or copy under NoGradGuard");
-}
-
-void Tensor::fill_(double value) {
-  if (!is_contiguous())
-    throw std::invalid_argument("Tensor::fill_: needs a contiguous tensor, got a strided view " + describe(*this));
-  check_in_place(*this, nullptr, "fill_");
-  bump_version();
-  Tensor self = *this;
-  AG_DISPATCH_ALL(dtype(), "fill_", [&] {
+void fill_values(const Tensor& dst, double value) {
+  if (dst.numel() == 0) return;
+  AG_DISPATCH_ALL(dst.dtype(), "fill_", [&] {
     const scalar_t v = static_cast<scalar_t>(value);
-    scalar_t* p = self.data<scalar_t>();
-    for (int64_t i = 0, n = self.numel(); i < n; ++i) p[i] = v;
+    scalar_t* base = static_cast<scalar_t*>(dst.impl().storage->data);
+    if (dst.is_contiguous()) {
+      scalar_t* p = base + dst.impl().offset;
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) p[i] = v;
+      return;
+    }
+    if (dst.dim() == 0) {
+      base[dst.impl().offset] = v;
+      return;
+    }
+    const int64_t inner = dst.shape().back(), inner_st = dst.strides().back();
+    for_each_row<1>(dst.shape(), {dst.strides().data()}, {dst.impl().offset}, [&](int64_t, const std::array<int64_t, 1>& off) {
+      for (int64_t j = 0; j < inner; ++j) base[off[0] + j * inner_st] = v;
+    });
   });
 }
 
-void Tensor::copy_(const Tensor& src) {
-  if (src.shape() != shape())
-    throw std::invalid_argument("Tensor::copy_: shape mismatch, destination " + describe(*this) + ", source " + describe(src));
-  check_in_place(*this, &src, "copy_");
-  Tensor c = copy_to_contiguous(src, dtype());
-  bump_version();
-  if (numel() == 0) return;
-  if (is_contiguous()) {
-    std::memcpy(raw_data(), c.raw_data(), static_cast<size_t>(numel()) * dtype_size(dtype()));
+void write_values(const Tensor& dst, const Tensor& src) {
+  if (src.shape() != dst.shape())
+    throw std::invalid_argument("Tensor::copy_: shape mismatch, destination " + describe(dst) + ", source " + describe(src));
+  Tensor c = copy_to_contiguous(src, dst.dtype());
+  if (dst.numel() == 0) return;
+  if (dst.is_contiguous()) {
+    std::memcpy(dst.raw_data(), c.raw_data(), static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype()));
+    return;
+  }
+  if (dst.dim() == 0) {
+    std::memcpy(dst.raw_data(), c.raw_data(), dtype_size(dst.dtype()));
     return;
   }
   // Strided destination (a view such as a narrow): walk it row by row.
-  const int64_t inner = shape().back(), inner_st = strides().back(), esz = static_cast<int64_t>(dtype_size(dtype()));
-  char* base = static_cast<char*>(impl().storage->data);
+  const int64_t inner = dst.shape().back(), inner_st = dst.strides().back(), esz = static_cast<int64_t>(dtype_size(dst.dtype()));
+  char* base = static_cast<char*>(dst.impl().storage->data);
   const char* from = static_cast<const char*>(c.raw_data());
-  for_each_row<1>(shape(), {strides().data()}, {impl().offset}, [&](int64_t r, const std::array<int64_t, 1>& off) {
+  for_each_row<1>(dst.shape(), {dst.strides().data()}, {dst.impl().offset}, [&](int64_t r, const std::array<int64_t, 1>& off) {
     const int64_t i = r * inner;
     if (inner_st == 1) {
       std::memcpy(base + off[0] * esz, from + i * esz, static_cast<size_t>(inner * esz));
@@ -349,9 +343,16 @@ void Tensor::copy_(const Tensor& src) {
 
 // ---- autograd ------------------------------------------------------------------------------------
 
-Tensor& Tensor::requires_grad_(bool on) {
-  if (!is_leaf()) throw std::invalid_argument("requires_grad_: only leaf tensors can be switched; use detach() first");
-  if (on && !is_floating(dtype())) throw std::invalid_argument("requires_grad_: only floating tensors can require grad, got " + describe(*this));
+// torch's messages (VariableHooks::requires_grad_, TensorImpl::set_requires_grad).
+const Tensor& Tensor::requires_grad_(bool on) const {
+  if (!is_leaf()) {
+    if (on) return *this;  // a non-leaf requires grad already
+    throw std::invalid_argument(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+        "subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  }
+  if (on && !is_floating(dtype()))
+    throw std::invalid_argument("only Tensors of floating point dtype can require gradients (got " + describe(*this) + ")");
   impl().requires_grad = on;
   return *this;
 }
@@ -366,7 +367,11 @@ void Tensor::set_grad(const Tensor& g) {
   impl().grad = g.defined() ? g.impl_ptr() : nullptr;
 }
 
-Tensor Tensor::detach() const { return make_view(*this, shape(), strides(), impl().offset); }
+Tensor Tensor::detach() const {
+  Tensor out = make_view(*this, shape(), strides(), impl().offset);
+  out.impl().view_base = nullptr;  // shares the storage (and its version), not the history, as torch's
+  return out;
+}
 
 // ---- printing ------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/dtype.h"
@@ -95,12 +96,32 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   // Leaves only (an intermediate's hooks live on its grad_fn node).
   std::shared_ptr<HookList<GradHook>> hooks;
   std::shared_ptr<HookList<PostAccumulateGradHook>> post_accumulate_hooks;
+
+  // Views, as torch's: the tensor a view was made from (its _base: never a view itself; detach()
+  // makes none), and that base's history_epoch when this view's grad_fn was last derived. A
+  // recorded in-place op on a base or on any view of it gives the base a new history and bumps
+  // its epoch; a view whose epoch is behind then takes its grad_fn afresh from the base
+  // (autograd/tensor_inplace.cpp), so that no view keeps a history its base no longer has.
+  std::shared_ptr<TensorImpl> view_base;
+  uint64_t view_epoch = 0;
+  uint64_t history_epoch = 0;
 };
+
+struct TensorIndex;  // autograd/indexing.h
 
 class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  // Copying a Tensor copies the handle. Assigning to a named Tensor rebinds it; assigning to a
+  // temporary view writes into it, as libtorch's: x[0] = 5, x.index({Slice(1, 3)}) = y.
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  ~Tensor() = default;
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& src) &&;  // copy_(src), src broadcast to this shape
+  Tensor& operator=(double value) &&;       // fill_(value)
 
   // ---- factories (contiguous, fresh storage) --------------------------------------------
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32);
@@ -115,6 +136,7 @@ class Tensor {
   static Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<bool>& values, const Shape& shape);
   // Nested literal for 2-d tensors in tests and examples: Tensor::matrix({{1, 0}, {0, 1}}).
+  // (Any rank and dtype: ag::tensor({{1, 2}, {3, 4}}), autograd/tensor_data.h.)
   static Tensor matrix(std::initializer_list<std::initializer_list<double>> rows, DType dtype = DType::Float32);
   static Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator& gen = default_generator(),
                       double mean = 0.0, double std = 1.0);
@@ -132,37 +154,85 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   bool is_contiguous() const;
   const std::string& name() const { return impl().name; }
-  Tensor& set_name(std::string n) { impl().name = std::move(n); return *this; }
+  const Tensor& set_name(std::string n) const {  // a label on the tensor, not on this handle
+    impl().name = std::move(n);
+    return *this;
+  }
 
   // ---- data access --------------------------------------------------------------------------
   // Pointer to the first element of this view; T must match dtype (checked).
   template <class T> T* data() const;
   void* raw_data() const;
   double item() const;                          // one-element tensors
+  template <class T> T item() const { return static_cast<T>(item()); }  // libtorch's item<float>()
   double at(const std::vector<int64_t>& index) const;  // any dtype, read as double
   std::vector<double> to_double_vector() const;  // row-major copy of the values
   template <class T> std::vector<T> to_vector() const;
   Tensor contiguous() const;  // this tensor if already contiguous, else a copy (differentiable)
   Tensor clone() const;       // always a fresh contiguous copy (differentiable)
   Tensor to(DType dtype) const;  // conversion (differentiable between float dtypes)
-  // In-place writes, used by optimizers and initialisers; never recorded in the graph. Each
-  // bumps the storage's version. In grad mode they throw when this tensor requires grad (or,
-  // for copy_, when src does): use them under NoGradGuard.
-  void fill_(double value);
-  void copy_(const Tensor& src);  // same shape; converts dtype; the destination may be a strided view
-  // The version of this tensor's storage, and a bump for code that writes through data<T>().
+  // In-place writes, as torch's (autograd/tensor_inplace.cpp). Each bumps the version of the
+  // storage once. A tensor is a handle, so they are const, as libtorch's. The other operand is
+  // broadcast to this tensor's shape and the result cast to its dtype (a float result into an
+  // integer tensor throws torch's message). Outside grad mode, or when neither operand
+  // requires grad, they only write. Otherwise they are recorded and this tensor takes the new
+  // history, as torch's: its grad_fn becomes the op's node (for a view, its base's history is
+  // rewritten and the view derives its own from it); hooks registered before stay with the
+  // old history, retain_grad() moves along. A leaf that requires grad, or a view of one, throws
+  // torch's "a leaf Variable that requires grad is being used in an in-place operation."; use
+  // NoGradGuard (optimizers and initialisers do).
+  const Tensor& fill_(double value) const;
+  const Tensor& zero_() const { return fill_(0.0); }
+  const Tensor& copy_(const Tensor& src) const;  // src broadcast to this shape; converts dtype
+  const Tensor& add_(const Tensor& other, double alpha = 1.0) const;  // this += alpha·other
+  const Tensor& add_(double other, double alpha = 1.0) const;
+  const Tensor& sub_(const Tensor& other, double alpha = 1.0) const;  // this -= alpha·other
+  const Tensor& sub_(double other, double alpha = 1.0) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(double other) const;
+  const Tensor& div_(const Tensor& other) const;  // true division, as torch's
+  const Tensor& div_(double other) const;
+  // The version of this tensor's storage (torch's _version()), and a bump for code that writes
+  // through data<T>().
   uint64_t version() const { return impl().storage->version; }
+  int64_t _version() const { return static_cast<int64_t>(version()); }
   void bump_version() const { ++impl().storage->version; }
 
+  // ---- indexing, as libtorch's (autograd/indexing.h) ---------------------------------------
+  // x[i] is the view x.select(0, i); x.index({Slice(0, 2), 1}) a view for integers, slices,
+  // None and Ellipsis (a copy with an int64 index tensor); x.index_put_({...}, v) writes v
+  // (a tensor broadcast to the indexed shape, or a number) there, in place, as above.
+  Tensor operator[](int64_t index) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  const Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) const;
+  const Tensor& index_put_(std::initializer_list<TensorIndex> indices, double value) const;
+  const Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) const;
+  const Tensor& index_put_(const std::vector<TensorIndex>& indices, double value) const;
+
   // ---- autograd -----------------------------------------------------------------------------
-  bool requires_grad() const { return impl().requires_grad; }
-  Tensor& requires_grad_(bool on = true);  // leaves only
-  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  bool requires_grad() const {
+    sync_view();
+    return impl().requires_grad;
+  }
+  // Sets requires_grad of a leaf (of a floating dtype). A non-leaf already requires grad:
+  // asking for true is a no-op, false throws torch's message. Const: a tensor is a handle.
+  const Tensor& requires_grad_(bool on = true) const;
+  bool is_leaf() const {
+    sync_view();
+    return impl().grad_fn == nullptr;
+  }
   Tensor grad() const;  // undefined until a backward reached this leaf
   void zero_grad();     // drops the accumulated gradient
   void set_grad(const Tensor& g);
   Tensor detach() const;  // shares storage, no history
-  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  const std::shared_ptr<Node>& grad_fn() const {
+    sync_view();
+    return impl().grad_fn;
+  }
+  bool is_view() const { return impl().view_base != nullptr; }
+  Tensor _base() const { return Tensor(impl().view_base); }  // undefined unless a view
   // Backpropagates from this tensor into the leaves' .grad (torch's Tensor.backward). With no
   // gradient it must hold one element (gradient 1). Options by name, as torch's keywords:
   //   loss.backward({}, {.retain_graph = true});
@@ -171,8 +241,17 @@ class Tensor {
   // See autograd/engine.h.
   void backward(const Tensor& grad_output = Tensor()) const;
   void backward(const Tensor& grad_output, const BackwardOptions& options) const;
-  // fn(grad) sees this tensor's gradient in each backward pass and may return a replacement.
+  // fn(grad) sees this tensor's gradient in each backward pass and may return a replacement
+  // (or an undefined Tensor: keep it); a hook that returns nothing only observes, as libtorch's.
   HookHandle register_hook(GradHook fn) const;
+  template <class F>
+    requires std::is_void_v<std::invoke_result_t<F&, const Tensor&>>
+  HookHandle register_hook(F fn) const {
+    return register_hook(GradHook([fn = std::move(fn)](const Tensor& g) mutable {
+      fn(g);
+      return Tensor();
+    }));
+  }
   // Leaves only: fn(*this) runs once this backward pass has accumulated into .grad.
   HookHandle register_post_accumulate_grad_hook(PostAccumulateGradHook fn) const;
   // An intermediate tensor keeps its gradient in .grad() (no-op on a leaf).
@@ -207,6 +286,16 @@ class Tensor {
   Tensor sin() const;
   Tensor cos() const;
   Tensor pow(double exponent) const;
+  Tensor add(const Tensor& other, double alpha = 1.0) const;  // this + alpha·other
+  Tensor add(double other) const;
+  Tensor sub(const Tensor& other, double alpha = 1.0) const;  // this − alpha·other
+  Tensor sub(double other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(double other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(double other) const;
+  bool equal(const Tensor& other) const;  // ag::equal
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
@@ -235,16 +324,39 @@ class Tensor {
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:
+  // A view whose base took a new history since (an in-place op) derives its grad_fn again.
+  void sync_view() const {
+    const TensorImpl& i = impl();
+    if (i.view_base && i.view_epoch != i.view_base->history_epoch) refresh_view_history();
+  }
+  void refresh_view_history() const;  // autograd/tensor_inplace.cpp
+
   std::shared_ptr<TensorImpl> impl_;
 };
 
 // Tensor::backward's keyword arguments, in torch's order and with torch's defaults.
 // (Every field has an initializer, `{}` at least: for a field without one, GCC before 14 warns
 // -Wmissing-field-initializers at each designated initializer that omits it, GCC bug 96868.)
+// A list of tensors that knows whether it was given at all, for backward's `inputs` (torch's
+// Optional[Sequence[Tensor]]): {.inputs = {w, b}} gives it; leaving it out, or {}, does not;
+// std::vector<Tensor>{} gives an empty list, which torch refuses.
+class OptionalTensorList {
+ public:
+  OptionalTensorList() = default;
+  OptionalTensorList(std::initializer_list<Tensor> tensors) : given_(true), tensors_(tensors) {}
+  OptionalTensorList(std::vector<Tensor> tensors) : given_(true), tensors_(std::move(tensors)) {}
+  bool has_value() const { return given_; }
+  const std::vector<Tensor>& value() const { return tensors_; }
+
+ private:
+  bool given_ = false;
+  std::vector<Tensor> tensors_;
+};
+
 struct BackwardOptions {
   std::optional<bool> retain_graph{};  // keep the graph for another backward; default: create_graph
   bool create_graph = false;           // record the backward pass (higher-order gradients)
-  std::vector<Tensor> inputs{};        // accumulate only into these tensors' .grad (empty: all leaves)
+  OptionalTensorList inputs{};         // accumulate only into these tensors' .grad (not given: all leaves)
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
@@ -268,6 +380,10 @@ Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int6
 // A fresh contiguous copy of src's values as `dtype`, without autograd (clone, to and copy_
 // copy through it).
 Tensor copy_to_contiguous(const Tensor& src, DType dtype);
+// The values alone, written into dst's elements (any layout), without autograd and without a
+// version bump: for code that makes a tensor, and for the in-place ops, which bump once.
+void fill_values(const Tensor& dst, double value);
+void write_values(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
 
 // The name of the op behind a node ("matmul"); the engine, which defines Node, provides it, so
 // that this layer can name a tensor's history without depending on the engine.

@@ -42,6 +42,22 @@ Tensor Tensor::relu() const { return ag::relu(*this); }
 Tensor Tensor::sin() const { return ag::sin(*this); }
 Tensor Tensor::cos() const { return ag::cos(*this); }
 Tensor Tensor::pow(double exponent) const { return ag::pow(*this, exponent); }
+Tensor Tensor::add(const Tensor& other, double alpha) const {
+  return alpha == 1.0 ? ag::add(*this, other) : ag::add(*this, ag::mul(other, alpha));
+}
+Tensor Tensor::add(double other) const { return ag::add(*this, other); }
+Tensor Tensor::sub(const Tensor& other, double alpha) const {
+  return alpha == 1.0 ? ag::sub(*this, other) : ag::sub(*this, ag::mul(other, alpha));
+}
+Tensor Tensor::sub(double other) const { return ag::add(*this, -other); }
+Tensor Tensor::mul(const Tensor& other) const { return ag::mul(*this, other); }
+Tensor Tensor::mul(double other) const { return ag::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return ag::div(*this, other); }
+Tensor Tensor::div(double other) const { return ag::div(*this, Tensor::scalar(other, dtype())); }  // true division
+bool Tensor::equal(const Tensor& other) const { return ag::equal(*this, other); }
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return ag::allclose(*this, other, rtol, atol, equal_nan);
+}
 Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const { return ag::clamp(*this, min, max); }
 Tensor Tensor::softmax(int64_t dim) const { return ag::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return ag::log_softmax(*this, dim); }

@@ -24,9 +24,10 @@ Evaluation: the whole validation split (the last 10% of the corpus) in windows o
 in order, every target once (attograd's data::eval_windows); training batches are random
 windows (nanoGPT's get_batch).
 
---time-budget SECONDS: times --probe-steps steps after warm-up, then fixes the step count so
-that training, the evaluations and the final one end at the budget (attograd's rule,
-train/time_budget.h); the result line carries the fixed iters. One JSON object per line:
+--time-budget SECONDS: plans the step count again after every step, from the steps timed (the
+first, a warm-up, not) and the final evaluation's timing, so that training and the final
+evaluation end at the budget less a 0.75% spare, the decay following the plan (attograd's
+policy, train/time_budget.h); the result line carries the last plan. One JSON object per line:
 {"step", "train_loss", "lr_scale", "elapsed_s", "cpu_s"} every --log-every steps, and
 {"result": ..., "val_loss", "iters", "elapsed_s", "cpu_s", ...} at the end.
 """
@@ -206,7 +207,38 @@ def get_batch(ids, batch, block, gen):
     return w[:, :-1], w[:, 1:]
 
 
-BUDGET_SPARE = 0.02  # the share of the budget left unplanned, as attograd's kBudgetSpare (train/time_budget.h)
+BUDGET_SPARE = 0.0075  # the share of the budget left unplanned, as attograd's TimeBudget::kSpare (train/time_budget.h)
+RECENT_STEPS = 16  # steps weigh 1/n into the step estimate up to n = 16, then 1/16 (TimeBudget::kRecentSteps)
+
+
+class TimeBudget:
+    """attograd's policy (train/time_budget.h): after each step, the steps done plus the nearest
+    number of steps of the estimate that fits in what the budget less its spare leaves after the
+    final evaluation, whose timing scales with the steps' time; at most the cap."""
+
+    def __init__(self, budget_s: float, cap: int):
+        self.budget_s, self.cap, self.planned = budget_s, cap, cap
+        self.timed, self.step_s, self.eval_s, self.eval_step_s = 0, 0.0, -1.0, 0.0
+
+    def eval_estimate(self) -> float:
+        if self.eval_s < 0:
+            return 0.0
+        return self.eval_s * (self.step_s / self.eval_step_s) if self.eval_step_s > 0 else self.eval_s
+
+    def after_step(self, done: int, elapsed_s: float, step_s: float) -> int:
+        if step_s >= 0:
+            self.timed += 1
+            self.step_s += (step_s - self.step_s) / min(self.timed, RECENT_STEPS)
+        if self.timed == 0 or self.step_s <= 0:
+            self.planned = max(min(self.planned, self.cap), done)
+            return self.planned
+        left = self.budget_s * (1 - BUDGET_SPARE) - elapsed_s - self.eval_estimate()
+        more = math.floor(left / self.step_s + 0.5) if left > 0 else 0
+        self.planned = min(self.cap, max(done, done + more))
+        return self.planned
+
+    def set_eval_time(self, eval_s: float):
+        self.eval_s, self.eval_step_s = max(0.0, eval_s), self.step_s
 
 
 def decay_steps(cooldown: float, iters: int) -> int:
@@ -309,7 +341,6 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--iters", type=int, default=1000)
     p.add_argument("--time-budget", type=float, default=0.0)
-    p.add_argument("--probe-steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--cooldown", type=float, default=0.4)
     p.add_argument("--muon-lr", type=float, default=0.02)
@@ -357,7 +388,6 @@ def main(argv=None) -> int:
     run = torch.compile(model) if a.compile else model
     gen = torch.Generator().manual_seed(a.seed)
     iters = a.iters
-    refit_at = -1
     n_evals = 0
     evals_s = 0.0  # the evaluations' own time, every one
     steps_s = 0.0  # the training steps' own time (data, forward, backward, update)
@@ -382,39 +412,23 @@ def main(argv=None) -> int:
         return loss, s
 
     it = 0
-    if a.time_budget > 0:
-        # warm-up (first steps are slow: allocation, compile), then probe; both count as steps
-        t_eval0 = time.perf_counter()
-        eval_all(model, val_ids[: len(val_ids) // 8], a.block, a.eval_batch)
-        eval_s = 8 * (time.perf_counter() - t_eval0)
-        for _ in range(3):
-            step(it, max(a.iters, 1))
-            it += 1
-        tp = time.perf_counter()
-        for _ in range(a.probe_steps):
-            step(it, max(a.iters, 1))
-            it += 1
-        step_s = (time.perf_counter() - tp) / a.probe_steps
-        left = a.time_budget * (1 - BUDGET_SPARE) - (time.perf_counter() - t0) - eval_s * 1.05
-        iters = it + max(0, int(left / step_s))
-        print(json.dumps({"probe_step_ms": round(1e3 * step_s, 2), "eval_s": round(eval_s, 2), "iters": iters}),
-              flush=True)
-        refit_at, probe_from = iters - decay_steps(a.cooldown, iters), it - a.probe_steps
+    budget = TimeBudget(a.time_budget, a.iters) if a.time_budget > 0 else None
+    mark = time.perf_counter()
     while it < iters:
         loss, s = step(it, iters)
         it += 1
-        if a.time_budget > 0 and it == refit_at:
-            # attograd's second fix: the mean of every step timed so far, where the stable phase ends;
-            # when a smaller count's decay would have begun already (slower steps), it begins now,
-            # over the steps left
-            step_s = (time.perf_counter() - tp) / (it - probe_from)
-            left = a.time_budget * (1 - BUDGET_SPARE) - (time.perf_counter() - t0) - eval_s * 1.05
-            iters = it + max(0, int(left / step_s))
-            if iters - decay_steps(a.cooldown, iters) < it:
-                iters = max(iters, it + 1)
-                a.cooldown = (iters - it) / iters
-            print(json.dumps({"refit_step_ms": round(1e3 * step_s, 2), "iters": iters,
-                              "decay_steps": decay_steps(a.cooldown, iters)}), flush=True)
+        if budget:
+            now = time.perf_counter()
+            iters = budget.after_step(it, now - t0, now - mark if it > 1 else -1.0)
+            if budget.timed > 0 and budget.eval_s < 0:
+                # the final evaluation timed once, on an eighth of the split, scaled
+                t_eval0 = time.perf_counter()
+                eval_all(model, val_ids[: len(val_ids) // 8], a.block, a.eval_batch)
+                budget.set_eval_time(8 * (time.perf_counter() - t_eval0))
+                iters = budget.after_step(it, time.perf_counter() - t0, -1.0)
+                print(json.dumps({"step_ms": round(1e3 * budget.step_s, 2), "eval_s": round(budget.eval_s, 2),
+                                  "iters": iters}), flush=True)
+            mark = time.perf_counter()
         if a.log_every and (it % a.log_every == 0 or it == iters):
             print(json.dumps({"step": it, "train_loss": round(loss, 4), "lr_scale": round(s, 4),
                               "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),
@@ -427,6 +441,7 @@ def main(argv=None) -> int:
             # train_s: the steps' own time, no start-up or evaluation (bench/time_to_loss.py)
             print(json.dumps({"step": it, "val_loss": round(v, 4), "elapsed_s": round(time.perf_counter() - t0, 2),
                               "train_s": round(steps_s, 3)}), flush=True)
+            mark = time.perf_counter()  # an evaluation is not a step's time
     t_eval = time.perf_counter()
     v = eval_all(model, val_ids, a.block, a.eval_batch)
     evals_s += time.perf_counter() - t_eval

@@ -1,5 +1,6 @@
 // `attograd bench [train|forward|sample|attention|sgemm]`: throughput of the real code paths
-// (`bench train` runs train::Step, the step `attograd train` runs), measured in this process. bench/compare.py runs each in a fresh process next to
+// (`bench train` runs train::Step with the optimizer `attograd train --optimizer NAME` builds,
+// the step `attograd train` runs), measured in this process. bench/compare.py runs each in a fresh process next to
 // bench/torch_baseline.py and prints the side-by-side table (`make bench`).
 #include <sys/resource.h>
 
@@ -18,16 +19,15 @@
 #include "autograd/profiler.h"
 #include "bench/gemm_floor.h"
 #include "cli/bench_sample.h"
-#include "cli/bench_sgemm.h"
+#include "cli/bench_allreduce.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
 #include "models/registry.h"
 #include "nn/attention.h"
 #include "distributed/comm.h"
-#include "optim/adam.h"
+#include "train/config/run_config.h"
 #include "train/gemm_choice.h"
-#include "train/param_groups.h"
 #include "train/peak_flops.h"
 #include "train/logging/profile.h"
 #include "train/step.h"
@@ -37,8 +37,6 @@ namespace ag::cli {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// The optimizer of a benchmarked training step: the trainer's AdamW grouping, fixed settings.
-const optim::AdamWOptions kBenchAdamW{.lr = 1e-4, .betas = {0.9, 0.99}, .eps = 1e-8, .weight_decay = 0.1};
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double peak_rss_mb() {
@@ -85,17 +83,18 @@ double time_steps(F fn, int warmup, double seconds, int64_t max_steps, int64_t& 
   return since(t0) / static_cast<double>(steps);
 }
 
-// `attograd bench train`: train::Step, the step `attograd train` runs (train/step.h), on a fixed
-// random batch. Under mpirun -np N and/or with --grad-accum K, each rank takes its batch/N rows
-// in K micro-batches and the Reducer averages the gradients, started from hooks during the
+// `attograd bench train`: train::Step, the step `attograd train` runs (train/step.h), with the
+// optimizer its --optimizer row builds at the default settings, on a fixed random batch. Under
+// mpirun -np N and/or with --grad-accum K, each rank takes its batch/N rows in K micro-batches
+// and the Reducer averages the gradients, started from hooks during the
 // last backward; it then also reports the blocking allreduce time of one step's gradients
 // (alone, afterwards), the time rank 0 waited for the reduction after its backward had ended,
 // less the part spent waiting for a slower rank to finish its backward (imbalance, not
 // communication), and so the fraction of the allreduce hidden behind backward. The ranks'
 // clocks are compared after the timed steps, so that split holds on one machine.
 // profile_dir: empty, or where --profile writes trace.json and profile_table.txt.
-void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_steps, const std::string& profile_dir,
-                 Precision precision, nlohmann::json& out) {
+void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer, int64_t K, double seconds, int64_t max_steps,
+                 const std::string& profile_dir, Precision precision, nlohmann::json& out) {
   distributed::Comm& comm = distributed::Comm::world();
   if (K < 1) throw UsageError("--grad-accum must be positive");
   if (bc.batch % (comm.size() * K) != 0)
@@ -107,14 +106,16 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   model.train();
   const Tensor x = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
   const Tensor y = Tensor::randint(0, bc.model.vocab_size, {bc.batch, bc.model.block_size}, gen);
-  optim::AdamW opt(train::decay_groups(model, kBenchAdamW));
-  train::Step step(model, opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false, precision});
+  train::TrainConfig run;  // the run's defaults (--lr, betas, weight decay, the optimizer's settings)
+  run.optimizer = optimizer;
+  const std::unique_ptr<optim::Optimizer> opt = optimizer->build(model, run);
+  train::Step step(model, *opt, comm, {K, /*grad_clip=*/1.0, /*detect_anomaly=*/false, precision});
   int64_t iter = 0;
   double waited = 0, early = 0;
   std::vector<double> backward_ends;  // this rank's, per timed step
   bool timing = false;
   auto one_step = [&] {
-    const train::StepResult r = step.run(x, y, 1e-4, iter++);
+    const train::StepResult r = step.run(x, y, iter++);
     if (!r.nonfinite.empty()) throw std::runtime_error("bench train: " + r.nonfinite);
     if (!timing || !step.reducer()) return;
     waited += step.reducer()->last_wait_seconds();
@@ -131,7 +132,7 @@ void bench_train(const BenchConfig& bc, int64_t K, double seconds, int64_t max_s
   // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
   train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads(), precision);
   if (comm.distributed()) comm.allreduce_sum(&peak.gflops, 1);
-  out.update({{"config", bc.name}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
+  out.update({{"config", bc.name}, {"optimizer", optimizer.name()}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
               {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
               {"sgemm_peak_gflops", peak.gflops}, {"mfu", flops / sec / 1e9 / peak.gflops},
               {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
@@ -203,6 +204,8 @@ int bench_command(int argc, char** argv) {
     ("len", "attention: sequence length T", cxxopts::value<int64_t>()->default_value("256"))
     ("tokens", "sample: tokens to generate", cxxopts::value<int64_t>()->default_value("500"))
     ("batch", "sample: batch sizes, comma-separated (one line each)", cxxopts::value<std::string>()->default_value("1,8"))
+    ("optimizer", "train: the optimizer, as attograd train --optimizer: " + train::choice_help<train::OptimizerChoice>(),
+     cxxopts::value<std::string>()->default_value(train::TrainConfig{}.optimizer.name()))
     ("grad-accum", "train: micro-batches per step (batch/(ranks*K) rows each); under mpirun -np N the batch is split over ranks and the allreduce is timed", cxxopts::value<int64_t>()->default_value("1"))
     ("profile", "train: then profile 5 more steps into DIR/trace.json and DIR/profile_table.txt (as train --profile-steps)",
      cxxopts::value<std::string>()->implicit_value("."), "DIR")
@@ -254,11 +257,15 @@ int bench_command(int argc, char** argv) {
                 {"openblas", kernels::gemm_provider_description(kernels::GemmProvider::OpenBLAS)}});
   } else if (what == "sgemm") {
     const int n = parallel::num_threads();
-    out["gflops_2048_1thread"] = sgemm_gflops(2048, 10, 1);
-    out["gflops_2048"] = sgemm_gflops(2048, 10, n);
-    out["gflops_512"] = sgemm_gflops(512, 200, n);
+    // OpenBLAS's own threads, in wall time: the mean of the timed calls.
+    out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 1, 10, 1, train::SgemmClock::Wall);
+    out["gflops_2048"] = train::sgemm_gflops(2048, n, 10, 1, train::SgemmClock::Wall);
+    out["gflops_512"] = train::sgemm_gflops(512, n, 200, 1, train::SgemmClock::Wall);
   } else if (what == "train") {
-    bench_train(config_named(r["config"].as<std::string>()), r["grad-accum"].as<int64_t>(), seconds, max_steps,
+    const std::string name = r["optimizer"].as<std::string>();
+    const auto optimizer = train::parse_choice<train::OptimizerChoice>(name);
+    if (!optimizer) throw UsageError("--optimizer must be " + train::choice_list<train::OptimizerChoice>() + ", got '" + name + "'");
+    bench_train(config_named(r["config"].as<std::string>()), *optimizer, r["grad-accum"].as<int64_t>(), seconds, max_steps,
                 r.count("profile") ? r["profile"].as<std::string>() : std::string(), pf.precision, out);
     if (!distributed::Comm::world().is_root()) return 0;  // rank 0 reports
   } else if (what == "forward") {

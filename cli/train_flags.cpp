@@ -11,21 +11,25 @@ namespace ag::cli {
 
 namespace {
 // Booleans are switches (--skip-nonfinite, or --skip-nonfinite=false); strings without a
-// default show none.
+// default show none; a choice is a name, its help listing the rows; a count-or-all is text.
 template <class T>
 void add_flag(cxxopts::OptionAdder& add, const T& def, const train::FieldInfo& f) {
   std::shared_ptr<const cxxopts::Value> v;
-  if (std::string(f.key) == "eval_iters")  // a count or "all" (train::parse_eval_iters)
-    v = cxxopts::value<std::string>()->default_value(train::format_value(def));
-  else if constexpr (train::Choice<T>)  // a name, parsed in read_train_flags
+  std::string help = f.help;
+  if constexpr (train::ChoiceField<T>) {
     v = cxxopts::value<std::string>()->default_value(train::choice_name(def));
-  else if constexpr (std::is_same_v<T, bool>)
+    if (const std::string rows = train::choice_help<T>(); !rows.empty()) help += ": " + rows;
+  } else if constexpr (std::is_same_v<T, bool>) {
     v = cxxopts::value<bool>()->default_value(train::format_value(def))->implicit_value("true");
-  else if constexpr (std::is_same_v<T, std::string>)
+  } else if constexpr (std::is_same_v<T, std::string>) {
     v = def.empty() ? cxxopts::value<T>() : cxxopts::value<T>()->default_value(def);
-  else
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    if (f.check == train::Check::CountOrAll) v = cxxopts::value<std::string>()->default_value(train::format_count_or_all(def));
+    else v = cxxopts::value<T>()->default_value(train::format_value(def));
+  } else {
     v = cxxopts::value<T>()->default_value(train::format_value(def));
-  add(f.flag, f.help, v);
+  }
+  add(f.flag, help, v);
 }
 }  // namespace
 
@@ -53,23 +57,24 @@ TrainFlags read_train_flags(const cxxopts::ParseResult& r) {
     if (!r.count(f.flag)) return;
     out.given.insert(f.flag);
     using T = std::remove_reference_t<decltype(v)>;
-    if constexpr (train::Choice<T>) {
+    if constexpr (train::ChoiceField<T>) {
       const std::string text = r[f.flag].as<std::string>();
       const auto parsed = train::parse_choice<T>(text);
       if (!parsed) throw UsageError(std::string("--") + f.flag + " must be " + train::choice_list<T>() + ", got '" + text + "'");
       v = *parsed;
-      return;
-    } else if constexpr (std::is_same_v<T, int64_t>) {
-      if (std::string(f.key) == "eval_iters") {
-        try {
-          v = train::parse_eval_iters(r[f.flag].as<std::string>());
-        } catch (const std::invalid_argument& e) {
-          throw UsageError(e.what());
+    } else {
+      if constexpr (std::is_same_v<T, int64_t>) {
+        if (f.check == train::Check::CountOrAll) {
+          try {
+            v = train::parse_count_or_all(r[f.flag].as<std::string>(), f.flag);
+          } catch (const std::invalid_argument& e) {
+            throw UsageError(e.what());
+          }
+          return;
         }
-        return;
       }
+      v = r[f.flag].as<T>();
     }
-    if constexpr (!train::Choice<T>) v = r[f.flag].as<T>();
   });
   return out;
 }

@@ -8,7 +8,6 @@
 // the ones it needs and says so in the help text.
 #pragma once
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 #include "models/gpt_config.h"
@@ -34,27 +33,13 @@ struct ModelConfig {
   int64_t vocab_size = 65;  // not a flag: it comes from the corpus
 
   ModelConfig() = default;
-  // A GPT's configuration is a model configuration named "gpt", or "modern" for the modern
-  // architecture (its soft-cap kept); the other fields keep their defaults. Any other
-  // architecture has no name: std::invalid_argument.
-  ModelConfig(const GPTConfig& g)  // NOLINT(google-explicit-constructor): c.model = GPTConfig{...}
-      : name(transformer_name(g.arch)), n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd),
-        block_size(g.block_size), dropout(g.dropout), vocab_size(g.vocab_size) {
-    if (name == "modern") softcap = g.arch.softcap;
-  }
-  static std::string transformer_name(const Architecture& a) {
-    if (a == Architecture()) return "gpt";
-    if (a == Architecture::modern(a.softcap)) return "modern";
-    throw std::invalid_argument("ModelConfig: a transformer architecture other than gpt's or modern's has no model name");
-  }
-  // The transformer's configuration: the modern architecture when named "modern", else the GPT's.
-  GPTConfig gpt() const {
-    GPTConfig g;
-    g.vocab_size = vocab_size, g.n_layer = n_layer, g.n_head = n_head, g.n_embd = n_embd, g.block_size = block_size;
-    g.dropout = dropout;
-    if (name == "modern") g.arch = Architecture::modern(softcap);
-    return g;
-  }
+  // A transformer's configuration is named after its architecture's row of the registry
+  // (models/registry.h: gpt, modern), its soft-cap kept when that row reads one; the other
+  // fields keep their defaults. An architecture no row names: std::invalid_argument.
+  ModelConfig(const GPTConfig& g);  // NOLINT(google-explicit-constructor): c.model = GPTConfig{...}
+  // The transformer's configuration, of the architecture this configuration's row gives
+  // (std::invalid_argument for a model that is not a transformer). Defined with the registry.
+  GPTConfig gpt() const;
 };
 
 // f(member, key, flag) for every row of AG_MODEL_FIELDS (key: the member's name).

@@ -9,23 +9,29 @@
 
 namespace ag::models {
 
+namespace {
+// A TransformerLM of the architecture `arch` gives: the rows that differ only in it share this.
+ModelEntry transformer_row(std::string name, std::string format, std::string summary, std::vector<std::string> fields,
+                           std::function<Architecture(const ModelConfig&)> arch) {
+  return {std::move(name), std::move(format), std::move(summary), std::move(fields),
+          [](const ModelConfig& c) { c.gpt().validate(); },
+          [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
+            return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
+          },
+          [](const ModelConfig& c) { return TransformerLM::param_table(c.gpt()); },
+          [](const ModelConfig& c) { return TransformerLM::activation_floats_per_position(c.gpt()); }, std::move(arch)};
+}
+}  // namespace
+
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> table = {
-      {"gpt", "attograd.TransformerLM", "a GPT-style transformer (models/transformer_lm.h)",
-       {"n_layer", "n_head", "n_embd", "block_size", "dropout"}, [](const ModelConfig& c) { c.gpt().validate(); },
-       [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
-         return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
-       },
-       [](const ModelConfig& c) { return TransformerLM::param_table(c.gpt()); },
-       [](const ModelConfig& c) { return TransformerLM::activation_floats_per_position(c.gpt()); }},
-      {"modern", "attograd.ModernTransformerLM",
-       "the modded-nanogpt speedrun's transformer: RoPE, RMSNorm, QK-norm, relu², untied head (models/transformer_lm.h)",
-       {"n_layer", "n_head", "n_embd", "block_size", "dropout", "softcap"}, [](const ModelConfig& c) { c.gpt().validate(); },
-       [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
-         return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
-       },
-       [](const ModelConfig& c) { return TransformerLM::param_table(c.gpt()); },
-       [](const ModelConfig& c) { return TransformerLM::activation_floats_per_position(c.gpt()); }},
+      transformer_row("gpt", "attograd.TransformerLM", "a GPT-style transformer (models/transformer_lm.h)",
+                      {"n_layer", "n_head", "n_embd", "block_size", "dropout"},
+                      [](const ModelConfig&) { return Architecture(); }),
+      transformer_row("modern", "attograd.ModernTransformerLM",
+                      "the modded-nanogpt speedrun's transformer: RoPE, RMSNorm, QK-norm, relu², untied head (models/transformer_lm.h)",
+                      {"n_layer", "n_head", "n_embd", "block_size", "dropout", "softcap"},
+                      [](const ModelConfig& c) { return Architecture::modern(c.softcap); }),
       {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
        {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
@@ -34,6 +40,32 @@ const std::vector<ModelEntry>& model_registry() {
        CharMLP::param_table, CharMLP::activation_floats_per_position},
   };
   return table;
+}
+
+ModelConfig::ModelConfig(const GPTConfig& g)
+    : n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd), block_size(g.block_size), dropout(g.dropout),
+      vocab_size(g.vocab_size) {
+  for (const ModelEntry& e : model_registry()) {
+    if (!e.architecture) continue;
+    ModelConfig probe;
+    if (e.reads("softcap")) probe.softcap = g.arch.softcap;
+    if (e.architecture(probe) == g.arch) {
+      name = e.name, softcap = probe.softcap;
+      return;
+    }
+  }
+  throw std::invalid_argument("ModelConfig: a transformer architecture that no model of the registry names (known: " +
+                              model_names() + ")");
+}
+
+GPTConfig ModelConfig::gpt() const {
+  const ModelEntry& e = find_model(name);
+  if (!e.architecture) throw std::invalid_argument("the model " + name + " is not a transformer");
+  GPTConfig g;
+  g.vocab_size = vocab_size, g.n_layer = n_layer, g.n_head = n_head, g.n_embd = n_embd, g.block_size = block_size;
+  g.dropout = dropout;
+  g.arch = e.architecture(*this);
+  return g;
 }
 
 bool ModelEntry::reads(const std::string& field) const {

@@ -25,6 +25,8 @@ struct ModelEntry {
   std::function<ParamTable(const ModelConfig&)> parameters;
   // Floats kept per position for a backward: the activations of the memory estimate.
   std::function<int64_t(const ModelConfig&)> activation_floats_per_position;
+  // A TransformerLM's row: its architecture for a configuration (empty for other models).
+  std::function<Architecture(const ModelConfig&)> architecture{};
 
   bool reads(const std::string& field) const;  // one of `fields`
   // Estimated peak bytes of training on batches of `batch` sequences (training), or of a no-grad

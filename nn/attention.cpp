@@ -79,6 +79,28 @@ Tensor combine_masks(const Tensor& attn_mask_in, const Tensor& kpm_in, int64_t N
   return m;
 }
 
+// For AttentionOptions::fully_masked_rows = NaN: a factor (rows, L, 1) that is NaN for a query
+// whose keys are all hidden (by the additive mask's −inf, or by causality) and 1 elsewhere;
+// undefined when no query is. P times it is torch's: NaN rows, whose NaN reaches the output row
+// and, in backward, the gradients, as torch's do.
+Tensor nan_for_fully_masked(const Tensor& mask, bool is_causal, int64_t L, int64_t S, DType dtype) {
+  const int64_t rows = mask.defined() && mask.dim() == 3 ? mask.size(0) : 1;
+  const std::vector<double> m = mask.defined() ? mask.to_double_vector() : std::vector<double>();
+  std::vector<double> factor(static_cast<size_t>(rows * L), 1.0);
+  bool any = false;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < L; ++i) {
+      bool hidden = true;
+      for (int64_t j = 0; j < S && hidden; ++j) {
+        const bool causal_hidden = is_causal && j > i;
+        const bool mask_hidden = !m.empty() && m[static_cast<size_t>((r * L + i) * S + j)] == -std::numeric_limits<double>::infinity();
+        hidden = causal_hidden || mask_hidden;
+      }
+      if (hidden && S > 0) factor[static_cast<size_t>(r * L + i)] = std::numeric_limits<double>::quiet_NaN(), any = true;
+    }
+  return any ? Tensor::from_vector(factor, {rows, L, 1}, dtype) : Tensor();
+}
+
 thread_local bool g_unfused = false;
 
 // P = softmax(scale·q·kᵀ + mask), causal: the attention_probs kernel spelt out in primitive ops
@@ -213,6 +235,9 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
     q = position_heads(q, 0), k = position_heads(k, 0);
     // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
     Tensor P = g_unfused ? unfused_probs(q, k, mask, scale, is_causal) : attention_probs(q, k, mask, scale, is_causal);
+    if (options.fully_masked_rows == FullyMaskedRows::NaN && (mask.defined() || is_causal))
+      if (const Tensor nan_rows = nan_for_fully_masked(mask, is_causal, L, S, P.dtype()); nan_rows.defined())
+        P = mul(P, nan_rows);  // (N·H | 1, L, 1) broadcasts over P (N·H, L, S)
     P = ag::dropout(P, dropout, is_training(), *gen_);
     if (need_weights) {  // the context is computed from the very tensor returned, so that its
       weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)

@@ -49,11 +49,17 @@ struct KVCache {
   void reset() { len = 0; }
 };
 
+// What a query whose keys are all masked gets: zero weights and a zero context (attograd's
+// default: its output is out_proj.bias and its gradients are finite), or NaN weights, context
+// and output row, as torch.nn.MultiheadAttention gives (for code checked against torch's numbers).
+enum class FullyMaskedRows { Zeros, NaN };
+
 struct AttentionOptions {
   bool qk_norm = false;
-  std::optional<double> qk_norm_eps;  // unset: the dtype's machine epsilon (rms_norm's default)
+  std::optional<double> qk_norm_eps{};  // unset: the dtype's machine epsilon (rms_norm's default)
   bool rope = false;
   double rope_base = 10000.0;
+  FullyMaskedRows fully_masked_rows = FullyMaskedRows::Zeros;
 };
 
 class MultiheadAttention : public Module {

@@ -11,6 +11,20 @@ Embedding::Embedding(int64_t n, int64_t d, DType dtype, Generator& gen) : num_em
   init::normal_(weight, 0.0, 1.0, gen);
 }
 
+Embedding::Embedding(const Tensor& embeddings, bool freeze) : num_embeddings(0), dim(0) {
+  if (!embeddings.defined() || embeddings.dim() != 2)  // torch's message
+    throw std::invalid_argument("Embeddings parameter is expected to be 2-dimensional, got " +
+                                (embeddings.defined() ? describe(embeddings) : std::string("an undefined Tensor")));
+  if (!is_floating(embeddings.dtype()))
+    throw std::invalid_argument("Embedding::from_pretrained: the embeddings must be floating, got " + describe(embeddings));
+  num_embeddings = embeddings.size(0), dim = embeddings.size(1);
+  weight = register_parameter("weight", embeddings.detach(), /*requires_grad=*/!freeze);
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
+  return Embedding(embeddings, options.freeze);
+}
+
 Tensor Embedding::forward(const Tensor& ids) const { return embedding(ids, weight); }
 
 }  // namespace ag::nn

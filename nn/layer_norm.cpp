@@ -4,18 +4,19 @@
 
 namespace ag::nn {
 
-LayerNorm::LayerNorm(int64_t d, double e, bool affine, DType dtype) : dim(d), eps(e) {
-  if (d <= 0) throw std::invalid_argument("LayerNorm: dim must be positive, got " + std::to_string(d));
+LayerNorm::LayerNorm(int64_t d, double e, bool affine, DType dtype) : LayerNorm(Shape{d}, e, affine, dtype) {}
+
+LayerNorm::LayerNorm(Shape shape, double e, bool affine, DType dtype)
+    : normalized_shape(std::move(shape)), dim(shape_numel(normalized_shape)), eps(e) {
+  if (normalized_shape.empty()) throw std::invalid_argument("LayerNorm: normalized_shape must not be empty");
+  for (int64_t d : normalized_shape)
+    if (d <= 0) throw std::invalid_argument("LayerNorm: normalized_shape " + shape_str(normalized_shape) + " must be positive");
   if (affine) {
-    weight = register_parameter("weight", Tensor::ones({d}, dtype));
-    bias = register_parameter("bias", Tensor::zeros({d}, dtype));
+    weight = register_parameter("weight", Tensor::ones(normalized_shape, dtype));
+    bias = register_parameter("bias", Tensor::zeros(normalized_shape, dtype));
   }
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const {
-  if (x.dim() == 0 || x.size(-1) != dim)
-    throw std::invalid_argument("LayerNorm: input " + describe(x) + " must end in dim " + std::to_string(dim));
-  return layer_norm(x, weight, bias, eps);
-}
+Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, normalized_shape, weight, bias, eps); }
 
 }  // namespace ag::nn

@@ -40,10 +40,31 @@ Tensor Module::register_parameter(const std::string& name, Tensor t, bool requir
   check_name(name, "parameter");
   for (const auto& [n, _] : params_)
     if (n == name) throw std::invalid_argument("Module: parameter '" + name + "' registered twice");
+  for (const auto& [n, _] : buffers_)
+    if (n == name) throw std::invalid_argument("Module: '" + name + "' is a buffer already");
   if (!t.defined() || !t.is_leaf()) throw std::invalid_argument("Module: parameter '" + name + "' must be a defined leaf tensor");
   t.requires_grad_(requires_grad);
   params_.emplace_back(name, t);
   return t;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor t) {
+  check_name(name, "buffer");
+  for (const auto& [n, _] : buffers_)
+    if (n == name) throw std::invalid_argument("Module: buffer '" + name + "' registered twice");
+  for (const auto& [n, _] : params_)
+    if (n == name) throw std::invalid_argument("Module: '" + name + "' is a parameter already");
+  if (t.defined()) buffers_.emplace_back(name, t);
+  return t;
+}
+
+void Module::unregister_module(const std::string& name) {
+  for (auto it = children_.begin(); it != children_.end(); ++it)
+    if (it->first == name) {
+      children_.erase(it);
+      return;
+    }
+  throw std::invalid_argument("Module: no submodule '" + name + "' to remove");
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
@@ -64,33 +85,48 @@ void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) 
   throw std::invalid_argument("Module: no submodule '" + name + "' to replace");
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [n, t] : params_) out.emplace_back(prefix + n, t);
-  for (const auto& [n, c] : children_) c->collect(prefix + n + ".", out);
+void Module::collect(const std::string& prefix, bool buffers, bool recurse, OrderedDict<std::string, Tensor>& out) const {
+  for (const auto& [n, t] : buffers ? buffers_ : params_) out.insert(prefix + n, t);
+  if (recurse)
+    for (const auto& [n, c] : children_) c->collect(prefix + n + ".", buffers, true, out);
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-  std::vector<std::pair<std::string, Tensor>> out;
-  collect("", out);
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
+  collect("", false, recurse, out);
   return out;
 }
 
-std::vector<Tensor> Module::parameters() const {
-  std::vector<Tensor> out;
-  for (auto& [_, t] : named_parameters()) out.push_back(t);
+std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
+
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
+  collect("", true, recurse, out);
   return out;
 }
+
+std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::string, std::shared_ptr<Module>> out;
+  for (const auto& [n, c] : children_) out.insert(n, c);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const { return named_children().values(); }
 
 std::map<std::string, Tensor> Module::state_dict() const {
   std::map<std::string, Tensor> out;
   for (auto& [n, t] : named_parameters()) out.emplace(n, t);
+  for (auto& [n, t] : named_buffers()) out.emplace(n, t);
   return out;
 }
 
 Module::IncompatibleKeys Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
   // The checks and messages of torch's Module.load_state_dict: missing keys in parameter order,
   // unexpected keys in the state dict's order, then size mismatches in parameter order.
-  const auto params = named_parameters();
+  std::vector<std::pair<std::string, Tensor>> params = named_parameters();
+  for (auto& [n, t] : named_buffers()) params.emplace_back(n, t);
   IncompatibleKeys keys;
   std::set<std::string> expected;
   std::vector<std::string> mismatches;
@@ -140,7 +176,10 @@ void Module::zero_grad() {
 }
 
 void Module::to(DType dtype) {
-  for (auto& [n, t] : named_parameters()) {
+  std::vector<Tensor> tensors = parameters();
+  for (const Tensor& b : buffers())
+    if (is_floating(b.dtype())) tensors.push_back(b);  // integer buffers keep their dtype, as torch's
+  for (Tensor& t : tensors) {
     if (t.dtype() == dtype) continue;
     Tensor converted = t.detach().to(dtype);
     TensorImpl& impl = t.impl();

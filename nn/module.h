@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/ordered_dict.h"
 
 namespace ag::nn {
 
@@ -23,6 +24,11 @@ class Module {
   Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+  // Movable, so that a module made by value can be handed over (Sequential::push_back(Linear(3,
+  // 4)), Embedding::from_pretrained): its parameters, buffers and children are handles, which
+  // move along with it.
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = delete;
 
   virtual Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
@@ -34,6 +40,9 @@ class Module {
 
   // Registers t (a leaf) as a parameter and returns the handle to keep as a member.
   Tensor register_parameter(const std::string& name, Tensor t, bool requires_grad = true);
+  // Registers t as a buffer: state that is not trained (a loss's class weights), in
+  // state_dict() and converted by to(dtype), as torch's. An undefined t is allowed and left out.
+  Tensor register_buffer(const std::string& name, Tensor t);
   // Registers a child module; its parameters appear under "name.".
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
@@ -43,12 +52,18 @@ class Module {
   // Puts m in place of the child registered as name (same position); throws if there is none.
   void replace_module(const std::string& name, std::shared_ptr<Module> m);
 
-  // Parameters in registration order, depth first, with dotted names.
-  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
-  std::vector<Tensor> parameters() const;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  // Parameters in registration order, depth first, with dotted names ("0.weight"), as an
+  // OrderedDict (nn/ordered_dict.h): indexed by name, iterated as (name, tensor) pairs. Without
+  // recurse, this module's own only.
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  // The direct submodules by their names.
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+  std::vector<std::shared_ptr<Module>> children() const;
 
-  // Copies of the parameter handles by name (they share storage with the module).
+  // Copies of the parameter and buffer handles by name (they share storage with the module).
   std::map<std::string, Tensor> state_dict() const;
   // Copies values into the parameters, converted to each parameter's dtype. As torch: with
   // strict, missing or unexpected names are errors; a shape mismatch always is. The error is a
@@ -65,16 +80,23 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
   void zero_grad();  // drops every parameter's .grad (torch 2's set_to_none)
-  // Converts every parameter in place to dtype (e.g. float64 for gradcheck); handles held by
-  // members and by users see the change, because the tensor's storage is swapped inside it.
+  // Converts every parameter and floating buffer in place to dtype (e.g. float64 for
+  // gradcheck); handles held by members and by users see the change, because the tensor's
+  // storage is swapped inside it.
   void to(DType dtype);
   int64_t num_parameters() const;
 
+ protected:
+  // Removes the child registered as name (containers: ModuleDict::pop, clear); throws if none.
+  void unregister_module(const std::string& name);
+
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> m);
-  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  using Named = std::vector<std::pair<std::string, Tensor>>;
+  void collect(const std::string& prefix, bool buffers, bool recurse, OrderedDict<std::string, Tensor>& out) const;
 
-  std::vector<std::pair<std::string, Tensor>> params_;
+  Named params_;
+  Named buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -1,47 +1,44 @@
 #include "nn/module_dict.h"
 
-#include <stdexcept>
-
 namespace ag::nn {
 
-ModuleDict::ModuleDict(std::initializer_list<Item> items) {
+ModuleDict::ModuleDict(std::initializer_list<NamedModule> items) : ModuleDict(std::vector<NamedModule>(items)) {}
+
+ModuleDict::ModuleDict(const std::vector<NamedModule>& items) { update(items); }
+
+ModuleDict::ModuleDict(const Dict& items) { update(items); }
+
+void ModuleDict::insert(const std::string& key, std::shared_ptr<Module> m) {
+  if (modules_.contains(key)) {
+    replace_module(key, m);
+    modules_[key] = std::move(m);
+    return;
+  }
+  modules_.insert(key, register_module(key, std::move(m)));
+}
+
+void ModuleDict::update(const std::vector<NamedModule>& items) {
   for (const auto& [k, m] : items) insert(k, m);
 }
 
-void ModuleDict::insert(const std::string& key, std::shared_ptr<Module> m) {
-  for (auto& [k, old] : items_)
-    if (k == key) {
-      replace_module(key, m);
-      old = std::move(m);
-      return;
-    }
-  items_.emplace_back(key, register_module(key, std::move(m)));
+void ModuleDict::update(const Dict& items) {
+  for (const auto& [k, m] : items) insert(k, m);
 }
 
-const std::shared_ptr<Module>& ModuleDict::operator[](const std::string& key) const {
-  for (const auto& [k, m] : items_)
-    if (k == key) return m;
-  std::string known;
-  for (const auto& [k, _] : items_) known += (known.empty() ? "" : ", ") + k;
-  throw std::out_of_range("ModuleDict: no key '" + key + "' (keys: " + (known.empty() ? "none" : known) + ")");
+void ModuleDict::update(const ModuleDict& other) {
+  const Dict items = other.modules_;  // other may be this one
+  update(items);
 }
 
-bool ModuleDict::contains(const std::string& key) const {
-  for (const auto& [k, _] : items_)
-    if (k == key) return true;
-  return false;
+std::shared_ptr<Module> ModuleDict::pop(const std::string& key) {
+  std::shared_ptr<Module> m = modules_.pop(key);
+  unregister_module(key);
+  return m;
 }
 
-std::vector<std::string> ModuleDict::keys() const {
-  std::vector<std::string> out;
-  for (const auto& [k, _] : items_) out.push_back(k);
-  return out;
-}
-
-std::vector<std::shared_ptr<Module>> ModuleDict::values() const {
-  std::vector<std::shared_ptr<Module>> out;
-  for (const auto& [_, m] : items_) out.push_back(m);
-  return out;
+void ModuleDict::clear() {
+  for (const std::string& k : modules_.keys()) unregister_module(k);
+  modules_.clear();
 }
 
 }  // namespace ag::nn

@@ -41,6 +41,7 @@ template <class O>
 AdamParamState AdamFamily<O>::state_from_map(const std::map<std::string, Tensor>& m, const Tensor& p) const {
   const char* who = this->name_;
   AdamParamState s;
+  bool has_step = false;
   for (const auto& [k, v] : m) {
     if (k == "step") {
       if (!v.defined() || v.numel() != 1) throw std::invalid_argument(std::string(who) + ".load_state_dict: state 'step' must hold one number");
@@ -48,6 +49,7 @@ AdamParamState AdamFamily<O>::state_from_map(const std::map<std::string, Tensor>
       if (!(step >= 0) || step != std::floor(step))
         throw std::invalid_argument(std::string(who) + ".load_state_dict: state 'step' is " + repr(step) + ", not a count");
       s.step = static_cast<int64_t>(step);
+      has_step = true;
     } else if (k == "exp_avg") {
       s.exp_avg = state_tensor_for(who, k, v, p);
     } else if (k == "exp_avg_sq") {
@@ -58,8 +60,10 @@ AdamParamState AdamFamily<O>::state_from_map(const std::map<std::string, Tensor>
       throw std::invalid_argument(std::string(who) + ".load_state_dict: unknown state '" + k + "'");
     }
   }
-  if (!s.exp_avg.defined() || !s.exp_avg_sq.defined())
-    throw std::invalid_argument(std::string(who) + ".load_state_dict: a parameter's state lacks exp_avg or exp_avg_sq");
+  // torch's step would fail on a state without them (KeyError): refused when loading instead.
+  for (const auto& [key, present] : {std::pair{"step", has_step}, std::pair{"exp_avg", s.exp_avg.defined()},
+                                     std::pair{"exp_avg_sq", s.exp_avg_sq.defined()}})
+    if (!present) throw std::invalid_argument(std::string(who) + ".load_state_dict: a parameter's state lacks " + key);
   return s;
 }
 
@@ -138,10 +142,20 @@ void AdamFamily<O>::step() {
 template class AdamFamily<AdamOptions>;
 template class AdamFamily<AdamWOptions>;
 
-Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::vector<ParamGroup>{{std::move(params), options}}) {}
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 Adam::Adam(std::vector<ParamGroup> groups) : AdamFamily("Adam", false) { init(std::move(groups)); }
+Adam::Adam(std::vector<PartialParamGroup> groups, AdamOptions defaults) : AdamFamily("Adam", false) {
+  init(std::move(groups), defaults);
+}
 
-AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(std::vector<ParamGroup>{{std::move(params), options}}) {}
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 AdamW::AdamW(std::vector<ParamGroup> groups) : AdamFamily("AdamW", true) { init(std::move(groups)); }
+AdamW::AdamW(std::vector<PartialParamGroup> groups, AdamWOptions defaults) : AdamFamily("AdamW", true) {
+  init(std::move(groups), defaults);
+}
 
 }  // namespace ag::optim

@@ -10,6 +10,7 @@
 //
 //   optim::AdamW opt({{matrices, {.lr = 1e-3, .weight_decay = 0.1}},
 //                     {vectors, {.lr = 1e-3, .weight_decay = 0.0}}});
+//   optim::AdamW same({{matrices, {}}, {vectors, {.weight_decay = 0.0}}}, {.lr = 1e-3, .weight_decay = 0.1});
 //
 // Float32 parameters (without amsgrad, and for Adam without weight decay) are updated by
 // kernels::vec::adamw_step in one parallel pass over all of them, cut at fixed offsets: the
@@ -17,6 +18,7 @@
 // float32 can differ from torch in the last bit; float64 follows torch's kernels, fused
 // multiply-adds included (within 2 ulp, equal on this project's machine: tests/test_optim_parity.cpp).
 #pragma once
+#include <optional>
 #include <tuple>
 
 #include "optim/optimizer.h"
@@ -30,6 +32,12 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0.0;
   bool amsgrad = false;
+  bool operator==(const AdamOptions&) const = default;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
 
 struct AdamWOptions {
@@ -38,7 +46,33 @@ struct AdamWOptions {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool amsgrad = false;
+  bool operator==(const AdamWOptions&) const = default;
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("betas", o.betas), f("eps", o.eps), f("weight_decay", o.weight_decay), f("amsgrad", o.amsgrad);
+  }
 };
+
+// A parameter group's own options for Adam and AdamW (PartialParamGroup): each unset one is
+// the optimizer's default.
+struct AdamParamGroupOptions {
+  std::optional<double> lr{};
+  std::optional<std::tuple<double, double>> betas{};
+  std::optional<double> eps{};
+  std::optional<double> weight_decay{};
+  std::optional<bool> amsgrad{};
+  template <class Options>
+  Options resolve(Options defaults) const {
+    override_if(lr, defaults.lr);
+    override_if(betas, defaults.betas);
+    override_if(eps, defaults.eps);
+    override_if(weight_decay, defaults.weight_decay);
+    override_if(amsgrad, defaults.amsgrad);
+    return defaults;
+  }
+};
+using AdamWParamGroupOptions = AdamParamGroupOptions;
 
 struct AdamParamState {
   int64_t step = 0;  // this parameter's updates so far (torch keeps one per parameter)
@@ -48,13 +82,17 @@ struct AdamParamState {
 
 // The update both share; Adam and AdamW differ in their options' default and in decoupled.
 template <class Options>
-class AdamFamily : public OptimizerBase<Options, AdamParamState> {
+class AdamFamily : public OptimizerBase<Options, AdamParamState, AdamParamGroupOptions> {
+  using Base = OptimizerBase<Options, AdamParamState, AdamParamGroupOptions>;
+
  public:
-  using typename OptimizerBase<Options, AdamParamState>::ParamGroup;
+  using typename Base::ParamGroup;
+  using typename Base::PartialParamGroup;
+  using Optimizer::step;
   void step() override;
 
  protected:
-  AdamFamily(const char* name, bool decoupled) : OptimizerBase<Options, AdamParamState>(name), decoupled_(decoupled) {}
+  AdamFamily(const char* name, bool decoupled) : Base(name), decoupled_(decoupled) {}
   void check_options(const Options& o) const override;
   std::map<std::string, Tensor> state_to_map(const AdamParamState& s) const override;
   AdamParamState state_from_map(const std::map<std::string, Tensor>& m, const Tensor& p) const override;
@@ -67,12 +105,14 @@ class Adam : public AdamFamily<AdamOptions> {
  public:
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
   explicit Adam(std::vector<ParamGroup> groups);
+  Adam(std::vector<PartialParamGroup> groups, AdamOptions defaults);  // torch 2's groups and defaults
 };
 
 class AdamW : public AdamFamily<AdamWOptions> {
  public:
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
   explicit AdamW(std::vector<ParamGroup> groups);
+  AdamW(std::vector<PartialParamGroup> groups, AdamWOptions defaults);  // torch 2's groups and defaults
 };
 
 extern template class AdamFamily<AdamOptions>;

@@ -13,9 +13,13 @@ int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0
 int64_t pymod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 }  // namespace
 
-LRScheduler::LRScheduler(Optimizer& optimizer) : opt_(optimizer) {
+LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch) : opt_(optimizer), last_epoch_(last_epoch) {
+  if (last_epoch < -1) throw std::invalid_argument("LRScheduler: last_epoch must be ≥ -1, got " + std::to_string(last_epoch));
   for (size_t g = 0; g < opt_.num_param_groups(); ++g) {
     std::optional<double>& initial = opt_.initial_lr(g);
+    if (!initial && last_epoch != -1)
+      throw std::invalid_argument("param 'initial_lr' is not specified in param_groups[" + std::to_string(g) +
+                                  "] when resuming an optimizer");
     if (!initial) initial = opt_.get_lr(g);  // torch: group.setdefault("initial_lr", group["lr"])
     base_lrs_.push_back(*initial);
   }
@@ -141,10 +145,11 @@ std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
 
 // ---- LambdaLR -------------------------------------------------------------------------------
 
-LambdaLR::LambdaLR(Optimizer& optimizer, Fn lr_lambda)
-    : LambdaLR(optimizer, std::vector<Fn>(optimizer.num_param_groups(), std::move(lr_lambda))) {}
+LambdaLR::LambdaLR(Optimizer& optimizer, Fn lr_lambda, int64_t last_epoch)
+    : LambdaLR(optimizer, std::vector<Fn>(optimizer.num_param_groups(), std::move(lr_lambda)), last_epoch) {}
 
-LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas) : LRScheduler(optimizer), lr_lambdas_(std::move(lr_lambdas)) {
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas, int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch), lr_lambdas_(std::move(lr_lambdas)) {
   if (lr_lambdas_.size() != optimizer.num_param_groups())
     throw std::invalid_argument("LambdaLR: Expected " + std::to_string(optimizer.num_param_groups()) + " lr_lambdas, but got " +
                                 std::to_string(lr_lambdas_.size()));

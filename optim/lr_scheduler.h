@@ -12,7 +12,9 @@
 //
 // The first scheduler made on an optimizer records each group's lr as its initial_lr; every
 // scheduler starts from those (torch's base_lrs). torch's last_epoch argument (resuming a
-// schedule) is not offered.
+// schedule) is LambdaLR's only: a LambdaLR made with last_epoch = k − 1 on an optimizer whose
+// groups have their initial_lr (a restored state dict holds them) sets the lrs of epoch k, as
+// torch's; the chainable schedulers compute from the current lrs and do not offer it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +28,8 @@ namespace ag::optim::lr_scheduler {
 
 class LRScheduler {
  public:
-  explicit LRScheduler(Optimizer& optimizer);
+  // last_epoch ≥ 0 (resuming): every group must have its initial_lr already.
+  explicit LRScheduler(Optimizer& optimizer, int64_t last_epoch = -1);
   LRScheduler(const LRScheduler&) = delete;
   LRScheduler& operator=(const LRScheduler&) = delete;
   virtual ~LRScheduler() = default;
@@ -100,12 +103,14 @@ class LinearLR : public LRScheduler {
   int64_t total_iters_;
 };
 
-// lr = base_lr × fn(epoch), one function for all groups or one per group.
+// lr = base_lr × fn(epoch), one function for all groups or one per group: each group's lr is
+// a factor on its own initial_lr, so groups of different peaks follow one shape. A function
+// may read more than the epoch (a run's step count, fixed as it goes: train/schedules/).
 class LambdaLR : public LRScheduler {
  public:
   using Fn = std::function<double(int64_t epoch)>;
-  LambdaLR(Optimizer& optimizer, Fn lr_lambda);
-  LambdaLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas);
+  LambdaLR(Optimizer& optimizer, Fn lr_lambda, int64_t last_epoch = -1);
+  LambdaLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas, int64_t last_epoch = -1);
 
  protected:
   std::vector<double> get_lr() override;

@@ -61,10 +61,21 @@ Tensor zeropower_via_newtonschulz(const Tensor& u, std::tuple<double, double, do
   return tall ? transpose(X, 0, 1).contiguous() : X;
 }
 
-Muon::Muon(std::vector<Tensor> params, MuonOptions options) : Muon(std::vector<ParamGroup>{{std::move(params), options}}) {}
+Muon::Muon(std::vector<Tensor> params, MuonOptions options) : Muon(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 
 Muon::Muon(std::vector<ParamGroup> groups) : OptimizerBase("Muon") {
   init(std::move(groups));
+  check_matrices();
+}
+
+Muon::Muon(std::vector<PartialParamGroup> groups, MuonOptions defaults) : OptimizerBase("Muon") {
+  init(std::move(groups), defaults);
+  check_matrices();
+}
+
+void Muon::check_matrices() const {
   for (const auto& g : param_groups())
     for (const Tensor& p : g.params)
       if (p.dim() != 2)

@@ -24,6 +24,16 @@ void Optimizer::zero_grad(bool set_to_none) {
     }
 }
 
+Tensor Optimizer::step(const LossClosure& closure) {
+  Tensor loss;
+  if (closure) {
+    EnableGradGuard grad_mode;  // the closure runs the model and backward, as torch's
+    loss = closure();
+  }
+  step();
+  return loss;
+}
+
 std::vector<Tensor> Optimizer::parameters() const {
   std::vector<Tensor> out;
   for (size_t g = 0; g < num_param_groups(); ++g)

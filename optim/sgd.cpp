@@ -6,9 +6,15 @@
 
 namespace ag::optim {
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(std::vector<ParamGroup>{{std::move(params), options}}) {}
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(std::vector<ParamGroup>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 
 SGD::SGD(std::vector<ParamGroup> groups) : OptimizerBase("SGD") { init(std::move(groups)); }
+
+SGD::SGD(std::vector<PartialParamGroup> groups, SGDOptions defaults) : OptimizerBase("SGD") {
+  init(std::move(groups), defaults);
+}
 
 void SGD::check_options(const SGDOptions& o) const {
   if (!(o.lr >= 0)) throw std::invalid_argument("SGD: Invalid learning rate: " + repr(o.lr));

@@ -6,6 +6,7 @@
 //   w ← w − lr·g
 //
 //   optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+//   optim::SGD opt2({{weights, {}}, {biases, {.lr = 0.01}}}, {.lr = 0.1, .momentum = 0.9});
 #pragma once
 #include "optim/optimizer.h"
 
@@ -18,16 +19,43 @@ struct SGDOptions {
   double dampening = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
+  bool operator==(const SGDOptions&) const = default;
+
+  // Every option under torch's name (optim/state_dict.h: the state dict's param_groups).
+  template <class Self, class F>
+  static void for_each(Self& o, F&& f) {
+    f("lr", o.lr), f("momentum", o.momentum), f("dampening", o.dampening), f("weight_decay", o.weight_decay);
+    f("nesterov", o.nesterov);
+  }
+};
+
+// A parameter group's own options (PartialParamGroup): each unset one is the optimizer's default.
+struct SGDParamGroupOptions {
+  std::optional<double> lr{};
+  std::optional<double> momentum{};
+  std::optional<double> dampening{};
+  std::optional<double> weight_decay{};
+  std::optional<bool> nesterov{};
+  SGDOptions resolve(SGDOptions defaults) const {
+    override_if(lr, defaults.lr);
+    override_if(momentum, defaults.momentum);
+    override_if(dampening, defaults.dampening);
+    override_if(weight_decay, defaults.weight_decay);
+    override_if(nesterov, defaults.nesterov);
+    return defaults;
+  }
 };
 
 struct SGDParamState {
   Tensor momentum_buffer;  // undefined when momentum is 0 (torch: None)
 };
 
-class SGD : public OptimizerBase<SGDOptions, SGDParamState> {
+class SGD : public OptimizerBase<SGDOptions, SGDParamState, SGDParamGroupOptions> {
  public:
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
   explicit SGD(std::vector<ParamGroup> groups);
+  SGD(std::vector<PartialParamGroup> groups, SGDOptions defaults);  // torch 2's groups and defaults
+  using Optimizer::step;
   void step() override;
 
  protected:

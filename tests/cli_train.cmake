@@ -158,6 +158,13 @@ set_tests_properties(cli.train.interrupt PROPERTIES PASS_REGULAR_EXPRESSION "PAS
 attograd_cli_test(cli.bench.train_smoke EXIT 0
                   STDOUT "\"bench\":\"train\".*\"gemm_floor_ms\":[0-9].*\"gemm_gflop\":4\\.0145387.*\"tokens_per_s\""
                   COMMAND ${AG} bench train --max-steps 2 --seconds 0.01 --json)
+# bench train times the run's own optimizer, whichever --optimizer builds (Muon's Newton–Schulz
+# GEMMs join the step's).
+attograd_cli_test(cli.bench.train_muon EXIT 0
+                  STDOUT "\"bench\":\"train\".*\"optimizer\":\"muon\".*\"tokens_per_s\""
+                  COMMAND ${AG} bench train --optimizer muon --max-steps 2 --seconds 0.01 --json)
+attograd_cli_test(cli.bench.unknown_optimizer EXIT 2 STDERR "--optimizer must be adamw or muon, got 'lion'"
+                  COMMAND ${AG} bench train --optimizer lion)
 attograd_cli_test(cli.bench.bad_config EXIT 2 STDERR "--config must be default or large, got 'huge'"
                   COMMAND ${AG} bench train --config huge)
 attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
@@ -208,16 +215,18 @@ attograd_cli_test(cli.sample.modern EXIT 0 STDERR "generated 20 characters in .*
 attograd_cli_test(cli.eval.modern EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
                   COMMAND ${AG} eval --checkpoint modern_run --text-file ${ATTOGRAD_SMALL_CORPUS})
 set_tests_properties(cli.sample.modern cli.eval.modern PROPERTIES FIXTURES_REQUIRED modern_run)
-# --time-budget: the step count fixed after the timed steps, said, and the run ends there after one
-# evaluation over the whole validation split.
+# --time-budget: the step count planned after every step, the first plan said, and the run ends
+# at the last plan after one evaluation over the whole validation split.
 attograd_cli_test(cli.train.time_budget EXIT 0
-                  STDOUT "recipe: adamw, wsd schedule.*time budget 4 s.*time budget 4s: [0-9]+ steps \\(from the 9 timed\\).*eval  iter +[0-9]+  train [0-9.]+  val [0-9.]+.*done: [0-9]+ iters"
+                  STDOUT "recipe: adamw, wsd schedule.*time budget 4 s.*time budget 4s: [0-9]+ steps at [0-9.]+ ms a step, planned again after every step.*eval  iter +[0-9]+  train [0-9.]+  val [0-9.]+.*done: [0-9]+ iters"
                   NOT_OUTPUT "eval  iter     0"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out budget_run --overwrite --schedule wsd --time-budget 4
                           --iters 1000000 --eval-every 1000000 --eval-iters all --log-every 100000 --sample-tokens 0
                           --layers 1 --heads 2 --embd 16 --block 16 --batch 4 --no-progress)
-attograd_cli_test(cli.train.time_budget_needs_wsd EXIT 2 STDERR "--time-budget needs --schedule wsd"
-                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out budget_bad --time-budget 4)
+# A setting of a choice the run did not make (--cooldown is WSD's) means nothing: refused by name.
+attograd_cli_test(cli.train.a_setting_of_another_choice EXIT 2
+                  STDERR "train: --cooldown is a setting of --schedule wsd \\(this run's is cosine\\)"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out budget_bad --time-budget 4 --cooldown 0.5)
 attograd_cli_test(cli.train.eval_iters_all_or_count EXIT 2 STDERR "--eval-iters must be a positive count or all, got 'some'"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out eval_bad --eval-iters some)
 attograd_cli_test(cli.train.unknown_optimizer EXIT 2 STDERR "--optimizer must be adamw or muon, got 'lion'"

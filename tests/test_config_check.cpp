@@ -103,11 +103,15 @@ TEST(ConfigCheck, EveryRowsRuleRefusesAValueOutsideIt) {
       switch (f.check) {
         case Check::Positive: cases.emplace_back(with(f.flag, 0), " must be positive"); break;
         case Check::NonNegative: cases.emplace_back(with(f.flag, -1), " must be ≥ 0"); break;
-        case Check::EvalCount: cases.emplace_back(with(f.flag, -1), " must be a positive count or all, got '-1'"); break;
         case Check::Fraction:
           cases.emplace_back(with(f.flag, 1.0), " must be in [0, 1)");
           cases.emplace_back(with(f.flag, -0.5), " must be in [0, 1)");
           break;
+        case Check::UnitInterval:
+          cases.emplace_back(with(f.flag, 1.5), " must be in [0, 1]");
+          cases.emplace_back(with(f.flag, -0.5), " must be in [0, 1]");
+          break;
+        case Check::CountOrAll: cases.emplace_back(with(f.flag, -1), " must be a positive count or all, got '-1'"); break;
         case Check::Threads:
           cases.emplace_back(with(f.flag, -1), " must be in 0..");
           cases.emplace_back(with(f.flag, parallel::kMaxThreads + 1), " must be in 0..");
@@ -167,12 +171,21 @@ std::string usage_error(const cli::TrainFlags& f) {
   return "";
 }
 
-TEST(ConfigCheck, EmbedLrIsMuonsRecipeOnly) {
+// A choice's settings mean something only to the run that made it: --embed-lr is Muon's,
+// --cooldown WSD's. At their defaults (as a run's config.toml lists them) they are accepted.
+TEST(ConfigCheck, ASettingOfAChoiceNotMadeIsRefused) {
   TrainConfig c = valid();
-  c.embed_lr = 0.1;
-  EXPECT_NE(refusal(c).find("--embed-lr needs --optimizer muon"), std::string::npos) << refusal(c);
-  c.optimizer = "muon";
+  train::setting(c, "embed-lr") = 0.1;
+  EXPECT_NE(refusal(c).find("train: --embed-lr is a setting of --optimizer muon (this run's is adamw)"), std::string::npos)
+      << refusal(c);
+  c.optimizer = train::OptimizerChoice("muon");
   EXPECT_EQ(refusal(c), "");
+  train::setting(c, "cooldown") = 0.5;
+  EXPECT_NE(refusal(c).find("train: --cooldown is a setting of --schedule wsd (this run's is cosine)"), std::string::npos)
+      << refusal(c);
+  c.schedule = train::ScheduleChoice("wsd");
+  EXPECT_EQ(refusal(c), "");
+  EXPECT_THROW(train::setting(c, "no-such-setting"), std::invalid_argument);
 }
 
 TEST(ConfigCheck, FlagsTheChosenModelDoesNotHaveAreRefused) {

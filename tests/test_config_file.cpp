@@ -22,8 +22,11 @@ using namespace ag::testing_util;
 namespace {
 template <class T>
 T changed(const T& def) {
-  if constexpr (train::Choice<T>) return train::ChoiceNames<T>::names.back().first != def ? train::ChoiceNames<T>::names.back().first : train::ChoiceNames<T>::names.front().first;
-  else if constexpr (std::is_same_v<T, bool>) return !def;
+  if constexpr (ChoiceField<T>) {  // another of its values
+    for (const T& c : choice_values<T>())
+      if (!(c == def)) return c;
+    return def;
+  } else if constexpr (std::is_same_v<T, bool>) return !def;
   else if constexpr (std::is_same_v<T, std::string>) return def + "_x \"quoted\" \\ é";
   else if constexpr (std::is_floating_point_v<T>) return def * 1.5 + 0.125 + 1e-7;
   else return def + static_cast<T>(5);
@@ -112,8 +115,8 @@ TEST(ConfigFile, TheSpeedrunConfigIsAValidModernRunOverTheWholeValidationSplit) 
   TrainConfig c;
   read_config_toml(std::string(ATTOGRAD_SOURCE_DIR) + "/configs/speedrun.toml", c);
   EXPECT_EQ(c.model.name, "modern");
-  EXPECT_EQ(c.schedule, "wsd");
-  EXPECT_EQ(c.optimizer, "muon");
+  EXPECT_EQ(c.schedule, ScheduleChoice("wsd"));
+  EXPECT_EQ(c.optimizer, OptimizerChoice("muon"));
   EXPECT_EQ(c.eval_iters, kEvalWholeSplit);
   c.time_budget = 120;
   c.data_path = "corpus.txt";

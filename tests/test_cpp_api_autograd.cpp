@@ -47,6 +47,22 @@ struct ScaledProduct : ag::autograd::Function<ScaledProduct> {
 };
 // --8<-- [end:function]
 
+// --8<-- [start:product]
+struct Product : ag::autograd::Function<Product> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& a, const Tensor& b) {
+    ctx->save_for_backward({a, b});
+    return a * b;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    auto saved = ctx->get_saved_variables();
+    Tensor ga, gb;  // only the gradients this backward or grad call uses
+    if (ctx->needs_input_grad(0)) ga = g[0] * saved[1];
+    if (ctx->needs_input_grad(1)) gb = g[0] * saved[0];
+    return {ga, gb};
+  }
+};
+// --8<-- [end:product]
+
 TEST(CppApiAutograd, BackwardAndGrad) {
   // --8<-- [start:backward]
   Tensor x = Tensor::from_vector(std::vector<double>{1, 2}, {2}, DType::Float64).requires_grad_();
@@ -60,6 +76,22 @@ TEST(CppApiAutograd, BackwardAndGrad) {
   EXPECT_TRUE(held.same(x.grad()));
   EXPECT_EQ(values(held), (std::vector<double>{36, 8}));
   EXPECT_EQ(values(w.grad()), (std::vector<double>{6, -8}));
+}
+
+TEST(CppApiAutograd, BackwardInputsExplicitlyEmpty) {
+  // --8<-- [start:inputs_empty]
+  Tensor v = Tensor::from_vector(std::vector<double>{1, 2}, {2}, DType::Float64).requires_grad_();
+  std::string refused;
+  try {
+    sum(v * v).backward({}, {.inputs = std::vector<Tensor>{}});
+  } catch (const std::invalid_argument& e) {
+    refused = e.what();  // `inputs` argument to `backward()` cannot be empty.
+  }
+  // --8<-- [end:inputs_empty]
+  EXPECT_EQ(refused, "`inputs` argument to `backward()` cannot be empty.");
+  EXPECT_FALSE(v.grad().defined());
+  sum(v * v).backward({}, {.inputs = {}});  // {} is "not given": every leaf
+  EXPECT_EQ(values(v.grad()), (std::vector<double>{2, 4}));
 }
 
 TEST(CppApiAutograd, HigherOrder) {
@@ -97,6 +129,18 @@ TEST(CppApiAutograd, Hooks) {
   EXPECT_EQ(values(h.grad()), (std::vector<double>{1, 1}));
   EXPECT_EQ(values(a.grad()), (std::vector<double>{3, 3}));
   EXPECT_EQ(values(seen), (std::vector<double>{3, 3}));
+}
+
+TEST(CppApiAutograd, VoidHook) {
+  // --8<-- [start:void_hook]
+  Tensor c = Tensor::from_vector(std::vector<double>{1, 2}, {2}, DType::Float64).requires_grad_();
+  Tensor c3 = c * 3.0;
+  std::vector<double> observed;
+  c3.register_hook([&](const Tensor& g) { observed = g.to_double_vector(); });  // returns nothing
+  sum(c3 * c3).backward();  // observed == 2·c3 == [6, 12]; c.grad() == [18, 36]
+  // --8<-- [end:void_hook]
+  EXPECT_EQ(observed, (std::vector<double>{6, 12}));
+  EXPECT_EQ(values(c.grad()), (std::vector<double>{18, 36}));
 }
 
 TEST(CppApiAutograd, Anomaly) {
@@ -177,6 +221,17 @@ TEST(CppApiAutograd, CustomFunction) {
   // q.grad = 0.5·e (from a) + 0.5·q·e (from b through e = exp(q))
   EXPECT_NEAR(q.grad().at({0}), 0.5 * ev[0] + 0.5 * 0 * ev[0], 1e-15);
   EXPECT_NEAR(q.grad().at({1}), 0.5 * ev[1] + 0.5 * 1 * ev[1], 1e-15);
+}
+
+TEST(CppApiAutograd, NeedsInputGrad) {
+  // --8<-- [start:needs]
+  Tensor m = Tensor::from_vector(std::vector<double>{1, 2}, {2}, DType::Float64).requires_grad_();
+  Tensor n = Tensor::from_vector(std::vector<double>{3, 4}, {2}, DType::Float64).requires_grad_();
+  Tensor dm = grad({sum(Product::apply(m, n))}, {m})[0];  // == n; gb was not computed
+  // --8<-- [end:needs]
+  EXPECT_EQ(values(dm), (std::vector<double>{3, 4}));
+  Tensor dn = grad({sum(Product::apply(m, n))}, {n})[0];
+  EXPECT_EQ(values(dn), (std::vector<double>{1, 2}));
 }
 
 // ---- the guide shows exactly these snippets ------------------------------------------------------

@@ -35,27 +35,32 @@ TEST(Inplace, EveryWriteBumpsTheVersionSharedByViewsAndDetach) {
 
 // The example: a = x*1; y = sum(a*a); a.copy_(zeros); y.backward() gave x.grad = 0.
 TEST(Inplace, CopyIntoASavedInputMakesBackwardThrow) {
-  Tensor x = leaf({1, 2, 3});
-  Tensor a = mul(x, 1.0);
-  Tensor y = sum(mul(a, a));
-  // In grad mode the write itself is refused: a requires grad and in-place ops are not recorded.
-  expect_has(error_of([&] { a.copy_(Tensor::zeros({3}, DType::Float64)); }), {"copy_", "requires grad", "mul_scalar"});
-  {
-    NoGradGuard no_grad;
-    a.copy_(Tensor::zeros({3}, DType::Float64));
+  for (const bool grad_mode : {true, false}) {  // recorded (torch's semantics) or a plain write: a was saved either way
+    SCOPED_TRACE(grad_mode ? "grad mode" : "no grad");
+    Tensor x = leaf({1, 2, 3});
+    Tensor a = mul(x, 1.0);
+    Tensor y = sum(mul(a, a));
+    {
+      SetGradEnabledGuard mode(grad_mode);
+      a.copy_(Tensor::zeros({3}, DType::Float64));
+    }
+    const std::string msg = error_of([&] { y.backward(); });
+    expect_has(msg, {"modified by an inplace operation", "'mul'", "float64[3]", "is at version 1", "expected version 0"});
+    EXPECT_FALSE(x.grad().defined());
   }
-  const std::string msg = error_of([&] { y.backward(); });
-  expect_has(msg, {"modified by an inplace operation", "'mul'", "float64[3]", "is at version 1", "expected version 0"});
-  EXPECT_FALSE(x.grad().defined());
 }
 
 TEST(Inplace, WriteThroughANarrowViewMakesBackwardThrow) {
   Tensor x = leaf({1, 2, 3, 4});
   Tensor a = mul(x, 1.0);
   Tensor y = sum(mul(a, a));
-  EXPECT_THROW(narrow(a, 0, 1, 2).fill_(0.0), std::runtime_error);  // the view requires grad
-  narrow(a.detach(), 0, 1, 2).fill_(0.0);
+  narrow(a, 0, 1, 2).fill_(0.0);  // recorded: a's history is rewritten, but mul saved a before
+  EXPECT_EQ(a.to_double_vector(), (std::vector<double>{1, 0, 0, 4}));
   expect_has(error_of([&] { y.backward(); }), {"modified by an inplace operation", "'mul'", "float64[4]"});
+  Tensor b = mul(x, 1.0);
+  Tensor z = sum(mul(b, b));
+  narrow(b.detach(), 0, 1, 2).fill_(0.0);  // through detach(): the values only, the same version
+  expect_has(error_of([&] { z.backward(); }), {"modified by an inplace operation", "'mul'", "float64[4]"});
 }
 
 TEST(Inplace, WriteThroughDetachOfASavedOutputMakesBackwardThrow) {
@@ -80,12 +85,18 @@ TEST(Inplace, LeafThatRequiresGradRefusesInPlaceWritesInGradModeOnly) {
   EXPECT_EQ(w.to_double_vector(), (std::vector<double>{0, 0}));
 }
 
-TEST(Inplace, CopyFromASourceThatRequiresGradIsRefusedInGradMode) {
+TEST(Inplace, CopyFromASourceThatRequiresGradIsRecordedAsTorchs) {
   Tensor x = leaf({1, 2});
   Tensor buf = Tensor::zeros({2}, DType::Float64);
-  expect_has(error_of([&] { buf.copy_(mul(x, 2.0)); }), {"copy_", "source", "gradient would be lost"});
-  buf.copy_(mul(x, 2.0).detach());  // explicit: fine
-  EXPECT_EQ(buf.to_double_vector(), (std::vector<double>{2, 4}));
+  buf.copy_(mul(x, 2.0));  // buf takes the copy's history (torch: CopyBackwards)
+  EXPECT_TRUE(buf.requires_grad());
+  EXPECT_FALSE(buf.is_leaf());
+  sum(mul(buf, buf)).backward();  // d/dx Σ(2x)² = 8x
+  EXPECT_EQ(x.grad().to_double_vector(), (std::vector<double>{8, 16}));
+  Tensor plain = Tensor::zeros({2}, DType::Float64);
+  plain.copy_(mul(x, 2.0).detach());  // the values only
+  EXPECT_FALSE(plain.requires_grad());
+  EXPECT_EQ(plain.to_double_vector(), (std::vector<double>{2, 4}));
 }
 
 TEST(Inplace, WritesToUnsavedTensorsOrAfterBackwardAreFine) {

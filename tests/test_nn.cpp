@@ -238,7 +238,7 @@ TEST(ModuleDict, KeysInInsertionOrderAndTorchsParameterNames) {
   EXPECT_EQ(names, (std::vector<std::string>{"cls.weight", "reg.weight"}));
   EXPECT_EQ(heads["cls"]->as<Linear>()->out_features, 5);
   EXPECT_EQ(heads.size(), 2u);
-  testing_util::expect_has(testing_util::error_of<std::out_of_range>([&] { heads["x"]; }), {"no key 'x'", "cls, reg"});
+  testing_util::expect_has(testing_util::error_of<std::out_of_range>([&] { heads["x"]; }), {"Key 'x' is not defined", "cls, reg"});
   heads.eval();
   EXPECT_FALSE(heads["reg"]->is_training());
 }

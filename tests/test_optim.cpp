@@ -5,13 +5,16 @@
 #include "tests/test_util.h"
 
 #include <cmath>
+#include <set>
 
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "nn/linear.h"
 #include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
+#include "optim/combined.h"
 #include "optim/lr_scheduler.h"
+#include "optim/muon.h"
 #include "optim/sgd.h"
 
 using namespace ag;
@@ -199,7 +202,13 @@ TEST(Optim, StateDictHoldsTorchsKeysAndGroups) {
   EXPECT_EQ(sd.state.at(0).at("step").dtype(), DType::Float32);  // as torch's
   ASSERT_EQ(sd.param_groups.size(), 2u);
   EXPECT_EQ(sd.param_groups[1].params, std::vector<int64_t>{1});
-  EXPECT_EQ(sd.param_groups[1].options.lr, 0.02);
+  // torch's param_groups keys, every option with its value.
+  std::set<std::string> options;
+  for (const auto& [k, _] : sd.param_groups[1].options) options.insert(k);
+  EXPECT_EQ(options, (std::set<std::string>{"lr", "betas", "eps", "weight_decay", "amsgrad"}));
+  EXPECT_EQ(std::get<double>(sd.param_groups[1].options.at("lr")), 0.02);
+  EXPECT_EQ(std::get<std::vector<double>>(sd.param_groups[1].options.at("betas")), (std::vector<double>{0.9, 0.999}));
+  EXPECT_EQ(std::get<bool>(sd.param_groups[1].options.at("amsgrad")), false);
 
   // Loading checks everything before it changes anything.
   optim::AdamW one({a, b});
@@ -214,6 +223,100 @@ TEST(Optim, StateDictHoldsTorchsKeysAndGroups) {
   wrong = sd;
   wrong.state[0]["bogus"] = Tensor::zeros({2});
   expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"unknown state 'bogus'"});
+  wrong = sd;
+  wrong.param_groups[1].options["momentum"] = 0.9;  // an option of another optimizer
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"group 1: unknown option 'momentum'"});
+  wrong = sd;
+  wrong.param_groups[0].options["betas"] = std::vector<double>{0.9};
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"option 'betas' must be 2 numbers"});
+  wrong = sd;
+  wrong.param_groups[0].options["amsgrad"] = 1.0;
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"option 'amsgrad' has the wrong type"});
+  wrong = sd;
+  wrong.param_groups[0].options["lr"] = -1.0;
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"Invalid learning rate: -1"});
+  EXPECT_EQ(opt.get_lr(0), 0.01);  // nothing changed
+  // A group saved before an option existed: that option keeps the optimizer's value.
+  auto older = sd;
+  older.param_groups[1].options.erase("amsgrad");
+  older.param_groups[1].options["lr"] = int64_t{1};  // a whole number read back as an integer
+  opt.load_state_dict(older);
+  EXPECT_EQ(opt.param_groups()[1].options.amsgrad, false);
+  EXPECT_EQ(opt.get_lr(1), 1.0);
+}
+
+// Code that knows only optim::Optimizer saves and restores any optimizer: the state dict of a
+// CombinedOptimizer (AdamW and Muon, as the speedrun's) is the parts' joined, and loading it
+// into a fresh one over copies continues with the same bits.
+TEST(Optim, CombinedOptimizerSavesAndLoadsAsOne) {
+  auto run = [](bool reload) {
+    Generator g(11);
+    std::vector<Tensor> p = {Tensor::randn({4, 3}, DType::Float32, g).requires_grad_(),
+                             Tensor::randn({3}, DType::Float32, g).requires_grad_(),
+                             Tensor::randn({5, 4}, DType::Float32, g).requires_grad_()};
+    auto make = [](const std::vector<Tensor>& q) {
+      std::vector<std::unique_ptr<optim::Optimizer>> parts;
+      parts.push_back(std::make_unique<optim::AdamW>(std::vector<optim::AdamW::ParamGroup>{
+          {{q[0]}, {.lr = 0.01}}, {{q[1]}, {.lr = 0.01, .weight_decay = 0.0}}}));
+      parts.push_back(std::make_unique<optim::Muon>(std::vector<Tensor>{q[2]}, optim::MuonOptions{.lr = 0.05}));
+      return std::make_unique<optim::CombinedOptimizer>(std::move(parts));
+    };
+    std::unique_ptr<optim::Optimizer> opt = make(p);
+    auto grads = [&](int s) {
+      Generator gg(200 + s);
+      for (Tensor& t : p) t.set_grad(Tensor::randn(t.shape(), DType::Float32, gg));
+    };
+    for (int s = 0; s < 3; ++s) grads(s), opt->step();
+    if (reload) {
+      const optim::StateDict sd = opt->state_dict();
+      EXPECT_EQ(sd.param_groups.size(), 3u);
+      EXPECT_EQ(sd.param_groups[2].params, std::vector<int64_t>{2});  // Muon's parameter, numbered on
+      EXPECT_TRUE(sd.state.at(2).count("momentum_buffer"));
+      EXPECT_EQ(std::get<double>(sd.param_groups[2].options.at("momentum")), 0.95);
+      std::vector<Tensor> copies;
+      for (const Tensor& t : p) copies.push_back(t.detach().clone().requires_grad_());
+      auto fresh = make(copies);
+      fresh->load_state_dict(sd);
+      p = copies;
+      opt = std::move(fresh);
+    }
+    for (int s = 3; s < 5; ++s) grads(s), opt->step();
+    std::vector<std::vector<double>> out;
+    for (const Tensor& t : p) out.push_back(t.to_double_vector());
+    return out;
+  };
+  EXPECT_EQ(run(false), run(true));
+}
+
+TEST(Optim, CombinedOptimizerRefusesWhatDoesNotFitAndChangesNothing) {
+  Tensor a = f64({1, 2}), b = f64({1, 2, 3, 4}, {2, 2}), c = f64({1});
+  std::vector<std::unique_ptr<optim::Optimizer>> twice;
+  twice.push_back(std::make_unique<optim::SGD>(std::vector<Tensor>{a}));
+  twice.push_back(std::make_unique<optim::SGD>(std::vector<Tensor>{a, c}));
+  expect_has(error_of<std::invalid_argument>([&] { optim::CombinedOptimizer bad(std::move(twice)); }),
+             {"more than one optimizer"});
+  std::vector<std::unique_ptr<optim::Optimizer>> parts;
+  parts.push_back(std::make_unique<optim::AdamW>(std::vector<Tensor>{a, c}, optim::AdamWOptions{.lr = 0.01}));
+  parts.push_back(std::make_unique<optim::Muon>(std::vector<Tensor>{b}, optim::MuonOptions{.lr = 0.02}));
+  optim::CombinedOptimizer opt(std::move(parts));
+  EXPECT_EQ(opt.num_param_groups(), 2u);
+  opt.set_lr(1, 0.5);
+  EXPECT_EQ(opt.part(1).get_lr(0), 0.5);  // group 1 is Muon's group 0
+  EXPECT_EQ(opt.get_lr(1), 0.5);
+  for (Tensor& t : std::vector<Tensor>{a, b, c}) t.set_grad(Tensor::ones(t.shape(), DType::Float64));
+  opt.step();
+  const optim::StateDict sd = opt.state_dict();
+  auto wrong = sd;
+  wrong.param_groups.pop_back();
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"different number of parameter groups"});
+  wrong = sd;
+  wrong.state[2]["momentum_buffer"] = Tensor::zeros({3}, DType::Float64);  // Muon's, of the wrong shape
+  wrong.param_groups[0].options["lr"] = 0.125;                                 // AdamW's, which loads first
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"'momentum_buffer' has shape [3]"});
+  EXPECT_EQ(opt.get_lr(0), 0.01);  // AdamW went back to what it had
+  wrong = sd;
+  wrong.param_groups[1].params = {0};
+  expect_has(error_of<std::invalid_argument>([&] { opt.load_state_dict(wrong); }), {"appears twice"});
 }
 
 // Adam and AdamW: the float32 pass runs all parameters as one flat range cut at fixed offsets,
@@ -293,7 +396,7 @@ TEST(ClipGrad, NonFiniteNormScalesToNaNOrThrowsTorchsMessage) {
   EXPECT_TRUE(std::isnan(w.grad().at({1})));  // as torch: scaled by a NaN coefficient
   w.set_grad(grad_of({INFINITY, 1}));
   expect_has(error_of([&] { nn::utils::clip_grad_norm_({w}, 1.0, 2.0, /*error_if_nonfinite=*/true); }),
-             {"The total norm of order 2 for gradients from `parameters` is non-finite, so it cannot be clipped"});
+             {"The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped"});
   EXPECT_EQ(w.grad().at({1}), 1.0);  // unchanged when it throws
 }
 
@@ -333,6 +436,25 @@ TEST(LRScheduler, LaterSchedulersStartFromTheInitialLr) {
   sch::StepLR step(opt, 2, 0.5);
   EXPECT_EQ(step.base_lrs(), std::vector<double>{0.1});
   EXPECT_EQ(step.get_last_lr(), std::vector<double>{0.05});  // StepLR's epoch 0 keeps the current lr
+}
+
+// A LambdaLR made with last_epoch = k - 1 over restored initial_lrs sets epoch k's lrs, as
+// torch's does when a run resumes its schedule; without initial_lrs it refuses with torch's text.
+TEST(LRScheduler, LambdaLrResumesAtItsEpoch) {
+  Tensor w = f64({1}), v = f64({1});
+  optim::SGD opt({w}, {.lr = 0.1});
+  sch::LambdaLR straight(opt, [](int64_t e) { return 1.0 / static_cast<double>(e + 1); });
+  for (int k = 0; k < 4; ++k) straight.step();
+  EXPECT_EQ(opt.get_lr(0), 0.1 * (1.0 / 5));
+  optim::SGD resumed({v}, {.lr = 0.1 / 5});
+  expect_has(error_of<std::invalid_argument>([&] { sch::LambdaLR(resumed, [](int64_t) { return 1.0; }, 3); }),
+             {"param 'initial_lr' is not specified in param_groups[0] when resuming an optimizer"});
+  resumed.initial_lr(0) = 0.1;  // as a loaded state dict holds it
+  sch::LambdaLR again(resumed, [](int64_t e) { return 1.0 / static_cast<double>(e + 1); }, 3);
+  EXPECT_EQ(again.last_epoch(), 4);
+  EXPECT_EQ(resumed.get_lr(0), opt.get_lr(0));
+  straight.step(), again.step();
+  EXPECT_EQ(resumed.get_lr(0), opt.get_lr(0));
 }
 
 TEST(LRScheduler, BadArgumentsAreRefused) {

@@ -10,9 +10,9 @@
 #include "models/transformer_lm.h"
 #include "nn/linear.h"
 #include "tests/test_util.h"
-#include "train/param_groups.h"
+#include "optim/lr_scheduler.h"
 #include "train/config/run_config.h"
-#include "train/run_optimizer.h"
+#include "train/optimizers/param_groups.h"
 
 namespace ag {
 namespace {
@@ -197,19 +197,20 @@ TEST(ParamTable, SizesOfHugeConfigurationsAreComputedAndChecked) {
   EXPECT_THROW(models::find_model("gpt").parameters(c), std::overflow_error);  // 3E does not fit
 }
 
-// --embed-lr: the tables the modern model only looks up (its untied token embedding) get an
-// AdamW group of their own at that rate, which follows the schedule's shape as Muon's does;
-// without it, they stay in the decayed group at --lr.
-TEST(ParamTable, EmbedLrGivesTheLookedUpTablesAGroupOnTheSameSchedule) {
+// --optimizer muon builds its groups from the table: Muon for the Matrix rows, AdamW for the
+// rest, and with --embed-lr the tables the modern model only looks up (its untied token
+// embedding) in an AdamW group of their own. Each group's peak is its own initial_lr; the
+// schedule sets a factor on it, and get_lr returns what was set.
+TEST(ParamTable, MuonsGroupsComeFromTheTableEachAtItsOwnPeak) {
   const ModelConfig c = small("modern");
   EXPECT_EQ(models::find_model("modern").parameters(c).lookup_tables(), std::vector<std::string>{"tok_emb.weight"});
   Generator g(3);
   const auto model = models::find_model("modern").make(c, DType::Float32, g);
   train::TrainConfig cfg;
-  cfg.optimizer = "muon";
+  cfg.optimizer = train::OptimizerChoice("muon");
   cfg.lr = 0.008;
-  cfg.muon_lr = 0.05;
-  auto group_of = [&](train::RunOptimizer& opt, const std::string& name) {
+  train::setting(cfg, "muon-lr") = 0.05;
+  auto group_of = [&](const optim::Optimizer& opt, const std::string& name) {
     const TensorImpl* p = nullptr;
     for (const auto& [n, t] : model->named_parameters())
       if (n == name) p = &t.impl();
@@ -219,22 +220,25 @@ TEST(ParamTable, EmbedLrGivesTheLookedUpTablesAGroupOnTheSameSchedule) {
     ADD_FAILURE() << name << " is in no group";
     return size_t(0);
   };
-  train::RunOptimizer plain(*model, cfg);
-  EXPECT_EQ(group_of(plain, "tok_emb.weight"), group_of(plain, "lm_head.weight"));
-  cfg.embed_lr = 0.2;
-  train::RunOptimizer opt(*model, cfg);
-  EXPECT_EQ(opt.num_param_groups(), plain.num_param_groups() + 1);
-  const size_t emb = group_of(opt, "tok_emb.weight"), head = group_of(opt, "lm_head.weight"),
-               fc = group_of(opt, "blocks.0.mlp.fc.weight");
-  EXPECT_EQ(opt.group_params(emb).size(), 1u);
+  const auto plain = cfg.optimizer->build(*model, cfg);
+  EXPECT_EQ(group_of(*plain, "tok_emb.weight"), group_of(*plain, "lm_head.weight"));
+  EXPECT_EQ(group_of(*plain, "lm_head.weight"), 0u);  // group 0 (the rate the log shows) is AdamW's at --lr
+  train::setting(cfg, "embed-lr") = 0.2;
+  const auto opt = cfg.optimizer->build(*model, cfg);
+  EXPECT_EQ(opt->num_param_groups(), plain->num_param_groups() + 1);
+  const size_t emb = group_of(*opt, "tok_emb.weight"), head = group_of(*opt, "lm_head.weight"),
+               fc = group_of(*opt, "blocks.0.mlp.fc.weight");
+  EXPECT_EQ(opt->group_params(emb).size(), 1u);
   EXPECT_NE(emb, head);
-  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.2);
-  opt.set_schedule_lr(0.002);  // a quarter of the peak
-  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.05);
-  EXPECT_DOUBLE_EQ(opt.get_lr(head), 0.002);
-  EXPECT_DOUBLE_EQ(opt.get_lr(fc), 0.0125);
-  opt.set_lr(emb, 0.004);  // the schedule's rate, as an lr_scheduler sets it
-  EXPECT_DOUBLE_EQ(opt.get_lr(emb), 0.1);
+  EXPECT_EQ(opt->get_lr(emb), 0.2);
+  EXPECT_EQ(opt->get_lr(head), 0.008);
+  EXPECT_EQ(opt->get_lr(fc), 0.05);
+  optim::lr_scheduler::LambdaLR sched(*opt, [](int64_t) { return 0.25; });  // a quarter of each peak
+  EXPECT_EQ(opt->get_lr(emb), 0.2 * 0.25);
+  EXPECT_EQ(opt->get_lr(head), 0.008 * 0.25);
+  EXPECT_EQ(opt->get_lr(fc), 0.05 * 0.25);
+  opt->set_lr(emb, 0.004);
+  EXPECT_EQ(opt->get_lr(emb), 0.004);  // what was set, unscaled
 }
 
 }  // namespace

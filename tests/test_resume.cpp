@@ -13,11 +13,12 @@
 #include <sstream>
 
 #include "autograd/safetensors.h"
+#include "models/registry.h"
 #include "models/transformer_lm.h"
 #include "train/run_folder/checkpoint.h"
 #include "train/run_folder/metadata_seal.h"
 #include "train/run_folder/train_state.h"
-#include "train/schedule.h"
+#include "train/schedules/registry.h"
 #include "train/time_budget.h"
 #include "train/trainer.h"
 
@@ -181,9 +182,25 @@ TEST(Resume, BadTrainStatesAreRefused) {
   });
   expect_error("different configuration");
   rewrite(none, [&](auto& md) { md = good.metadata(); });  // back to good
-  // Missing and extra tensors.
-  rewrite([](auto& ts) { ts.pop_back(); }, none);
-  expect_error("is missing");
+  // Missing and extra tensors: a weight, a part of the optimizer's state.
+  rewrite([](auto& ts) { std::erase_if(ts, [](const auto& t) { return t.first == "model.ln_f.weight"; }); }, none);
+  expect_error("tensor 'model.ln_f.weight' is missing");
+  for (const char* key : {"step", "exp_avg_sq"}) {
+    rewrite([&](auto& ts) { std::erase_if(ts, [&](const auto& t) { return t.first == std::string("optimizer.state.3.") + key; }); },
+            none);
+    expect_error(std::string("AdamW.load_state_dict: a parameter's state lacks ") + key);
+  }
+  rewrite([](auto& ts) { ts.emplace_back("optimizer.state.99.exp_avg", Tensor::zeros({1})); }, none);
+  expect_error("unexpected tensor 'optimizer.state.99.exp_avg'");
+  rewrite([](auto&) {}, [](auto& md) {
+    auto groups = nlohmann::json::parse(md["optimizer.param_groups"]);
+    groups[1]["momentum"] = 0.9;  // an option AdamW has not
+    md["optimizer.param_groups"] = groups.dump();
+  });
+  expect_error("group 1: unknown option 'momentum'");
+  rewrite([](auto&) {}, [](auto& md) { md["optimizer.param_groups"] = "[{\"params\": [0, 0]}]"; });
+  expect_error("'optimizer.param_groups' is not an optimizer's parameter groups");
+  rewrite([](auto&) {}, [&](auto& md) { md = good.metadata(); });
   rewrite([&](auto& ts) { ts.emplace_back("model.extra", Tensor::zeros({1})); }, none);
   expect_error("unexpected tensor 'model.extra'");
   // Broken metadata.
@@ -342,14 +359,14 @@ TEST(Resume, SampleEveryPrintsAndLeavesTheRunUnchanged) {
   EXPECT_EQ(losses(c.out_dir), losses(plain.out_dir));
 }
 
-// A run folder written by the trainer's previous optimizer (tests/fixtures/run_before_optim,
-// made by commit c0c0b6b's attograd) resumes on ag::optim::AdamW: the train state's format is
-// the same (moments by parameter name, one adam_step), and the extended run reaches the losses
-// the old trainer reached in one go (to 1e-6: the fixture's bits came from another build's
-// BLAS kernels; on the machine that made it they are equal).
-TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) {
-  const fs::path src = fs::path(ATTOGRAD_SOURCE_DIR) / "tests/fixtures/run_before_optim";
-  const fs::path d = temp_dir("resume_old_optimizer") / "run";
+namespace {
+// Resumes the run folder of tests/fixtures/<name> (train_state.safetensors at iter 10) to 20
+// iterations and compares its metrics with the fixture's expected_metrics_20.jsonl, which the
+// same binary made in one go (the learning rates exactly; the losses to 1e-6: the fixture's bits
+// came from another build's BLAS kernels, and on the machine that made them they are equal).
+void expect_fixture_resumes_to_its_losses(const std::string& name) {
+  const fs::path src = fs::path(ATTOGRAD_SOURCE_DIR) / "tests/fixtures" / name;
+  const fs::path d = temp_dir("resume_" + name) / "run";
   fs::create_directories(d);
   for (const char* f : {"train_state.safetensors", "metrics.jsonl", "config.toml"}) fs::copy_file(src / f, d / f);
   TrainConfig now;
@@ -360,11 +377,14 @@ TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) {
   std::ostringstream log;
   resume_lm(d.string(), now, {"iters", "data", "threads"}, log);
   const auto got = read_lines(d / "metrics.jsonl"), want = read_lines(src / "expected_metrics_20.jsonl");
+  const size_t copied = read_lines(src / "metrics.jsonl").size();  // the 10-iteration run's own lines
   ASSERT_EQ(got.size(), want.size()) << log.str();
   for (size_t i = 0; i < got.size(); ++i) {
     const auto g = nlohmann::json::parse(got[i]), w = nlohmann::json::parse(want[i]);
     EXPECT_EQ(g["iter"], w["iter"]) << i;
-    EXPECT_EQ(g["lr"], w["lr"]) << i;
+    if (i >= copied) {  // (the 10-iteration run's last line showed the rate after its own end)
+      EXPECT_EQ(g["lr"], w["lr"]) << i;
+    }
     for (const char* k : {"train_loss", "val_loss"}) {
       if (w[k].is_null()) {
         EXPECT_TRUE(g[k].is_null()) << i << " " << k;
@@ -372,6 +392,91 @@ TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) {
       }
       EXPECT_NEAR(g[k].get<double>(), w[k].get<double>(), 1e-6 * w[k].get<double>()) << i << " " << k;
     }
+  }
+}
+}  // namespace
+
+// A run folder written by the trainer's first optimizer (tests/fixtures/run_before_optim,
+// made by commit c0c0b6b's attograd, before ag::optim) resumes: moments by parameter name and
+// one adam_step, read by the old layout's reader (train/run_folder/train_state_v1.h).
+TEST(Resume, ARunFolderOfTheOldOptimizerResumesToTheSameLosses) { expect_fixture_resumes_to_its_losses("run_before_optim"); }
+
+// A run folder written before the train state held the optimizer's state dict
+// (tests/fixtures/run_before_state_dict, commit 6f1d171's attograd): the speedrun's recipe, Muon's
+// momentum and AdamW's moments under their old names, resumes to the losses that binary reached.
+TEST(Resume, ARunFolderOfTheOldLayoutWithMuonResumesToTheSameLosses) {
+  expect_fixture_resumes_to_its_losses("run_before_state_dict");
+}
+
+namespace {
+// The train state `state` in the layout written before the state dict (train_state_v1.h): the
+// optimizer's state under the parameters' names, one adam_step, no param_groups; the rest as it
+// is. The optimizer its configuration builds says which parameter each position is.
+void rewrite_in_the_old_layout(const fs::path& state) {
+  const SafeTensorsFile f = SafeTensorsFile::load(state.string());
+  const TrainConfig cfg = read_train_state(f).config;
+  Generator g(0);
+  const auto model = models::find_model(cfg.model.name).make(cfg.model, DType::Float32, g);
+  const auto opt = cfg.optimizer->build(*model, cfg);
+  std::map<const TensorImpl*, std::string> name_of;
+  for (const auto& [n, p] : model->named_parameters()) name_of[&p.impl()] = n;
+  std::vector<std::string> position;  // parameter i's name
+  for (size_t k = 0; k < opt->num_param_groups(); ++k)
+    for (const Tensor& p : opt->group_params(k)) position.push_back(name_of.at(&p.impl()));
+  std::vector<std::pair<std::string, Tensor>> ts;
+  std::string adam_step = "0";
+  for (const auto& n : f.names()) {
+    if (n.rfind("model.", 0) == 0) {
+      ts.emplace_back(n, f.get(n));
+      continue;
+    }
+    const size_t dot = n.find('.', std::string("optimizer.state.").size());
+    const std::string param = position.at(std::stoul(n.substr(16, dot - 16))), key = n.substr(dot + 1);
+    if (key == "step") adam_step = std::to_string(static_cast<int64_t>(f.get(n).item()));
+    else if (key == "momentum_buffer") ts.emplace_back("muon.momentum_buffer." + param, f.get(n));
+    else ts.emplace_back("adam." + key + "." + param, f.get(n));
+  }
+  auto md = f.metadata();
+  md.erase("optimizer.param_groups");
+  md.erase("elapsed_ns");
+  md["adam_step"] = adam_step;
+  seal_metadata(md);
+  save_safetensors(state.string(), ts, md);
+}
+}  // namespace
+
+// The old layout's reader gives the optimizer exactly the state the state dict held: a run cut
+// and saved, its train state rewritten in the old layout, resumes to the bits of the run that
+// never stopped (AdamW with nanoGPT's cosine, and the speedrun's Muon, AdamW and WSD).
+TEST(Resume, ATrainStateInTheOldLayoutResumesBitIdentical) {
+  const fs::path d = temp_dir("resume_old_layout");
+  std::ostringstream log;
+  for (const bool muon : {false, true}) {
+    SCOPED_TRACE(muon ? "muon" : "adamw");
+    auto config = [&](const std::string& name) {
+      TrainConfig c = small_run(d, name + (muon ? "_muon" : "_adamw"));
+      c.iters = 120;
+      c.eval_every = 50;
+      if (muon) {
+        c.model.name = "modern";
+        c.optimizer = OptimizerChoice("muon");
+        c.schedule = ScheduleChoice("wsd");
+        setting(c, "embed-lr") = 0.05;
+      }
+      return c;
+    };
+    const TrainConfig straight = config("straight");
+    train_lm(straight, log);
+    TrainConfig cut = config("cut");
+    RunHooks hooks;
+    hooks.after_step = [](int64_t it) {
+      if (it == 70) std::raise(SIGINT);  // past the warmup, and for wsd in its decay
+    };
+    EXPECT_TRUE(train_lm(cut, log, hooks).interrupted);
+    rewrite_in_the_old_layout(fs::path(cut.out_dir) / "train_state.safetensors");
+    EXPECT_FALSE(resume_lm(cut.out_dir, "", 0, false, log).interrupted);
+    EXPECT_EQ(read_bytes(fs::path(cut.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+    EXPECT_EQ(losses(cut.out_dir), losses(straight.out_dir));
   }
 }
 
@@ -383,9 +488,9 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
   auto modern = [&](const std::string& name) {
     TrainConfig c = small_run(d, name);
     c.model.name = "modern";
-    c.optimizer = "muon";
-    c.schedule = "wsd";
-    c.embed_lr = 0.05;               // the token embedding in an AdamW group of its own
+    c.optimizer = OptimizerChoice("muon");
+    c.schedule = ScheduleChoice("wsd");
+    setting(c, "embed-lr") = 0.05;   // the token embedding in an AdamW group of its own
     c.eval_iters = kEvalWholeSplit;  // and the whole-split evaluation, deterministic
     return c;
   };
@@ -405,92 +510,129 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
     EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
     EXPECT_EQ(losses(c.out_dir), want_losses);
   }
-  // The train state keeps Muon's buffers for the table's Matrix rows, AdamW's moments for the rest.
+  // The train state holds the optimizer's state dict and names no optimizer: Muon's buffers and
+  // AdamW's moments by position, each group's options under torch's names.
   const SafeTensorsFile st = SafeTensorsFile::load((fs::path(straight.out_dir) / "train_state.safetensors").string());
-  EXPECT_TRUE(st.has("muon.momentum_buffer.blocks.0.attn.in_proj_weight"));
-  EXPECT_TRUE(st.has("adam.exp_avg.tok_emb.weight"));
-  EXPECT_FALSE(st.has("adam.exp_avg.blocks.0.mlp.fc.weight"));
+  std::set<std::string> keys;
+  for (const auto& n : st.names())
+    if (n.rfind("model.", 0) != 0) keys.insert(n.substr(n.rfind('.') + 1));
+  EXPECT_EQ(keys, (std::set<std::string>{"step", "exp_avg", "exp_avg_sq", "momentum_buffer"}));
+  const auto groups = nlohmann::json::parse(st.metadata().at("optimizer.param_groups"));
+  ASSERT_EQ(groups.size(), 3u);  // AdamW: decayed (the head; the modern model has no gains or biases), the embedding; Muon
+  EXPECT_EQ(groups[1]["initial_lr"], 0.05);
+  EXPECT_EQ(groups[2]["momentum"], 0.95);
+  EXPECT_FALSE(st.metadata().count("adam_step"));
 }
 
 namespace {
-// A small run under a time budget of `seconds`, with only the final evaluation.
+// A small run under a time budget of `seconds` on a fake clock, with only the final evaluation:
+// step `it` takes 40 + (it mod 7) ms of it, and nothing else does (the evaluation's timing reads
+// 0 s), so the run's decisions are the same on any machine.
 TrainConfig budget_run(const fs::path& d, const std::string& name, double seconds) {
   TrainConfig c = small_run(d, name);
-  c.schedule = "wsd";
+  c.schedule = ScheduleChoice("wsd");
   c.time_budget = seconds;
   c.iters = 1000000;  // a cap the budget stays below
   c.eval_every = 1000000;
-  c.log_every = 1000000;
   return c;
+}
+
+struct FakeClock {
+  int64_t ns = 1'000'000'000;
+  double slower = 1;  // a factor on every step's time
+  RunHooks hooks(std::function<void(int64_t)> also = {}) {
+    RunHooks h;
+    h.clock = [this] { return ns; };
+    h.after_step = [this, also](int64_t it) {
+      ns += static_cast<int64_t>(slower * static_cast<double>((40 + it % 7) * 1'000'000));
+      if (also) also(it);
+    };
+    return h;
+  }
+};
+
+// (iter, lr) of every step's metrics line.
+std::vector<std::string> lrs(const fs::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j["val_loss"].is_null()) out.push_back(j["iter"].dump() + " " + j["lr"].dump());
+  }
+  return out;
 }
 }  // namespace
 
-// --time-budget fixes the step count after the probe steps and records it: a run interrupted
-// after that ends, resumed, at the count it fixed (its schedule's, not the cap).
-TEST(Resume, TimeBudgetRecordsTheStepCountItFixes) {
+// Under --time-budget the step count is planned again after every step and the schedule's decay
+// follows it; on the fake clock the run ends, its steps and final evaluation included, within
+// 98% and 100.5% of its budget, and says what it planned.
+TEST(TimeBudget, TheRunEndsWithinItsBudget) {
+  const fs::path d = temp_dir("budget_window");
+  std::ostringstream log;
+  FakeClock clock;
+  const TrainSummary s = train_lm(budget_run(d, "run", 10), log, clock.hooks());
+  EXPECT_GE(s.seconds, 0.98 * 10) << log.str();
+  EXPECT_LE(s.seconds, 1.005 * 10) << log.str();
+  EXPECT_GT(s.iters, 200);  // about 10 s of 43 ms steps
+  EXPECT_NE(log.str().find("time budget 10s: "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("planned again after every step"), std::string::npos) << log.str();
+  // The decay followed the plan: the last steps ran below the peak, the last one lowest.
+  const auto steps = lrs(fs::path(d / "run"));
+  ASSERT_GE(steps.size(), 2u);
+  EXPECT_LT(std::stod(steps.back().substr(steps.back().find(' '))), std::stod(steps[30].substr(steps[30].find(' '))));
+}
+
+// Every decision the budget made from the clock is in the train state: a run cut after any step
+// (before the evaluation's timing, in the stable phase, in the decay) and resumed on a clock
+// that reads the same ends at the bits of the run that never stopped.
+TEST(Resume, ATimeBudgetedRunResumesBitIdentical) {
   const fs::path d = temp_dir("resume_budget");
   std::ostringstream log;
-  const TrainConfig c = budget_run(d, "budget", 3);
-  RunHooks hooks;
-  hooks.after_step = [](int64_t it) {
-    if (it == kBudgetProbeEnd + 5) std::raise(SIGINT);
-  };
-  EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
-  const LoadedTrainState saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
-  const int64_t fixed = saved.config.iters;
-  EXPECT_GT(fixed, kBudgetProbeEnd + 5);
-  EXPECT_LT(fixed, c.iters);
-  EXPECT_NE(log.str().find("time budget 3s: " + std::to_string(fixed) + " steps"), std::string::npos) << log.str();
-  EXPECT_EQ(resume_lm(c.out_dir, "", 0, false, log).iters, fixed);
+  FakeClock straight_clock;
+  const TrainConfig straight = budget_run(d, "straight", 10);
+  const TrainSummary want = train_lm(straight, log, straight_clock.hooks());
+  const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
+  for (int64_t k : {0, 100, 200}) {
+    SCOPED_TRACE("interrupted after iter " + std::to_string(k));
+    const TrainConfig c = budget_run(d, "cut" + std::to_string(k), 10);
+    FakeClock first, second;
+    EXPECT_TRUE(train_lm(c, log, first.hooks([k](int64_t it) {
+                  if (it == k) std::raise(SIGINT);
+                })).interrupted);
+    // The state holds the plan, the estimates and the clock, exactly.
+    const LoadedTrainState saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
+    ASSERT_TRUE(saved.pos.budget.has_value());
+    EXPECT_EQ(saved.pos.elapsed_ns, first.ns - 1'000'000'000);
+    EXPECT_EQ(saved.config.iters, saved.pos.budget->planned);
+    second.ns = 7'000'000'000;  // another process's clock: only the differences count
+    const TrainSummary got = resume_lm(c.out_dir, TrainConfig{}, {}, log, second.hooks());
+    EXPECT_EQ(got.iters, want.iters);
+    EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
+    EXPECT_EQ(losses(c.out_dir), losses(straight.out_dir));
+    EXPECT_EQ(lrs(c.out_dir), lrs(straight.out_dir));
+  }
 }
 
-// The count is fixed after the probe and again where that count's stable phase ends, from every
-// step timed by then; the run ends at the second count (when the steps grew slower, a smaller one
-// whose decay begins there, its fraction recorded as the cooldown), and records both.
-TEST(TimeBudget, TheCountIsFixedAgainWhereTheStablePhaseEnds) {
-  const fs::path d = temp_dir("budget_refit");
+// A resumed run replays what was decided before it stopped: the step right after the cut runs at
+// the rate the recorded plan gave it, whatever the new process's clock says; the plans after it
+// follow the new clock (here three times slower: fewer steps in all).
+TEST(Resume, ATimeBudgetedRunReplaysItsRecordedPlan) {
+  const fs::path d = temp_dir("resume_budget_replay");
   std::ostringstream log;
-  TrainConfig c = budget_run(d, "refit", 3);
-  c.cooldown = 0.2;  // the second fix after 80% of the count: past the probe even in a slow (sanitizer) build
-  const TrainSummary s = train_lm(c, log);
-  std::vector<int64_t> counts;
-  const std::string text = log.str();
-  for (size_t at = text.find("time budget 3s: "); at != std::string::npos; at = text.find("time budget 3s: ", at + 1))
-    counts.push_back(std::stoll(text.substr(at + 16)));
-  ASSERT_EQ(counts.size(), 2u) << text;
-  EXPECT_EQ(s.iters, counts[1]);
-  const TrainConfig saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string()).config;
-  EXPECT_EQ(saved.iters, counts[1]);
-  const size_t last = text.rfind("time budget 3s: ");
-  const size_t in_decay = text.find("the last ", last);
-  ASSERT_NE(in_decay, std::string::npos) << text;
-  EXPECT_EQ(LrSchedule::decay_steps(saved.cooldown, saved.iters), std::stoll(text.substr(in_decay + 9))) << text;
-}
-
-// The steps of a run whose count was fixed again with a shorter decay are those of a run given
-// that count and decay from the start: the recorded configuration reproduces its schedule.
-TEST(TimeBudget, ADecayShortenedWhereTheStablePhaseEndsKeepsTheStepsTaken) {
-  TrainConfig c;
-  c.schedule = "wsd";
-  c.lr = 0.01;
-  c.min_lr = 0;
-  c.warmup = 0;
-  c.iters = 400;
-  c.cooldown = 0.5;  // the stable phase ends at 200
-  const LrSchedule before(c);
-  c.iters = 300;  // slower steps: 100 more, all in the decay
-  c.cooldown = 100.0 / 300.0;
-  const LrSchedule after(c);
-  EXPECT_EQ(LrSchedule::decay_steps(c.cooldown, c.iters), 100);
-  for (int64_t k = 0; k <= 200; ++k) EXPECT_EQ(after.lr(k), before.lr(k)) << k;
-  EXPECT_LT(after.lr(201), after.lr(200));
-}
-
-TEST(TimeBudget, TheStepCountFillsWhatTheFinalEvaluationLeaves) {
-  // 100 s budget less its 2 s spare, 10 s gone, 0.5 s a step, 20 s of evaluation: 10 steps
-  // done + 136 more.
-  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 1000000), 146);
-  EXPECT_EQ(iters_for_budget(100, 10, 0.5, 20, 10, 120), 120);  // the cap
-  EXPECT_EQ(iters_for_budget(100, 95, 0.5, 20, 10, 1000), 10);   // spent: no more steps
-  EXPECT_EQ(iters_for_budget(100, 10, 0.0, 20, 10, 1000), 10);   // nothing timed
+  FakeClock straight_clock;
+  const TrainConfig straight = budget_run(d, "straight", 10);
+  const TrainSummary want = train_lm(straight, log, straight_clock.hooks());
+  const TrainConfig c = budget_run(d, "cut", 10);
+  FakeClock first, slow;
+  EXPECT_TRUE(train_lm(c, log, first.hooks([](int64_t it) {
+                if (it == 40) std::raise(SIGINT);
+              })).interrupted);
+  slow.slower = 3;
+  const TrainSummary got = resume_lm(c.out_dir, TrainConfig{}, {}, log, slow.hooks());
+  const auto want_lrs = lrs(straight.out_dir), got_lrs = lrs(c.out_dir);
+  ASSERT_GT(got_lrs.size(), 42u);
+  for (size_t i = 0; i <= 41; ++i) EXPECT_EQ(got_lrs[i], want_lrs[i]) << i;  // iter 42: the first step resumed
+  EXPECT_LT(got.iters, want.iters);
+  EXPECT_GE(got.seconds, 0.98 * 10);
+  EXPECT_LE(got.seconds, 1.005 * 10);
 }

@@ -25,10 +25,10 @@ using train::TrainConfig;
 // A value of every field that differs from its default (`salt` picks one of several).
 template <class T>
 T changed(const T& def, int salt) {
-  if constexpr (train::Choice<T>) {  // another name than the default, by salt
-    const auto& names = train::ChoiceNames<T>::names;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[(i + static_cast<size_t>(salt)) % names.size()].first != def) return names[(i + static_cast<size_t>(salt)) % names.size()].first;
+  if constexpr (train::ChoiceField<T>) {  // another of its values than the default, by salt
+    const std::vector<T> values = train::choice_values<T>();
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!(values[(i + static_cast<size_t>(salt)) % values.size()] == def)) return values[(i + static_cast<size_t>(salt)) % values.size()];
     return def;
   } else if constexpr (std::is_same_v<T, bool>) return !def;
   else if constexpr (std::is_same_v<T, std::string>) return def + "_x" + std::to_string(salt);

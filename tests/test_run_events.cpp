@@ -57,7 +57,8 @@ TEST(Step, IsTheManualStepBitForBit) {
   train::Step step(*a, opt_a, distributed::Comm::single(), {1, 0.5, false});
   for (int i = 0; i < 3; ++i) {
     const auto [x, y] = batch_of(4, 10 + i);
-    const train::StepResult r = step.run(x, y, 1e-3 * (i + 1), i);
+    opt_a.set_lr(0, 1e-3 * (i + 1));  // the rates are the optimizer's (a schedule's to set)
+    const train::StepResult r = step.run(x, y, i);
     opt_b.set_lr(0, 1e-3 * (i + 1));
     opt_b.zero_grad();
     Tensor loss = b->loss(x, y);
@@ -81,9 +82,9 @@ TEST(Step, MicroBatchesAverageLikeOneBatch) {
   const auto [x, y] = batch_of(4, 3);
   const double half0 = a->loss(narrow(x, 0, 0, 2), narrow(y, 0, 0, 2)).item();
   const double half1 = a->loss(narrow(x, 0, 2, 2), narrow(y, 0, 2, 2)).item();
-  const train::StepResult r = step.run(x, y, 1e-3, 0);
+  const train::StepResult r = step.run(x, y, 0);
   EXPECT_EQ(r.loss, (half0 + half1) / 2);
-  EXPECT_THROW(step.run(narrow(x, 0, 0, 3), narrow(y, 0, 0, 3), 1e-3, 1), std::invalid_argument);  // 3 rows, 2 micro-batches
+  EXPECT_THROW(step.run(narrow(x, 0, 0, 3), narrow(y, 0, 0, 3), 1), std::invalid_argument);  // 3 rows, 2 micro-batches
 }
 
 // The norm clipping computes is non-finite exactly when a gradient is: then the update is
@@ -103,7 +104,7 @@ TEST(Step, ANonFiniteGradientSkipsTheUpdateAndNamesTheFirstBadParameter) {
       };
       const auto before = weights_of(*m);
       const auto [x, y] = batch_of(4, 5);
-      const train::StepResult r = step.run(x, y, 1e-3, 41);
+      const train::StepResult r = step.run(x, y, 41);
       EXPECT_FALSE(std::isfinite(r.grad_norm));
       EXPECT_NE(r.nonfinite.find("non-finite gradient at iter 41"), std::string::npos) << r.nonfinite;
       EXPECT_NE(r.nonfinite.find("first non-finite gradient in " + third), std::string::npos) << r.nonfinite;

@@ -14,7 +14,7 @@
 #include "autograd/safetensors.h"
 #include "models/transformer_lm.h"
 #include "train/run_folder/checkpoint.h"
-#include "train/schedule.h"
+#include "train/schedules/registry.h"
 #include "train/trainer.h"
 
 using namespace ag;
@@ -35,14 +35,40 @@ std::string write_corpus(const fs::path& dir) {
 
 }  // namespace
 
+// nanoGPT's schedule as a factor on each group's peak: warmup, then a cosine to --min-lr/--lr.
 TEST(Optim, WarmupThenCosineToMinLr) {
-  CosineSchedule s{1e-3, 1e-4, 100, 2000};
-  EXPECT_DOUBLE_EQ(s.lr(0), 1e-3 / 101);
-  EXPECT_DOUBLE_EQ(s.lr(99), 1e-3 * 100 / 101);
-  EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
-  EXPECT_NEAR(s.lr(1050), 1e-4 + 0.5 * 9e-4, 1e-15);
-  EXPECT_NEAR(s.lr(2000), 1e-4, 1e-15);
-  EXPECT_DOUBLE_EQ(s.lr(5000), 1e-4);
+  TrainConfig c;  // lr 1e-3, min-lr 1e-4, warmup 100, cosine
+  auto lr = [&](int64_t it) { return c.lr * schedule_factor(c, it, 2000); };
+  EXPECT_DOUBLE_EQ(lr(0), 1e-3 / 101);
+  EXPECT_DOUBLE_EQ(lr(99), 1e-3 * 100 / 101);
+  EXPECT_DOUBLE_EQ(lr(100), 1e-3);
+  EXPECT_NEAR(lr(1050), 1e-4 + 0.5 * 9e-4, 1e-15);
+  EXPECT_NEAR(lr(2000), 1e-4, 1e-15);
+  EXPECT_DOUBLE_EQ(lr(5000), 1e-4);
+}
+
+// The trainer's default run ends at the validation loss `make train` is known for only if its
+// learning rates reach AdamW's float32 update unchanged: each step's step size (lr over the
+// bias correction) and decay (1 − lr·weight_decay) rounded to float32 are those of nanoGPT's
+// formula, min_lr + coeff·(lr − min_lr), which the factor form rounds differently in the last
+// bit of a double.
+TEST(Optim, TheDefaultScheduleGivesAdamWTheSameFloat32UpdateAsNanoGPTsFormula) {
+  const TrainConfig c;
+  int differ = 0;
+  for (int64_t it = 0; it < c.iters; ++it) {
+    double nanogpt = 0;
+    if (it < c.warmup) {
+      nanogpt = c.lr * static_cast<double>(it + 1) / static_cast<double>(c.warmup + 1);
+    } else {
+      const double ratio = static_cast<double>(it - c.warmup) / static_cast<double>(c.iters - c.warmup);
+      nanogpt = c.min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (c.lr - c.min_lr);
+    }
+    const double ours = c.lr * schedule_factor(c, it, c.iters);
+    const double bc1 = 1 - std::pow(c.beta1, static_cast<double>(it + 1));
+    differ += static_cast<float>(ours / bc1) != static_cast<float>(nanogpt / bc1);
+    differ += static_cast<float>(1 - ours * c.weight_decay) != static_cast<float>(1 - nanogpt * c.weight_decay);
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 TEST(Checkpoint, ModelRoundTripAndMetadata) {

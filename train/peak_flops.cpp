@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
@@ -65,31 +66,34 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-double measure_sgemm_gflops_per_thread(Precision precision) {
-  // attograd runs OpenBLAS single-threaded (parallel::init_threads); a process that has not
-  // set that up is measured so too, and left as it was.
+double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clock, Precision precision) {
   const int saved = openblas_get_num_threads();
-  if (saved != 1) openblas_set_num_threads(1);
-  constexpr int n = 1024;
-  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  if (saved != threads) openblas_set_num_threads(threads);
+  std::vector<float> a(static_cast<size_t>(n * n), 1.0f), b(static_cast<size_t>(n * n), 0.5f), c(static_cast<size_t>(n * n));
   const AutocastGuard at(precision);
   auto sgemm = [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
-  sgemm();  // untimed: page faults, OpenBLAS's buffers
+  // In CPU time a thread waiting for a core does not count: on a 2-core AMD EPYC at load 9 the
+  // wall-clock peak was 13.9 GFLOP/s per thread, at load 3–4 35.6 and 35.8 in CPU time.
+  auto now = [clock] {
+    if (clock == SgemmClock::Wall)
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return thread_cpu_seconds();
+  };
+  sgemm();  // untimed: page faults, the provider's buffers
   double best = 0;
-  // Timed in this thread's CPU time, not wall time: on a busy machine (a build beside it, ctest
-  // -j) the thread waits for a core, and a wall-clock peak, kept for good, would be a fraction
-  // of the machine's (on a 2-core AMD EPYC at load 9, 13.9 GFLOP/s per thread in wall time; at
-  // load 3–4, 35.6 and 35.8 in CPU time).
-  const auto cpu_now = thread_cpu_seconds;
-  for (int trial = 0; trial < 5; ++trial) {  // the best of 5 pairs: the least disturbed
-    const double t0 = cpu_now();
-    sgemm();
-    sgemm();
-    const double sec = cpu_now() - t0;
-    best = std::max(best, 2 * 2.0 * n * n * static_cast<double>(n) / sec / 1e9);
+  for (int trial = 0; trial < trials; ++trial) {
+    const double t0 = now();
+    for (int r = 0; r < reps; ++r) sgemm();
+    const double sec = now() - t0;
+    best = std::max(best, static_cast<double>(reps) * 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / sec / 1e9);
   }
-  if (saved != 1) openblas_set_num_threads(saved);
+  if (saved != threads) openblas_set_num_threads(saved);
   return best;
+}
+
+double measure_sgemm_gflops_per_thread(Precision precision) {
+  // attograd runs its GEMMs single-threaded (parallel::init_threads): the peak is one thread's.
+  return sgemm_gflops(1024, 1, 2, 5, SgemmClock::ThreadCpu, precision);
 }
 
 PeakFlops kept_peak_flops(int threads, Precision precision) {

@@ -14,6 +14,7 @@
 // `threads` threads is that times threads. On a machine whose threads share cores this
 // overstates the peak, so the MFU errs low.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,9 +49,18 @@ std::string peak_cache_path();
 // so in `source`, and the peak measured now is used.
 PeakFlops kept_peak_flops(int threads, Precision precision = Precision::FP32);
 
-// The measurement itself: best of several timings of a single-threaded GEMM 1024³ through the
-// provider in use at `precision`, GFLOP/s of the thread's CPU time (so that a busy machine does
-// not lower it).
+// How sgemm_gflops times: the calling thread's CPU time (a single-threaded GEMM on a busy
+// machine, which waits for a core in wall time), or wall time (OpenBLAS's own threads).
+enum class SgemmClock { ThreadCpu, Wall };
+
+// A GEMM n × n × n through the provider in use (kernels::gemm) at `precision`, with OpenBLAS on
+// `threads` of its own threads (its count restored afterwards), in GFLOP/s: one call untimed
+// (page faults, the provider's buffers), then the best of `trials` timings of `reps` calls. The
+// one GEMM peak timer: the MFU peak below and `attograd bench sgemm`.
+double sgemm_gflops(int64_t n, int threads, int reps, int trials, SgemmClock clock, Precision precision = Precision::FP32);
+
+// The peak itself: a single-threaded GEMM 1024³ at `precision`, the best of 5 timings of 2 calls
+// in the thread's CPU time (so that a busy machine does not lower it).
 double measure_sgemm_gflops_per_thread(Precision precision = Precision::FP32);
 
 // Other numbers kept in the same file, under a key of their own: the kept values of `fields`

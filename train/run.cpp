@@ -15,21 +15,20 @@
 #include "train/evaluate.h"
 #include "train/flops.h"
 #include "train/interrupt.h"
-#include "train/param_groups.h"
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
-#include "train/time_budget.h"
+#include "train/schedules/registry.h"
 
 namespace ag::train {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 }  // namespace
 
 Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, distributed::Comm& comm,
-         std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks)
+         std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks, int64_t started_ns)
     : comm_(comm),
       cfg_(cfg),
       corpus_(std::move(corpus)),
@@ -40,14 +39,15 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       batch_gen_(cfg.seed + 1),
       eval_gen_(cfg.seed + 2),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
-      opt_(*model_, cfg),
-      sched_(cfg) {
+      opt_(cfg.optimizer->build(*model_, cfg)),
+      now_ns_(hooks.clock ? hooks.clock : std::function<int64_t()>(steady_ns)),
+      t_start_ns_(started_ns) {
   cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())
     for (auto& [name, p] : model_->named_parameters()) comm_.broadcast(p);
-  step_.emplace(*model_, opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
+  step_.emplace(*model_, *opt_, comm_, StepOptions{cfg.grad_accum, cfg.grad_clip, cfg.detect_anomaly, cfg.precision});
   step_->after_backward = [this](double loss) {
     if (hooks_.after_backward) hooks_.after_backward(*model_);
     // --grad-report: the gradients of the step before each evaluation, before clipping.
@@ -67,14 +67,14 @@ void Run::init_weights_from(const models::LanguageModel& trained) {
 }
 
 void Run::resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
-  restore_train_state(state, *model_, opt_);
+  restore_train_state(state, *model_, *opt_);
   pos_ = pos;
   model_gen_.set_state(pos.rng_model);
   batch_gen_.set_state(pos.rng_batch);
   eval_gen_.set_state(pos.rng_eval);
   decorrelate_dropout();
   // The clock and the last evaluation carry on from where the run stopped.
-  t_start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pos.elapsed_s));
+  t_start_ns_ -= pos.elapsed_ns;
   summary_.train_loss = pos.last_train_loss;
   summary_.val_loss = pos.last_val_loss;
 }
@@ -105,31 +105,36 @@ void Run::start(bool resumed) {
                    peak_,
                    gemm_header(gemm_.decision()),
                    precision_header(cfg_.precision, gemm_.decision().provider)};
+  // The schedule from the step the run starts at: a resumed optimizer holds each group's
+  // initial_lr, from which LambdaLR sets that step's rates (torch's last_epoch).
+  sched_.emplace(*opt_, [this](int64_t it) { return schedule_factor(cfg_, it, cfg_.iters); }, pos_.iter - 1);
+  // --time-budget: the policy, new or as recorded. A train state written before it recorded
+  // its decisions has none: the step count it fixed is kept, as then.
+  if (cfg_.time_budget > 0 && (!resumed || pos_.budget)) {
+    budget_.emplace(cfg_.time_budget, pos_.budget ? *pos_.budget : BudgetState{cfg_.iters, cfg_.iters});
+    pos_.budget = budget_->state();
+  }
   emit([&](RunLogger& l) { l.on_start(e); });
-  t_log_ = Clock::now();
+  t_log_ns_ = step_mark_ns_ = now_ns_();
 }
 
 TrainSummary Run::run(bool resumed) {
   InterruptGuard interrupts;  // first: a signal during start() must not kill a half-written file
   start(resumed);
   for (int64_t& it = pos_.iter;; ++it) {
-    const double lr = sched_.lr(it);
     // A time budget is spent on training: no evaluation of the untrained model.
     const bool skip_first_eval = it == 0 && cfg_.time_budget > 0;
-    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !skip_first_eval &&
-        !evaluate_and_checkpoint(it, lr))
-      return stop_interrupted();
+    if ((it % cfg_.eval_every == 0 || it == cfg_.iters) && !pos_.eval_done && !skip_first_eval) {
+      if (!evaluate_and_checkpoint(it)) return stop_interrupted();
+      step_mark_ns_ = now_ns_();  // an evaluation is not a step's time
+    }
     if (it == cfg_.iters) break;
-    if (first_step_ < 0) first_step_ = it;
-    // The probe's timing starts after a warm-up step when there is room for one.
-    if (cfg_.time_budget > 0 && probe_from_ < 0 && it < kBudgetProbeEnd &&
-        (it > first_step_ || it + 1 == kBudgetProbeEnd))
-      probe_from_ = it, t_probe_ = Clock::now();
     profile_.begin_step(it);
-    const double loss = train_step(it, lr);
+    const double loss = train_step(it);
     note_profile(&ProfileSession::end_step);
-    end_step(it, loss, lr);
-    if (cfg_.time_budget > 0 && (it + 1 == kBudgetProbeEnd || it + 1 == refit_at_)) fix_iters_to_budget(it + 1);
+    if (budget_) plan_budget(it + 1);  // before the step's event, which shows the count
+    end_step(it, loss, opt_->get_lr(0));
+    sched_->step();  // the next step's rates, for the run's count as it stands now
     if (cfg_.sample_every > 0 && (it + 1) % cfg_.sample_every == 0 && it + 1 != cfg_.iters && !loggers_.empty()) {
       const Sample s{it + 1, sample_text(100)};
       emit([&](RunLogger& l) { l.on_sample(s); });
@@ -144,58 +149,42 @@ TrainSummary Run::run(bool resumed) {
   return finish();
 }
 
-// --time-budget (train/time_budget.h): the timed steps fix the step count, after the probe and
-// once more where the stable phase ends, from every step timed by then (the probe's few steps
-// include the slower first ones). WSD's steps before its decay do not depend on the count, so the
-// steps taken are those of a run given it from the start.
-void Run::fix_iters_to_budget(int64_t steps_done) {
-  if (probe_from_ < 0 || steps_done <= probe_from_) return;  // resumed past the probe: the count is the saved one
-  const bool refit = steps_done == refit_at_;
-  if (!refit) iters_cap_ = cfg_.iters;
-  refit_at_ = -1;
-  const double step_s = seconds_since(t_probe_) / static_cast<double>(steps_done - probe_from_);
-  const double eval_s = final_eval_seconds(*model_, cfg_, corpus_.val_ids) / static_cast<double>(comm_.size());
-  // Each rank's count, averaged: every rank fixes the same one.
-  double iters = static_cast<double>(
-      iters_for_budget(cfg_.time_budget, seconds_since(t_start_), step_s, eval_s, steps_done, iters_cap_));
+// --time-budget (train/time_budget.h): after each step the policy plans the step count again
+// from the steps timed so far (the run's first step, a warm-up, is not timed) and its timing of
+// the final evaluation, taken once. The schedule's factor follows the count (train/schedules/),
+// and every plan is recorded with the run's state, so a resumed run continues from it.
+void Run::plan_budget(int64_t steps_done) {
+  const int64_t now = now_ns_();
+  const double step_s = steps_done > 1 ? static_cast<double>(now - step_mark_ns_) * 1e-9 : -1.0;
+  int64_t planned = budget_->after_step(steps_done, static_cast<double>(now - t_start_ns_) * 1e-9, step_s);
+  const bool first_eval_timing = budget_->wants_eval_time();
+  if (first_eval_timing) {
+    // Each rank evaluates its share of the batches, at the run's precision as it will then.
+    const AutocastGuard precision(cfg_.precision);
+    budget_->set_eval_time(final_eval_seconds(*model_, cfg_, corpus_.val_ids, now_ns_) / static_cast<double>(comm_.size()));
+    planned = budget_->after_step(steps_done, seconds_since(t_start_ns_), -1.0);
+  }
+  // Each rank's count, averaged: every rank plans the same one.
   if (comm_.distributed()) {
-    comm_.allreduce_sum(&iters, 1);
-    iters = std::floor(iters / static_cast<double>(comm_.size()));
+    double mean = static_cast<double>(planned);
+    comm_.allreduce_sum(&mean, 1);
+    planned = std::max(steps_done, static_cast<int64_t>(std::floor(mean / static_cast<double>(comm_.size()))));
+    budget_->agree(planned);
   }
-  int64_t fixed = std::max(steps_done, static_cast<int64_t>(iters));
-  if (fixed == cfg_.iters && !refit) return;  // capped by --iters
-  TrainConfig next = cfg_;
-  next.iters = fixed;
-  auto same_steps = [&](const LrSchedule& sched) {
-    for (int64_t k = 0; k < steps_done; ++k)
-      if (sched.lr(k) != sched_.lr(k)) return false;
-    return true;
-  };
-  if (!same_steps(LrSchedule(next))) {
-    if (!refit)
-      throw ConfigError("--time-budget " + format_value(cfg_.time_budget) + " leaves " + std::to_string(fixed) +
-                        " steps, whose --schedule wsd decay would begin before the " + std::to_string(steps_done) +
-                        " steps timed: give a larger budget or a smaller --cooldown");
-    // The steps grew slower: the shorter run's decay would have begun already. It begins now,
-    // over the steps left, and its fraction is recorded (--cooldown) so that --resume follows it.
-    next.iters = fixed = std::max(fixed, steps_done + 1);
-    next.cooldown = static_cast<double>(fixed - steps_done) / static_cast<double>(fixed);
-    if (!same_steps(LrSchedule(next)))  // wsd's steps before its decay depend on neither
-      throw std::logic_error("--time-budget: a decay beginning at step " + std::to_string(steps_done) +
-                             " changed the learning rate of the steps taken");
+  cfg_.iters = planned;
+  pos_.budget = budget_->state();
+  if (first_eval_timing) {
+    char msg[240];
+    std::snprintf(msg, sizeof msg,
+                  "time budget %gs: %ld steps at %.1f ms a step, planned again after every step; %.1f s for the final "
+                  "evaluation",
+                  cfg_.time_budget, static_cast<long>(planned), 1e3 * budget_->state().step_s, budget_->eval_estimate());
+    emit([&](RunLogger& l) { l.on_note(msg); });
   }
-  cfg_.iters = fixed;
-  cfg_.cooldown = next.cooldown;
-  sched_ = LrSchedule(next);
-  if (!refit) refit_at_ = fixed - LrSchedule::decay_steps(cfg_.cooldown, fixed);
-  char msg[200];
-  std::snprintf(msg, sizeof msg, "time budget %gs: %ld steps (from the %ld timed), the last %ld in the decay; %.1f s for the final evaluation",
-                cfg_.time_budget, static_cast<long>(fixed), static_cast<long>(steps_done - probe_from_),
-                static_cast<long>(LrSchedule::decay_steps(cfg_.cooldown, fixed)), eval_s);
-  emit([&](RunLogger& l) { l.on_note(msg); });
+  step_mark_ns_ = now_ns_();
 }
 
-bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
+bool Run::evaluate_and_checkpoint(int64_t it) {
   check_same_weights(comm_, model_->named_parameters(), it);
   const Generator::State eval_start = eval_gen_.state();
   // --eval-iters all: the whole validation split; the training loss, a guide only, from
@@ -228,13 +217,13 @@ bool Run::evaluate_and_checkpoint(int64_t it, double lr) {
   // The metrics line before the checkpoint: a checkpoint never gets ahead of metrics.jsonl.
   const GradReportFile* report = grad_report_iter_ == it ? &*grad_report_ : nullptr;
   model_->eval();
-  const EvalEnd e{it, *tl, *vl, lr, seconds_since(t_start_), *model_, report};
+  const EvalEnd e{it, *tl, *vl, opt_->get_lr(0), seconds_since(t_start_ns_), *model_, report};
   emit([&](RunLogger& l) { l.on_eval(e); });
   model_->train();
   grad_report_.reset();
   grad_report_iter_ = -1;
   checkpoint(best);
-  t_log_ = Clock::now();  // evaluation time is not training throughput
+  t_log_ns_ = now_ns_();  // evaluation time is not training throughput
   steps_since_log_ = 0;
   return true;
 }
@@ -243,17 +232,17 @@ void Run::checkpoint(bool best) {
   pos_.rng_model = model_gen_.state();
   pos_.rng_batch = batch_gen_.state();
   pos_.rng_eval = eval_gen_.state();
-  pos_.elapsed_s = seconds_since(t_start_);
-  const Checkpoint e{pos_.iter, best, cfg_, *model_, opt_, pos_, corpus_.tokenizer};
+  pos_.elapsed_ns = now_ns_() - t_start_ns_;
+  const Checkpoint e{pos_.iter, best, cfg_, *model_, *opt_, pos_, corpus_.tokenizer};
   emit([&](RunLogger& l) { l.on_checkpoint(e); });
 }
 
-double Run::train_step(int64_t it, double lr) {
-  const Clock::time_point t0 = Clock::now();
+double Run::train_step(int64_t it) {
+  const int64_t t0 = now_ns_();
   std::optional<profiler::RecordScope> data_phase(std::in_place, "data", profiler::Category::Phase);
   auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
   data_phase.reset();
-  const StepResult r = step_->run(x, y, lr, it);
+  const StepResult r = step_->run(x, y, it);
   stop_agreed_ = r.stop;
   grad_norm_ = r.grad_norm;
   skipped_.clear();
@@ -282,18 +271,18 @@ void Run::end_step(int64_t it, double loss, double lr) {
   e.grad_norm = grad_norm_;
   e.logged = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
   const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
-  const double dt = seconds_since(t_log_);
+  const double dt = seconds_since(t_log_ns_);
   e.tokens_per_s = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log_) / dt : tokens_per_s_;
   e.ms_per_step = steps_since_log_ > 0 ? 1e3 * dt / static_cast<double>(steps_since_log_) : 0;
   e.mfu = mfu(flops_per_token_, e.tokens_per_s, peak_.gflops);
   e.eta_s = e.tokens_per_s > 0 ? static_cast<double>(cfg_.iters - it - 1) * tokens_per_step / e.tokens_per_s : 0;
-  e.elapsed_s = seconds_since(t_start_);
+  e.elapsed_s = seconds_since(t_start_ns_);
   e.skipped = skipped_;
   e.skipped_updates = pos_.skipped_updates;
   emit([&](RunLogger& l) { l.on_step(e); });
   if (e.logged) {
     tokens_per_s_ = e.tokens_per_s;
-    t_log_ = Clock::now();
+    t_log_ns_ = now_ns_();
     steps_since_log_ = 0;
   }
 }
@@ -354,7 +343,7 @@ void Run::note_profile(void (ProfileSession::*report)(std::ostream&)) {
 TrainSummary Run::finish() {
   note_profile(&ProfileSession::finish);  // when the run ended before the last profiled step
   summary_.iters = cfg_.iters;
-  summary_.seconds = seconds_since(t_start_);
+  summary_.seconds = seconds_since(t_start_ns_);
   summary_.tokens_per_s = tokens_per_s_;
   summary_.skipped_updates = pos_.skipped_updates;
   Stop e;

@@ -13,23 +13,26 @@
 #include "data/corpus.h"
 #include "models/registry.h"
 #include "distributed/comm.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
 #include "train/gemm_choice.h"
 #include "train/logging/grad_report.h"
-#include "train/run_optimizer.h"
 #include "train/logging/profile.h"
 #include "train/logging/run_logger.h"
-#include "train/schedule.h"
-#include "train/step.h"
 #include "train/run_folder/train_state.h"
+#include "train/step.h"
+#include "train/time_budget.h"
 #include "train/trainer.h"
 
 namespace ag::train {
 
 class Run {
  public:
-  // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed.
+  // loggers: empty on ranks other than 0. The model is built from entry, seeded by cfg.seed, and
+  // its optimizer by cfg.optimizer's row. started_ns: when the run began (before its data was
+  // read), on the run's clock (hooks.clock).
   Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus corpus, distributed::Comm& comm,
-      std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks);
+      std::vector<std::shared_ptr<RunLogger>> loggers, const RunHooks& hooks, int64_t started_ns);
 
   // --init-from: the weights of a trained model of the same configuration (fine-tuning).
   void init_weights_from(const models::LanguageModel& trained);
@@ -42,13 +45,12 @@ class Run {
   TrainSummary run(bool resumed);
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   void start(bool resumed);
-  bool evaluate_and_checkpoint(int64_t it, double lr);  // false: interrupted (redone on resume)
-  double train_step(int64_t it, double lr);             // one update (or a skipped one); returns the loss
-  void end_step(int64_t it, double loss, double lr);    // the StepEnd event and the throughput window
-  void fix_iters_to_budget(int64_t steps_done);         // --time-budget: after the probe steps, then again at the decay
+  bool evaluate_and_checkpoint(int64_t it);           // false: interrupted (redone on resume)
+  double train_step(int64_t it);                      // one update (or a skipped one); returns the loss
+  void end_step(int64_t it, double loss, double lr);  // the StepEnd event and the throughput window
+  void plan_budget(int64_t steps_done);               // --time-budget: the step count planned again
+  double seconds_since(int64_t t_ns) const { return static_cast<double>(now_ns_() - t_ns) * 1e-9; }
   void checkpoint(bool best);
   TrainSummary stop_interrupted();                      // after a SIGINT/SIGTERM: checkpoint, say how to resume
   TrainSummary finish();                                // the last line and the sample
@@ -69,16 +71,19 @@ class Run {
   RunGemm gemm_;  // the run's GEMM provider, chosen before anything else (train/gemm_choice.h)
   Generator model_gen_, batch_gen_, eval_gen_;  // init + dropout, training batches, evaluation batches
   std::unique_ptr<models::LanguageModel> model_;
-  RunOptimizer opt_;
+  std::unique_ptr<optim::Optimizer> opt_;
   std::optional<Step> step_;
-  LrSchedule sched_;
+  // Each group's initial_lr times cfg_.schedule's factor for cfg_.iters steps (which a time
+  // budget plans as it goes); made by start(), at the step the run starts from.
+  std::optional<optim::lr_scheduler::LambdaLR> sched_;
   RunPosition pos_;
-  Clock::time_point t_start_ = Clock::now();
+  std::function<int64_t()> now_ns_;
+  int64_t t_start_ns_ = 0;  // the run's start on now_ns_, moved back by the time of earlier segments
   PeakFlops peak_;
   double flops_per_token_ = 0;  // of a training step
   TrainSummary summary_;
   // The throughput window: the steps since the last logged step (evaluations excluded).
-  Clock::time_point t_log_;
+  int64_t t_log_ns_ = 0;
   int64_t steps_since_log_ = 0;
   double tokens_per_s_ = 0;  // of the last logged step
   double grad_norm_ = 0;     // of the last step, before clipping
@@ -86,12 +91,9 @@ class Run {
   bool stop_agreed_ = false;  // several ranks: some rank was asked to stop (agreed in the step)
   int64_t steps_timed_ = 0;   // by note_kill_timeout (the first step, slower, is not judged)
   bool kill_timeout_noted_ = false;
-  // --time-budget: the probe steps' start (steps after the first, since this process started).
-  Clock::time_point t_probe_;
-  int64_t probe_from_ = -1;    // the first timed step (-1: none yet)
-  int64_t refit_at_ = -1;      // where the stable phase ends: the count is fixed again there (-1: not again)
-  int64_t iters_cap_ = 0;      // --iters, the budget's cap, as given
-  int64_t first_step_ = -1;    // the first step this process runs
+  // --time-budget: the policy (train/time_budget.h), and when the last step (or evaluation) ended.
+  std::optional<TimeBudget> budget_;
+  int64_t step_mark_ns_ = 0;
   // The gradient report taken after the backward of the step before an evaluation.
   std::optional<GradReportFile> grad_report_;
   int64_t grad_report_iter_ = -1;  // the evaluation it is for

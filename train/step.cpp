@@ -26,7 +26,7 @@ Step::Step(models::LanguageModel& model, optim::Optimizer& opt, distributed::Com
 
 Step::~Step() = default;
 
-StepResult Step::run(const Tensor& x, const Tensor& y, double lr, int64_t iter) {
+StepResult Step::run(const Tensor& x, const Tensor& y, int64_t iter) {
   const int64_t B = x.size(0), K = options_.grad_accum, N = comm_.size();
   if (B % N != 0 || (B / N) % K != 0)
     throw std::invalid_argument("Step: a batch of " + std::to_string(B) + " rows does not split into " +
@@ -35,7 +35,6 @@ StepResult Step::run(const Tensor& x, const Tensor& y, double lr, int64_t iter) 
   StepResult r;
   // The step's phases for the profiler (--profile-steps): the events of each op nest in them.
   profiler::ScopeSequence phase("zero_grad", profiler::Category::Phase);
-  for (size_t g = 0; g < opt_.num_param_groups(); ++g) opt_.set_lr(g, lr);
   opt_.zero_grad();
   {
     std::optional<DetectAnomalyGuard> anomaly;  // over this step's forwards and backwards

@@ -1,6 +1,7 @@
 // One training step, exactly as `attograd train` runs it and `attograd bench train` times it:
 //
-//   zero the gradients
+//   zero the gradients                                      (the learning rates are the optimizer's:
+//                                                           a schedule sets them between steps)
 //   for each of grad_accum micro-batches of this rank's rows of the global batch:
 //     loss = model.loss(x, y) / grad_accum; backward        (only the last backward communicates:
 //                                                           the Reducer averages the gradients
@@ -56,10 +57,10 @@ class Step {
   Step(const Step&) = delete;
   Step& operator=(const Step&) = delete;
 
-  // One step at learning rate lr on the global batch x, y (B, T), the same on every rank: rank r
-  // takes rows [r·B/N, (r+1)·B/N) in grad_accum micro-batches. `iter` names the step in
-  // messages. The model is in training mode.
-  StepResult run(const Tensor& x, const Tensor& y, double lr, int64_t iter);
+  // One step on the global batch x, y (B, T), the same on every rank: rank r takes rows
+  // [r·B/N, (r+1)·B/N) in grad_accum micro-batches. `iter` names the step in messages. The
+  // model is in training mode; each group's learning rate is what the optimizer holds.
+  StepResult run(const Tensor& x, const Tensor& y, int64_t iter);
 
   // Called after the gradients are final and averaged, before clipping, with the step's loss.
   std::function<void(double loss)> after_backward;

@@ -1,28 +1,79 @@
 #include "train/time_budget.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "autograd/engine.h"
 #include "train/evaluate.h"
 
 namespace ag::train {
 
-int64_t iters_for_budget(double budget_s, double elapsed_s, double step_s, double eval_s, int64_t steps_done, int64_t cap) {
-  if (!(step_s > 0)) return std::min(steps_done, cap);
-  const double left = std::max(0.0, budget_s * (1.0 - kBudgetSpare) - elapsed_s - eval_s);
-  const double more = std::floor(left / step_s);
-  const double total = static_cast<double>(steps_done) + more;
-  if (total >= static_cast<double>(cap)) return cap;
-  return std::max(steps_done, static_cast<int64_t>(total));
+std::string budget_state_to_json(const BudgetState& s) {
+  return nlohmann::json{{"cap", s.cap},       {"planned", s.planned}, {"timed", s.timed},
+                        {"step_s", s.step_s}, {"eval_s", s.eval_s},   {"eval_step_s", s.eval_step_s}}
+      .dump();
 }
 
-double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, const std::vector<int64_t>& val_ids) {
-  using Clock = std::chrono::steady_clock;
+BudgetState budget_state_from_json(const std::string& text, const std::string& source) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    BudgetState s;
+    auto count = [&](const char* key) {
+      const auto& v = j.at(key);
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) throw std::runtime_error(std::string("'") + key + "' is not a count");
+      return v.get<int64_t>();
+    };
+    auto number = [&](const char* key) {
+      const auto& v = j.at(key);
+      if (!v.is_number() || !std::isfinite(v.get<double>())) throw std::runtime_error(std::string("'") + key + "' is not a finite number");
+      return v.get<double>();
+    };
+    s.cap = count("cap"), s.planned = count("planned"), s.timed = count("timed");
+    s.step_s = number("step_s"), s.eval_s = number("eval_s"), s.eval_step_s = number("eval_step_s");
+    if (s.planned > s.cap || s.step_s < 0 || s.eval_step_s < 0) throw std::runtime_error("the numbers do not fit together");
+    return s;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(source + ": __metadata__ 'time_budget' is not a time budget's state: " + e.what());
+  }
+}
+
+TimeBudget::TimeBudget(double budget_s, int64_t cap) : budget_s_(budget_s) { state_.cap = state_.planned = cap; }
+
+TimeBudget::TimeBudget(double budget_s, BudgetState state) : budget_s_(budget_s), state_(state) {}
+
+void TimeBudget::set_eval_time(double eval_s) {
+  state_.eval_s = std::max(0.0, eval_s);
+  state_.eval_step_s = state_.step_s;
+}
+
+double TimeBudget::eval_estimate() const {
+  if (state_.eval_s < 0) return 0;
+  // A machine that got busier since the evaluation was timed runs it slower too.
+  return state_.eval_step_s > 0 ? state_.eval_s * (state_.step_s / state_.eval_step_s) : state_.eval_s;
+}
+
+int64_t TimeBudget::after_step(int64_t steps_done, double elapsed_s, double step_s) {
+  if (step_s >= 0) {
+    ++state_.timed;
+    const double weight = 1.0 / static_cast<double>(std::min(state_.timed, kRecentSteps));
+    state_.step_s += weight * (step_s - state_.step_s);
+  }
+  if (state_.timed == 0 || !(state_.step_s > 0)) return state_.planned = std::max(std::min(state_.planned, state_.cap), steps_done);
+  const double left = budget_s_ * (1.0 - kSpare) - elapsed_s - eval_estimate();
+  // The nearest count: the run ends within half a step of the target, either side.
+  const double more = left > 0 ? std::floor(left / state_.step_s + 0.5) : 0.0;
+  const double total = static_cast<double>(steps_done) + more;
+  state_.planned = total >= static_cast<double>(state_.cap) ? state_.cap : std::max(steps_done, static_cast<int64_t>(total));
+  return state_.planned;
+}
+
+double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, const std::vector<int64_t>& val_ids,
+                          const std::function<int64_t()>& now_ns) {
   const int64_t T = cfg.model.block_size;
   auto time_batch = [&](int64_t rows) {  // one forward of `rows` windows of the validation text
-    const Clock::time_point t0 = Clock::now();
+    const int64_t t0 = now_ns();
     NoGradGuard no_grad;
     model.eval();
     std::vector<int64_t> x(static_cast<size_t>(rows * T));
@@ -30,7 +81,7 @@ double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, 
     const Tensor xt = Tensor::from_vector(x, {rows, T});
     (void)model.loss(xt, xt).item();
     model.train();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return static_cast<double>(now_ns() - t0) * 1e-9;
   };
   // Each shape timed twice, the faster kept: a first call of a shape pays for memory the
   // evaluation's other batches reuse (timed once, a 120 s run with a 2.6 s evaluation ended

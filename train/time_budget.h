@@ -1,11 +1,17 @@
-// --time-budget SECONDS (docs/speedrun.md): a run that ends, its final evaluation included, when
-// the budget is spent. The steps after the first (a warm-up) up to kBudgetProbeEnd are timed;
-// their mean and the time the final evaluation will take fix the step count, and the mean of
-// every step timed by the end of that count's stable phase fixes it again there (train/run.cpp
-// records it in the run's configuration, so that --resume continues it exactly). Evaluations
-// before the last (--eval-every) are budgeted only by the second fix, as part of the steps' time.
+// --time-budget SECONDS (docs/speedrun.md): a run that ends when the budget is spent, its data,
+// steps and final evaluation included, between 98% and 100.5% of it. A policy apart from the
+// loop: after each step the run tells it the elapsed time and what the step took, and it plans
+// the step count again (at most --iters) from its estimates of a step's time and of the final
+// evaluation's; the schedule's factor follows the plan (train/schedules/registry.h), so the
+// decay follows the elapsed time.
+//
+// What it decided from a clock is its BudgetState, which the train state keeps: a run resumed
+// from a checkpoint continues from that plan and those estimates, so that with the same clock
+// readings (a fake clock in the tests) it makes the decisions the run that never stopped made.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "models/language_model.h"
@@ -13,18 +19,63 @@
 
 namespace ag::train {
 
-// The share of the budget the step count leaves unplanned: on a shared machine the steps after
-// the last fix ran up to 7% slower or faster than the mean that fixed the count
-// (docs/speedrun.md), and the budget is a limit, not a target.
-inline constexpr double kBudgetSpare = 0.02;
+// Everything the policy decided from a clock.
+struct BudgetState {
+  int64_t cap = 0;         // --iters as given: no plan goes beyond it
+  int64_t planned = 0;     // the last plan: the run's step count
+  int64_t timed = 0;       // steps timed so far
+  double step_s = 0;       // the estimate of a step's seconds (the mean of the first steps timed, then recent ones weigh more)
+  double eval_s = -1;      // the final evaluation's seconds, timed once (-1: not yet)
+  double eval_step_s = 0;  // the step estimate when eval_s was timed: the evaluation's estimate scales with the steps'
+  bool operator==(const BudgetState&) const = default;
+};
 
-// The step count: the steps done, then as many steps of step_s as fit in what is left of the
-// budget, less its spare share, after the final evaluation (eval_s); at most cap, at least steps_done.
-int64_t iters_for_budget(double budget_s, double elapsed_s, double step_s, double eval_s, int64_t steps_done, int64_t cap);
+// As the train state's metadata keeps it (JSON, doubles that read back exactly); the reader
+// throws std::runtime_error naming `source`.
+std::string budget_state_to_json(const BudgetState& s);
+BudgetState budget_state_from_json(const std::string& text, const std::string& source);
+
+class TimeBudget {
+ public:
+  // The share of the budget left unplanned, for what follows the last plan: the last step runs
+  // longer or shorter than the estimate, and the final evaluation than its timing scaled (on this
+  // shared 2-core machine, within ±0.5 s of a 2–3 s evaluation). The budget is a limit.
+  static constexpr double kSpare = 0.0075;
+  // Steps weigh 1/n into the step estimate while n ≤ kRecentSteps, then 1/kRecentSteps: the
+  // estimate follows a machine whose load changes within a few seconds.
+  static constexpr int64_t kRecentSteps = 16;
+
+  // A new run: nothing timed, the plan at cap (--iters).
+  TimeBudget(double budget_s, int64_t cap);
+  // A resumed one, from its recorded state.
+  TimeBudget(double budget_s, BudgetState state);
+
+  // After a step: steps_done steps done, elapsed_s of the budget spent, the step took step_s
+  // seconds (< 0: not timed, as the run's first step). Returns the new plan: the steps done, then
+  // the number of steps of the estimate nearest to what the budget less its spare leaves after
+  // the final evaluation; at most the cap. Before any step is timed the plan stays at the cap.
+  int64_t after_step(int64_t steps_done, double elapsed_s, double step_s);
+  // Several ranks: the plan they agreed on replaces this rank's.
+  void agree(int64_t planned) { state_.planned = planned; }
+
+  // The final evaluation is timed once, after the first timed step (final_eval_seconds).
+  bool wants_eval_time() const { return state_.eval_s < 0 && state_.timed > 0; }
+  void set_eval_time(double eval_s);
+  // The final evaluation's seconds as planned now (0 before it was timed).
+  double eval_estimate() const;
+
+  double budget_s() const { return budget_s_; }
+  const BudgetState& state() const { return state_; }
+
+ private:
+  double budget_s_;
+  BudgetState state_;
+};
 
 // The seconds the final evaluation (--eval-iters batches of each split, or the whole validation
-// split) takes on one process, from one batch of each shape timed on `model` (no randomness
-// drawn; the model is left in training mode).
-double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, const std::vector<int64_t>& val_ids);
+// split) takes on one process, from one batch of each shape timed on `model` twice, the faster
+// kept (no randomness drawn; the model is left in training mode). now_ns: the run's clock.
+double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, const std::vector<int64_t>& val_ids,
+                          const std::function<int64_t()>& now_ns);
 
 }  // namespace ag::train

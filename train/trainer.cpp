@@ -2,6 +2,7 @@
 // one (resume_lm). The configuration is validated once (train/config/config_check.h), the model's
 // registry entry resolved once, the loggers attached on rank 0, then train/run.cpp's loop
 // runs.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -22,8 +23,8 @@
 #include "train/run.h"
 #include "train/run_folder/run_dir.h"
 #include "train/run_folder/run_folder_writer.h"
+#include "train/schedules/registry.h"
 #include "train/run_folder/run_identity.h"
-#include "train/schedule.h"
 
 namespace ag::train {
 
@@ -54,7 +55,16 @@ std::vector<std::shared_ptr<RunLogger>> loggers_of(const distributed::Comm& comm
 }
 }  // namespace
 
+namespace {
+// The run's clock now (hooks.clock, or the steady clock).
+int64_t clock_now(const RunHooks& hooks) {
+  if (hooks.clock) return hooks.clock();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out, const RunHooks& hooks) {
+  const int64_t started_ns = clock_now(hooks);  // a time budget counts reading the data
   TrainConfig cfg = cfg_in;
   distributed::Comm& comm = distributed::Comm::world();
   const models::ModelEntry* entry = &validate_config(cfg, comm.size());
@@ -90,7 +100,7 @@ TrainSummary train_lm(const TrainConfig& cfg_in, std::ostream& out, const RunHoo
     run_id = new_run_id();  // rank 0 alone writes the folder and its train states
     write_run_id(cfg.out_dir, run_id);
   }
-  Run run(cfg, *entry, std::move(corpus), comm, std::move(loggers), hooks);
+  Run run(cfg, *entry, std::move(corpus), comm, std::move(loggers), hooks, started_ns);
   run.set_run_id(run_id);
   if (init) run.init_weights_from(*init->model);  // every rank loaded the same file
   return run.run(/*resumed=*/false);
@@ -102,26 +112,21 @@ void check_iters_change(const TrainConfig& saved, int64_t new_iters, int64_t ste
                       std::to_string(steps_taken) + " steps");
   // The steps taken used the old schedule; a run given new_iters from the start would have
   // used the new one. Exact only if they agree on every step taken (bit for bit).
-  TrainConfig extended = saved;
-  extended.iters = new_iters;
-  const LrSchedule old_s(saved), new_s(extended);
+  if (saved.time_budget > 0)
+    throw ConfigError("--iters " + std::to_string(new_iters) + " cannot change the run in " + dir +
+                      ": its --time-budget plans the step count (at most the --iters it was given)");
+  // Every group's rate is its initial_lr times the schedule's factor: the same factors, the
+  // same rates. The lr shown is the one of --lr's groups.
   for (int64_t it = 0; it < steps_taken; ++it) {
-    if (old_s.lr(it) == new_s.lr(it)) continue;
-    char why[300];
-    if (saved.schedule == "wsd")
-      std::snprintf(why, sizeof why, "the final decay over the last %g of the steps moves with --iters, so only runs "
-                    "that have not reached either run's decay can change --iters", saved.cooldown);
-    else
-      std::snprintf(why, sizeof why, "the cosine decay after the %ld warmup steps spans the whole run, so only runs "
-                    "still within their warmup, or with --min-lr equal to --lr, can change --iters",
-                    static_cast<long>(saved.warmup));
-    char msg[900];
+    const double old_f = schedule_factor(saved, it, saved.iters), new_f = schedule_factor(saved, it, new_iters);
+    if (old_f == new_f) continue;
+    char msg[1200];
     std::snprintf(msg, sizeof msg,
                   "--iters %ld cannot continue the run in %s exactly: its step %ld used lr %.6g, but a run of %ld iters "
                   "would have used %.6g there (%s). To train further with a new schedule, start a new run from its "
                   "weights: attograd train --init-from %s",
-                  static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), old_s.lr(it),
-                  static_cast<long>(new_iters), new_s.lr(it), why, dir.c_str());
+                  static_cast<long>(new_iters), dir.c_str(), static_cast<long>(it), saved.lr * old_f,
+                  static_cast<long>(new_iters), saved.lr * new_f, saved.schedule->iters_note(saved).c_str(), dir.c_str());
     throw ConfigError(msg);
   }
 }
@@ -142,6 +147,7 @@ void check_recorded_choices(const TrainConfig& saved, const TrainConfig& now, co
 
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
                        std::ostream& out, const RunHooks& hooks) {
+  const int64_t started_ns = clock_now(hooks);
   distributed::Comm& comm = distributed::Comm::world();
   const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
   // Rank 0 locks the folder, reads the state and sends its bytes to every rank (the run folder
@@ -184,7 +190,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
         << cfg.iters << " iters (" << st.pos.iter
         << " taken; the learning rates of those are the same under both schedules)\n";
   }
-  Run run(cfg, entry, std::move(corpus), comm, std::move(loggers), hooks);
+  Run run(cfg, entry, std::move(corpus), comm, std::move(loggers), hooks, started_ns);
   run.resume_from(state, st.pos);
   return run.run(/*resumed=*/true);
 }

@@ -4,7 +4,8 @@
 //     at it % eval_every == 0 and at the end: mean loss over eval_iters batches of each
 //       split (no-grad, eval mode, its own generator), then a checkpoint;
 //     at it == iters: stop;
-//     lr = schedule(it); one train::Step (train/step.h): forward, backward, clip, AdamW update.
+//     one train::Step (train/step.h): forward, backward, clip, the optimizer's update; then the
+//     schedule sets the next step's learning rates (each group's initial_lr times its factor).
 // So `iters` updates are made and the last evaluation sees the model after all of them. The
 // loop emits events (train/logging/run_logger.h) to its loggers: the console, metrics.jsonl, the run
 // folder's files, TensorBoard.
@@ -55,6 +56,10 @@ struct RunHooks {
   // after each step.
   std::function<void(models::LanguageModel&)> after_backward{};
   std::function<void(int64_t iter)> after_step{};
+  // The run's clock, in nanoseconds (empty: std::chrono::steady_clock): the elapsed time, the
+  // throughput and every decision of --time-budget read it. Tests give a fake one, so that a
+  // budgeted run's decisions do not depend on the machine.
+  std::function<int64_t()> clock{};
 };
 
 // A new run in cfg.out_dir (its metrics.jsonl is started afresh, its config.toml written).

@@ -89,3 +89,29 @@ Tensor gt(const Tensor& a, double s) { return compare(a, s, "gt", std::greater<>
 Tensor ge(const Tensor& a, double s) { return compare(a, s, "ge", std::greater_equal<>()); }
 
 }  // namespace ag
+
+namespace ag {
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
+  return x == y;  // NaN != NaN, as torch.equal
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), "allclose");
+  // Both read through their broadcast strides, as float64.
+  const std::vector<double> u = make_view(a, s, kernels::broadcast_strides(a, s), a.impl().offset).to_double_vector();
+  const std::vector<double> v = make_view(b, s, kernels::broadcast_strides(b, s), b.impl().offset).to_double_vector();
+  for (size_t i = 0; i < u.size(); ++i) {
+    if (std::isnan(u[i]) || std::isnan(v[i])) {
+      if (equal_nan && std::isnan(u[i]) && std::isnan(v[i])) continue;
+      return false;
+    }
+    if (u[i] == v[i]) continue;  // infinities of one sign
+    if (!(std::fabs(u[i] - v[i]) <= atol + rtol * std::fabs(v[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace ag

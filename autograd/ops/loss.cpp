@@ -274,12 +274,50 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
   return reduce(abs(sub(input, target)), options.reduction);  // |0|' = 0, as PyTorch
 }
 
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
+  AG_PROFILE_OP("binary_cross_entropy");
+  kernels::check_float(input, "binary_cross_entropy");
+  kernels::check_same_dtype(input, target, "binary_cross_entropy");
+  if (input.shape() != target.shape())  // torch's message
+    throw std::invalid_argument("Using a target size (" + shape_str(target.shape()) +
+                                ") that is different to the input size (" + shape_str(input.shape()) +
+                                ") is deprecated. Please ensure they have the same size.");
+  const Tensor x = kernels::dense(input), t = kernels::dense(target);
+  Tensor loss = Tensor::empty(input.shape(), input.dtype());
+  AG_DISPATCH_FLOAT(input.dtype(), "binary_cross_entropy", [&] {
+    const scalar_t *px = x.data<scalar_t>(), *pt = t.data<scalar_t>();
+    scalar_t* pl = loss.data<scalar_t>();
+    for (int64_t i = 0, n = loss.numel(); i < n; ++i) {
+      if (!(px[i] >= 0 && px[i] <= 1)) throw std::invalid_argument("all elements of input should be between 0 and 1");
+      if (!(pt[i] >= 0 && pt[i] <= 1)) throw std::invalid_argument("all elements of target should be between 0 and 1");
+      // torch's: (t − 1)·max(log(1 − x), −100) − t·max(log x, −100)
+      const scalar_t lo = std::max<scalar_t>(std::log1p(-px[i]), scalar_t(-100)), li = std::max<scalar_t>(std::log(px[i]), scalar_t(-100));
+      pl[i] = (pt[i] - 1) * lo - pt[i] * li;
+    }
+  });
+  if (should_record({&input, &target})) {
+    record(loss, "binary_cross_entropy", {input, target},
+           [sx = SavedTensor::save(input), st = SavedTensor::save(target)](const Tensor& g) {
+             // loss = −t·log x − (1 − t)·log(1 − x)  =>
+             //   dx = g·(x − t) / max(x·(1 − x), ε)   (torch's formula, ε = float 1e-12)
+             //   dt = −g·logit(x) = g·(log(1 − x) − log x)
+             const Tensor x = sx.unpack(), t = st.unpack();
+             // torch's 1e-12 is a float: the clamp is float(1e-12) in float64 too
+             const Tensor dx = div(mul(g, sub(x, t)), clamp(mul(x, rsub(1.0, x)), static_cast<double>(1e-12f), std::nullopt));
+             const Tensor dt = mul(g, sub(log(rsub(1.0, x)), log(x)));
+             return Grads{dx, dt};
+           });
+  }
+  if (options.weight.defined()) loss = mul(loss, options.weight);
+  return reduce(loss, options.reduction);
+}
+
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options) {
   kernels::check_same_dtype(input, target, "binary_cross_entropy_with_logits");
-  if (input.shape() != target.shape())
-    throw std::invalid_argument("binary_cross_entropy_with_logits: target " + describe(target) +
-                                " must have the input's shape " + describe(input));
+  if (input.shape() != target.shape())  // torch's message
+    throw std::invalid_argument("Target size (" + shape_str(target.shape()) + ") must be the same as input size (" +
+                                shape_str(input.shape()) + ")");
   // −log σ(x) = log(1 + e^−x) = m + log(e^−m + e^(−x−m)) with m = max(−x, 0): no overflow
   const Tensor m = relu(neg(input));
   const Tensor softplus_neg = add(m, log(add(exp(neg(m)), exp(sub(neg(input), m)))));  // −log σ(x)

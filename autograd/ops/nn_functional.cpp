@@ -294,6 +294,30 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return y;
 }
 
+// Over several trailing dims: those dims as one (views when x is contiguous), the same kernel.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  const auto k = static_cast<int64_t>(normalized_shape.size());
+  bool fits = k > 0 && x.dim() >= k;
+  for (int64_t i = 1; fits && i <= k; ++i) fits = x.size(-i) == normalized_shape[static_cast<size_t>(k - i)];
+  if (!fits) {  // torch's message
+    std::string star = "[*";
+    for (int64_t d : normalized_shape) star += ", " + std::to_string(d);
+    throw std::invalid_argument("Given normalized_shape=" + shape_str(normalized_shape) + ", expected input with shape " +
+                                star + "], but got input of size" + shape_str(x.shape()));
+  }
+  for (const auto& [p, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}})
+    if (p->defined() && p->shape() != normalized_shape)  // torch's message
+      throw std::invalid_argument(std::string("Expected ") + what + " to be of same shape as normalized_shape, but got " +
+                                  what + " of shape " + shape_str(p->shape()) + " and normalized_shape = " +
+                                  shape_str(normalized_shape));
+  if (k == 1) return layer_norm(x, weight, bias, eps);
+  const int64_t C = shape_numel(normalized_shape);
+  Shape rows(x.shape().begin(), x.shape().end() - k);
+  rows.push_back(C);
+  auto flat = [C](const Tensor& t) { return t.defined() ? reshape(t, {C}) : Tensor(); };
+  return reshape(layer_norm(reshape(x, rows), flat(weight), flat(bias), eps), x.shape());
+}
+
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
   AG_PROFILE_OP("dropout");
   kernels::check_float(a, "dropout");

@@ -1,6 +1,7 @@
 #include "nn/utils/clip_grad.h"
 
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -65,33 +66,62 @@ double two_norm(const std::vector<Tensor>& grads) {
   return std::sqrt(total);
 }
 
-double p_norm(const std::vector<Tensor>& grads, double p) {
+// torch.linalg.vector_norm of v with order p, in float64: max |v| or min |v| for ±infinity
+// (NaN wins), the count of non-zero entries for 0, (Σ|v|^p)^(1/p) otherwise.
+double vector_norm(const std::vector<double>& v, double p) {
   if (std::isinf(p)) {
-    double m = 0;
-    for (const Tensor& g : grads)
-      for (double v : g.to_double_vector()) m = std::isnan(v) || std::isnan(m) ? std::numeric_limits<double>::quiet_NaN() : std::max(m, std::abs(v));
+    if (v.empty()) return 0.0;
+    double m = std::abs(v[0]);
+    for (double x : v) {
+      if (std::isnan(x) || std::isnan(m)) return std::numeric_limits<double>::quiet_NaN();
+      m = p > 0 ? std::max(m, std::abs(x)) : std::min(m, std::abs(x));
+    }
     return m;
   }
+  if (p == 0) {
+    double n = 0;
+    for (double x : v) n += x != 0;  // NaN counts, as torch's
+    return n;
+  }
   double total = 0;
-  for (const Tensor& g : grads)
-    for (double v : g.to_double_vector()) total += std::pow(std::abs(v), p);
+  for (double x : v) total += std::pow(std::abs(x), p);
   return std::pow(total, 1.0 / p);
+}
+
+// The norm of each gradient, then the norm of those: torch's total norm.
+double p_norm(const std::vector<Tensor>& grads, double p) {
+  std::vector<double> norms;
+  for (const Tensor& g : grads) norms.push_back(vector_norm(g.to_double_vector(), p));
+  return vector_norm(norms, p);
+}
+
+// Python's str() of the norm type, as torch's message prints it: 2.0, 0.5, inf, -inf.
+std::string python_float(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream os;
+  if (v == std::floor(v) && std::abs(v) < 1e16) {
+    os << std::fixed << std::setprecision(1) << v;
+    return os.str();
+  }
+  for (int digits = 1; digits <= 17; ++digits) {  // the shortest that reads back, as Python's repr
+    os.str("");
+    os << std::setprecision(digits) << v;
+    if (std::stod(os.str()) == v) break;
+  }
+  return os.str();
 }
 
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type, bool error_if_nonfinite) {
-  if (!(norm_type > 0)) throw std::invalid_argument("clip_grad_norm_: norm_type must be positive or infinity, got " + std::to_string(norm_type));
+  if (std::isnan(norm_type)) throw std::invalid_argument("clip_grad_norm_: norm_type is NaN");
   Grads gs = contiguous_grads(parameters);
   if (gs.grads.empty()) return 0.0;
   const double norm = norm_type == 2.0 ? two_norm(gs.grads) : p_norm(gs.grads, norm_type);
-  if (error_if_nonfinite && !std::isfinite(norm)) {
-    std::ostringstream order;
-    order << norm_type;
-    throw std::runtime_error("The total norm of order " + (std::isinf(norm_type) ? std::string("inf") : order.str()) +
+  if (error_if_nonfinite && !std::isfinite(norm))  // torch's message
+    throw std::runtime_error("The total norm of order " + python_float(norm_type) +
                              " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error "
                              "and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`");
-  }
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1) return norm;  // torch multiplies by the coefficient clamped to 1, which changes nothing
   // Everything is scaled (a NaN coefficient too, as torch's clamp keeps NaN).
@@ -117,6 +147,12 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   write_back(gs);
   return norm;
 }
+
+double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type, bool error_if_nonfinite) {
+  return clip_grad_norm_(std::vector<Tensor>{parameter}, max_norm, norm_type, error_if_nonfinite);
+}
+
+void clip_grad_value_(const Tensor& parameter, double clip_value) { clip_grad_value_(std::vector<Tensor>{parameter}, clip_value); }
 
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
   if (!(clip_value >= 0)) throw std::invalid_argument("clip_grad_value_: clip_value must be ≥ 0, got " + std::to_string(clip_value));

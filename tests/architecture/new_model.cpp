@@ -92,9 +92,9 @@ TEST(ArchitectureExample, ANewModelIsItsTableAndTrainsThroughTheStep) {
   const Tensor x = Tensor::from_vector(x_ids, {4, 8}), y = Tensor::from_vector(y_ids, {4, 8});
   optim::AdamW opt(model->parameters(), {.lr = 0.1});
   train::Step step(*model, opt, distributed::Comm::single(), {});
-  const double first = step.run(x, y, 0.1, 0).loss;
+  const double first = step.run(x, y, 0).loss;
   double last = first;
-  for (int64_t it = 1; it < 50; ++it) last = step.run(x, y, 0.1, it).loss;
+  for (int64_t it = 1; it < 50; ++it) last = step.run(x, y, it).loss;
   EXPECT_LT(last, 0.1 * first);
   EXPECT_EQ(model->generate({0}, {4, 0.0, 0, true}, gen), (std::vector<int64_t>{0, 1, 2, 3, 4}));
 }

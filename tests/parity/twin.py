@@ -229,7 +229,8 @@ def eval_loss(model: TransformerLM, ids: Sequence[int]) -> float:
 
 
 def cosine_lr(it: int, max_lr: float, min_lr: float, warmup: int, decay_iters: int) -> float:
-    """attograd's CosineSchedule: linear warmup (it+1)/(warmup+1), cosine to min_lr at decay_iters."""
+    """attograd's cosine schedule (train/schedules/cosine.cpp) at the peak max_lr: linear warmup
+    (it+1)/(warmup+1), cosine to min_lr at decay_iters."""
     if it < warmup:
         return max_lr * (it + 1) / (warmup + 1)
     if it > decay_iters or decay_iters <= warmup:

@@ -9,8 +9,6 @@
 #include "data/text_file.h"
 #include "train/config/config_error.h"
 #include "train/memory_check.h"
-#include "train/run_optimizer.h"
-#include "train/schedule.h"
 
 namespace ag::train {
 
@@ -19,8 +17,8 @@ namespace {
 template <class T>
 void check_field(const T& v, const FieldInfo& f) {
   const std::string flag = std::string("train: --") + f.flag;
-  if constexpr (Choice<T>) {
-    return;  // parsed from its names: any value is one of them
+  if constexpr (ChoiceField<T>) {
+    return;  // a row or a named enum value: valid once read
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (f.check == Check::Required && v.empty())
       throw ConfigError(flag + " is required (or " + f.flag + " = \"...\" in --config)");
@@ -40,11 +38,14 @@ void check_field(const T& v, const FieldInfo& f) {
       case Check::NonNegative:
         if (!(x >= 0)) throw ConfigError(flag + " must be ≥ 0");
         break;
-      case Check::EvalCount:  // 0 holds "all": the rule the user reads is the command line's
-        if (!(x >= 0)) throw ConfigError(eval_iters_rule(flag, std::to_string(static_cast<int64_t>(x))));
-        break;
       case Check::Fraction:
         if (!(x >= 0 && x < 1)) throw ConfigError(flag + " must be in [0, 1)");
+        break;
+      case Check::UnitInterval:
+        if (!(x >= 0 && x <= 1)) throw ConfigError(flag + " must be in [0, 1]");
+        break;
+      case Check::CountOrAll:  // 0 holds "all": the rule the user reads is the command line's
+        if (!(x >= 0)) throw ConfigError(count_or_all_rule(flag, std::to_string(static_cast<int64_t>(x))));
         break;
       case Check::Threads:
         if (x < 0 || x > parallel::kMaxThreads)
@@ -65,17 +66,11 @@ const models::ModelEntry& validate_config(const TrainConfig& c, int64_t ranks) {
   if (c.profile_steps < 0 || (c.profile_steps > 0 && c.profile_steps >= c.iters))
     throw ConfigError("train: --profile-steps must be in 0..--iters - 1 (the first step is a warm-up, not profiled), got " +
                       std::to_string(c.profile_steps));
-  if (c.time_budget > 0 && c.schedule != "wsd")
-    throw ConfigError("train: --time-budget needs --schedule wsd (its steps before the decay do not depend on the step count the budget fixes)");
-  if (c.cooldown > 1) throw ConfigError("train: --cooldown must be in [0, 1] (the fraction of the steps in the decay)");
-  if (c.embed_lr > 0 && c.optimizer != "muon")
-    throw ConfigError("train: --embed-lr needs --optimizer muon (with adamw every group runs at --lr)");
-  try {
-    LrSchedule::check_name(c.schedule);
-    RunOptimizer::check_name(c.optimizer);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("train: ") + e.what());
-  }
+  // A setting of a choice the run did not make means nothing: at its default only.
+  for (const RegisteredSetting& s : registered_settings())
+    if (!s.chosen(c) && c.settings.get(*s.setting) != s.setting->default_value)
+      throw ConfigError(std::string("train: --") + s.setting->flag + " is a setting of --" + s.choice_flag + " " + s.row +
+                        " (this run's is " + s.chosen_name(c) + ")");
   // Every rank gets batch / ranks rows in grad_accum micro-batches.
   int64_t parts = 0;
   if (__builtin_mul_overflow(ranks, c.grad_accum, &parts) || c.batch_size % parts != 0)

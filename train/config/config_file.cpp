@@ -24,11 +24,12 @@ std::string where(const std::string& source, const toml::node& n) {
 
 // One value of a TOML file into a field of type T.
 template <class T>
-void assign(T& dst, const toml::node& n, const std::string& key, const std::string& source) {
+void assign(T& dst, const toml::node& n, const FieldInfo& f, const std::string& source) {
+  const std::string key = f.flag;
   auto fail = [&](const std::string& want) {
     throw std::runtime_error(where(source, n) + ": '" + key + "' must be " + want);
   };
-  if constexpr (Choice<T>) {
+  if constexpr (ChoiceField<T>) {
     const auto parsed = n.is_string() ? parse_choice<T>(n.as_string()->get()) : std::nullopt;
     if (!parsed) fail(choice_list<T>() + " (a string)");
     dst = *parsed;
@@ -44,13 +45,13 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
     else fail("a number");
   } else {
     if constexpr (std::is_same_v<T, int64_t>) {
-      if (key == "eval-iters") {  // the command line's rule and message (train/config/run_config.h)
+      if (f.check == Check::CountOrAll) {  // the command line's rule and message (train/config/run_config.h)
         const std::string given = n.is_string()    ? n.as_string()->get()
                                   : n.is_integer() ? std::to_string(n.as_integer()->get())
                                                    : "a " + std::string(n.is_floating_point() ? "float" : "non-number");
         if (!(n.is_string() && given == "all") && !(n.is_integer() && n.as_integer()->get() > 0))
           // A value out of range, as on the command line: a usage error (exit status 2).
-          throw ConfigError(where(source, n) + ": " + eval_iters_rule("'eval-iters'", given) +
+          throw ConfigError(where(source, n) + ": " + count_or_all_rule("'" + key + "'", given) +
                             (given == "0" ? " (a config.toml written before this rule said 0 for all)" : ""));
         dst = n.is_string() ? kEvalWholeSplit : n.as_integer()->get();
         return;
@@ -67,15 +68,16 @@ void assign(T& dst, const toml::node& n, const std::string& key, const std::stri
   }
 }
 
-// A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly.
+// A value as TOML: strings quoted and escaped by toml++, doubles as floats that read back exactly,
+// a choice as its name, a count-or-all's 0 as "all" (the one way to say it).
 template <class T>
-std::string toml_value(const T& v) {
-  if constexpr (Choice<T>) {
-    return toml_value(std::string(choice_name(v)));
-  } else if constexpr (std::is_same_v<T, std::string>) {
+std::string toml_value(const T& v, const FieldInfo& f) {
+  if constexpr (std::is_same_v<T, std::string> || ChoiceField<T>) {
     std::ostringstream os;
-    os << toml::value<std::string>(v);
+    os << toml::value<std::string>(format_value(v));
     return os.str();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return f.check == Check::CountOrAll && v == kEvalWholeSplit ? "\"all\"" : format_value(v);
   } else if constexpr (std::is_floating_point_v<T>) {
     std::string s = format_value(v);
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // "1" would read back as an integer
@@ -83,13 +85,6 @@ std::string toml_value(const T& v) {
   } else {
     return format_value(v);
   }
-}
-// A field's value as TOML; eval-iters's whole split as "all", the one way to say it.
-template <class T>
-std::string toml_value(const T& v, const FieldInfo& f) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    if (std::string(f.flag) == "eval-iters" && v == kEvalWholeSplit) return "\"all\"";
-  return toml_value(v);
 }
 
 // toml++ builds a dotted key `a.a.a.….a = 1` as that many nested tables, recursively: 300,000
@@ -182,7 +177,7 @@ std::set<std::string> parse_config_toml(const std::string& text, const std::stri
   std::set<std::string> given;
   visit_fields(cfg, [&](auto& v, const FieldInfo& f) {
     if (const toml::node* n = table.get(f.flag)) {
-      assign(v, *n, f.flag, source);
+      assign(v, *n, f, source);
       given.insert(f.flag);
     }
   });

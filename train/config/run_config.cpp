@@ -20,11 +20,11 @@ std::string format_value(double v) {
 }
 std::string format_value(int64_t v) { return std::to_string(v); }
 
-std::string eval_iters_rule(const std::string& name, const std::string& given) {
+std::string count_or_all_rule(const std::string& name, const std::string& given) {
   return name + " must be a positive count or all, got '" + given + "'";
 }
 
-int64_t parse_eval_iters(const std::string& text) {
+int64_t parse_count_or_all(const std::string& text, const char* flag) {
   if (text == "all") return kEvalWholeSplit;
   size_t used = 0;
   long long v = -1;
@@ -32,11 +32,35 @@ int64_t parse_eval_iters(const std::string& text) {
     v = std::stoll(text, &used);
   } catch (const std::exception&) {
   }
-  if (used != text.size() || text.empty() || v <= 0) throw std::invalid_argument(eval_iters_rule("--eval-iters", text));
+  if (used != text.size() || text.empty() || v <= 0) throw std::invalid_argument(count_or_all_rule(std::string("--") + flag, text));
   return v;
 }
 
-std::string format_eval_iters(int64_t n) { return n == kEvalWholeSplit ? "all" : std::to_string(n); }
+std::string format_count_or_all(int64_t n) { return n == kEvalWholeSplit ? "all" : std::to_string(n); }
+
+namespace {
+const Setting& setting_of_flag(std::string_view flag) {
+  for (const RegisteredSetting& s : registered_settings())
+    if (flag == s.setting->flag) return *s.setting;
+  throw std::invalid_argument("no registered optimizer or schedule has the setting --" + std::string(flag));
+}
+}  // namespace
+
+double& setting(TrainConfig& c, std::string_view flag) { return c.settings.ref(setting_of_flag(flag)); }
+double setting(const TrainConfig& c, std::string_view flag) { return c.settings.get(setting_of_flag(flag)); }
+
+std::vector<RegisteredSetting> registered_settings() {
+  std::vector<RegisteredSetting> out;
+  for (const OptimizerEntry& row : OptimizerRegistry::rows())
+    for (const Setting& s : row.settings)
+      out.push_back({&s, "optimizer", row.name, [&row](const TrainConfig& c) { return &*c.optimizer == &row; },
+                     [](const TrainConfig& c) { return c.optimizer.name(); }});
+  for (const ScheduleEntry& row : ScheduleRegistry::rows())
+    for (const Setting& s : row.settings)
+      out.push_back({&s, "schedule", row.name, [&row](const TrainConfig& c) { return &*c.schedule == &row; },
+                     [](const TrainConfig& c) { return c.schedule.name(); }});
+  return out;
+}
 std::string format_value(uint64_t v) { return std::to_string(v); }
 std::string format_value(int v) { return std::to_string(v); }
 std::string format_value(bool v) { return v ? "true" : "false"; }
@@ -61,7 +85,7 @@ const std::set<std::string> kFirstFields = {
 std::string config_to_json(const TrainConfig& c) {
   json j = json::object();
   visit_fields(c, [&](const auto& v, const FieldInfo& f) {
-    if constexpr (Choice<std::remove_cvref_t<decltype(v)>>) j[f.key] = choice_name(v);
+    if constexpr (ChoiceField<std::remove_cvref_t<decltype(v)>>) j[f.key] = choice_name(v);
     else j[f.key] = v;
   });
   j["vocab_size"] = c.model.vocab_size;
@@ -80,9 +104,10 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
         return;  // a field added later: the default
       }
       using T = std::remove_reference_t<decltype(v)>;
-      if constexpr (Choice<T>) {
+      if constexpr (ChoiceField<T>) {
         const auto parsed = it->is_string() ? parse_choice<T>(it->template get<std::string>()) : std::nullopt;
-        if (!parsed) throw std::runtime_error(std::string("the field '") + f.key + "' must be " + choice_list<T>() + ": " + it->dump());
+        if (!parsed)
+          throw std::runtime_error(std::string("the field '") + f.key + "' must be " + choice_list<T>() + ", got " + it->dump());
         v = *parsed;
         return;
       }
@@ -93,7 +118,7 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
                       : std::is_unsigned_v<T>          ? it->is_number_unsigned()
                                                        : it->is_number_integer();
       if (!ok) throw std::runtime_error(std::string("the field '") + f.key + "' has the wrong type: " + it->dump());
-      v = it->template get<T>();
+      if constexpr (!ChoiceField<T>) v = it->template get<T>();
     });
     // A run from before --gemm ran its GEMMs on OpenBLAS: it resumes on it (auto might choose
     // another provider, and the run would not continue exactly).

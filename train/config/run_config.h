@@ -7,37 +7,26 @@
 //   * what `--resume` accepts (on_resume below);
 //   * which values are valid (check below; train/config/config_check.h applies the rules).
 // To add a hyperparameter, add one row (tests/test_run_config.cpp checks every row end to end).
-// TrainConfig is plain data: what a run observes or is hooked into travels separately
+// A field that names one of several things (--optimizer, --schedule) is a Choice of a registry
+// (train/config/choice.h), whose rows bring settings of their own (--muon-lr, --cooldown):
+// the walk visits those too, after the table's rows, so they are flags, config keys and saved
+// fields alike. TrainConfig is plain data: what a run observes or is hooked into travels separately
 // (train/trainer.h: RunHooks).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "models/model_config.h"
 #include "train/config/choice.h"
+#include "train/config/field.h"
+#include "train/optimizers/registry.h"
+#include "train/schedules/registry.h"
 
 namespace ag::train {
-
-// What `attograd train --resume DIR` does with a field.
-enum class OnResume {
-  Refuse,    // part of the run: saved, restored, and the flag is refused with --resume
-  Override,  // saved and restored, but the flag may replace it (where the corpus now is; iters,
-             // checked by check_iters_change in train/trainer.h)
-  Fresh,     // how this process runs (threads, output): this command line's value, saved only for the record
-};
-
-// The values a field accepts (train/config/config_check.h); a double must be finite besides.
-enum class Check {
-  Any,
-  Required,     // a non-empty string
-  Positive,     // > 0
-  NonNegative,  // ≥ 0
-  Fraction,     // in [0, 1)
-  Threads,      // in 0..parallel::kMaxThreads
-  Timeout,      // 0 (wait forever) or ≥ 1 second (a shorter one would count a rank lost between two heartbeats)
-  EvalCount,    // eval-iters: a positive count, or 0 holding "all" (kEvalWholeSplit); eval_iters_rule's message
-};
 
 // clang-format off
 #define AG_TRAIN_FIELDS(X)                                                                                                   \
@@ -47,21 +36,18 @@ enum class Check {
   X(int64_t,     batch_size,     "batch",          12,    "sequences per step (global: under mpirun -np N each rank takes batch/N of them)", Refuse, Positive) \
   X(int64_t,     grad_accum,     "grad-accum",     1,     "micro-batches per step (nanoGPT's gradient_accumulation_steps), each of batch/(N*K) rows; only the last one communicates", Override, Positive) \
   X(int64_t,     iters,          "iters",          2000,  "optimizer steps (with --resume: extend or shorten the run where the schedule allows, see docs/training.md)", Override, NonNegative) \
-  X(double,      time_budget,    "time-budget",    0,     "train for this many seconds of wall time, evaluation included (--schedule wsd): after 10 steps the measured step time fixes the step count (at most --iters), which the run records, so --resume stays exact (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
+  X(double,      time_budget,    "time-budget",    0,     "train for this many seconds of wall time, data and the final evaluation included: the step count (at most --iters) is planned again after every step from the steps timed, so the schedule's decay follows the time, and each plan is recorded, so --resume stays exact (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse, Positive)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse, NonNegative)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse, NonNegative)                                        \
-  X(std::string, schedule,       "schedule",       "cosine", "learning-rate schedule: cosine (nanoGPT's: cosine decay to --min-lr over the run) or wsd (warmup, then --lr held, then a linear decay to --min-lr over the last --cooldown of the steps)", Refuse, Any) \
-  X(double,      cooldown,       "cooldown",       0.4,   "wsd: the fraction of the steps in the final linear decay, in [0, 1]", Refuse, NonNegative) \
-  X(std::string, optimizer,      "optimizer",      "adamw", "adamw (nanoGPT's) or muon (Muon for the hidden matrices, AdamW for the rest)", Refuse, Any) \
-  X(double,      muon_lr,        "muon-lr",        0.02,  "peak learning rate of Muon's matrices (--optimizer muon)", Refuse, NonNegative) \
-  X(double,      embed_lr,       "embed-lr",       0,     "peak learning rate of AdamW for the tables that are only looked up, as an untied token embedding (--optimizer muon; 0: --lr)", Refuse, NonNegative) \
+  X(ScheduleChoice, schedule,   "schedule",       ScheduleChoice("cosine"), "learning-rate schedule, a factor on each parameter group's peak rate", Refuse, Any) \
+  X(OptimizerChoice, optimizer, "optimizer",      OptimizerChoice("adamw"), "the optimizer, and the parameter groups it makes from the model's parameter table", Refuse, Any) \
   X(double,      weight_decay,   "weight-decay",   0.1,   "decoupled weight decay of AdamW's (and Muon's) parameters of two or more dims", Refuse, NonNegative) \
   X(double,      beta1,          "beta1",          0.9,   "AdamW beta1", Refuse, Fraction)                                                \
   X(double,      beta2,          "beta2",          0.99,  "AdamW beta2", Refuse, Fraction)                                                \
   X(double,      grad_clip,      "grad-clip",      1.0,   "clip the global gradient norm to this (0: off)", Refuse, NonNegative)            \
   X(int64_t,     eval_every,     "eval-every",     250,   "evaluate and checkpoint every N steps", Refuse, Positive)                      \
-  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, EvalCount) \
+  X(int64_t,     eval_iters,     "eval-iters",     20,    "batches per split in each evaluation, or all: the whole validation split in order (deterministic) and as many random training batches", Refuse, CountOrAll) \
   X(int64_t,     log_every,      "log-every",      10,    "log a line every N steps", Refuse, Positive)                                   \
   X(uint64_t,    seed,           "seed",           1337,  "random seed", Refuse, Any)                                                \
   X(int,         threads,        "threads",        0,     "threads (0: one per core); OpenBLAS runs single-threaded inside them", Fresh, Threads) \
@@ -84,26 +70,40 @@ struct TrainConfig {
 #define AG_DECLARE_TRAIN_FIELD(type, member, flag, def, help, on_resume, check) type member = def;
   AG_TRAIN_FIELDS(AG_DECLARE_TRAIN_FIELD)
 #undef AG_DECLARE_TRAIN_FIELD
+  Settings settings;  // the registered choices' settings (a row reads its own: cfg.settings.get(kMuonLr))
 };
 
-// One row of the table, as visit_fields hands it over with a reference to the member.
-struct FieldInfo {
-  const char* flag;  // the command-line flag, without "--"
-  const char* key;   // the JSON key (the member's name)
-  const char* help;
-  OnResume on_resume;
-  Check check;  // Any for the model's fields: the model validates them (models/registry.h)
+// A setting of a registered row (train/config/choice.h), with the choice it belongs to.
+struct RegisteredSetting {
+  const Setting* setting;
+  const char* choice_flag;  // "optimizer"
+  std::string row;          // "muon"
+  std::function<bool(const TrainConfig&)> chosen;                // whether a configuration chose that row
+  std::function<std::string(const TrainConfig&)> chosen_name;  // the row a configuration chose
+  FieldInfo info() const { return {setting->flag, setting->key, setting->help, OnResume::Refuse, setting->check}; }
 };
+// Every registered row's settings: the optimizers', then the schedules'.
+std::vector<RegisteredSetting> registered_settings();
 
-// Calls f(info, c.member...) for every row, the model's last, over one or more
-// configurations at once (TrainConfig or const TrainConfig); f must accept each member type
-// (std::string, int64_t, uint64_t, int, double, bool, and the Choice enums of train/config/choice.h).
+// A registered setting's value by its flag ("muon-lr"), for code that sets one as the flag
+// would (tests, programs); std::invalid_argument when no registered row declares it.
+double& setting(TrainConfig& c, std::string_view flag);
+double setting(const TrainConfig& c, std::string_view flag);
+
+inline double& setting_value(TrainConfig& c, const Setting& s) { return c.settings.ref(s); }
+inline const double& setting_value(const TrainConfig& c, const Setting& s) { return c.settings.get(s); }
+
+// Calls f(info, c.member...) for every row, the registered settings after the table's and the
+// model's last, over one or more configurations at once (TrainConfig or const TrainConfig); f
+// must accept each member type (std::string, int64_t, uint64_t, int, double, bool, and the
+// Choice fields of train/config/choice.h).
 template <class F, class... Config>
 void for_each_field(F&& f, Config&... c) {
 #define AG_VISIT_TRAIN_FIELD(type, member, flag, def, help, on_resume, check) \
   f(FieldInfo{flag, #member, help, OnResume::on_resume, Check::check}, c.member...);
   AG_TRAIN_FIELDS(AG_VISIT_TRAIN_FIELD)
 #undef AG_VISIT_TRAIN_FIELD
+  for (const RegisteredSetting& s : registered_settings()) f(s.info(), setting_value(c, *s.setting)...);
 #define AG_VISIT_MODEL_FIELD(type, member, flag, def, help) \
   f(FieldInfo{flag, #member, help, OnResume::Refuse, Check::Any}, c.model.member...);
   AG_MODEL_FIELDS(AG_VISIT_MODEL_FIELD)
@@ -116,21 +116,18 @@ void visit_fields(Config& c, F&& f) {
   for_each_field([&](const FieldInfo& info, auto& member) { f(member, info); }, c);
 }
 
-// A value as the help text and config files show it: the shortest decimal that reads back
-// exactly for doubles ("0.001", "1e-08"), "true"/"false" for bools.
-// --time-budget: the step count is fixed after this many steps (train/run.cpp).
-inline constexpr int64_t kBudgetProbeEnd = 10;
-
 // --eval-iters all: the whole validation split (train/evaluate.h).
 inline constexpr int64_t kEvalWholeSplit = 0;
-// The one rule of eval-iters, for the command line and a TOML file alike: a positive count or
-// all (0 is how "all" is held, never a count the user gives). "NAME must be a positive count or
-// all, got 'GIVEN'".
-std::string eval_iters_rule(const std::string& name, const std::string& given);
-// --eval-iters: "all" (kEvalWholeSplit) or a count; throws std::invalid_argument otherwise.
-int64_t parse_eval_iters(const std::string& text);
-std::string format_eval_iters(int64_t n);  // "all" or the count
+// A field of Check::CountOrAll (--eval-iters): "all" (0) or a positive count. Its one rule, for
+// the command line and a TOML file alike, and its message: "NAME must be a positive count or
+// all, got 'GIVEN'" (0 is how "all" is held, never a count the user gives).
+std::string count_or_all_rule(const std::string& name, const std::string& given);
+// Throws std::invalid_argument with that message for --flag otherwise.
+int64_t parse_count_or_all(const std::string& text, const char* flag);
+std::string format_count_or_all(int64_t n);  // "all" or the count
 
+// A value as the help text and config files show it: the shortest decimal that reads back
+// exactly for doubles ("0.001", "1e-08"), "true"/"false" for bools, a choice's name.
 std::string format_value(double v);
 std::string format_value(int64_t v);
 std::string format_value(uint64_t v);

@@ -33,15 +33,10 @@ void ConsoleLogger::on_start(const RunStart& e) {
     << "model: " << e.model.summary() << ", " << e.model.num_parameters() << " parameters\n"
     << "run: batch " << c.batch_size << ", " << c.iters << " iters, lr " << c.lr << " -> " << c.min_lr << ", warmup "
     << c.warmup << ", seed " << c.seed << ", out " << c.out_dir << "\n";
-  if (c.optimizer != "adamw" || c.schedule != "cosine" || c.time_budget > 0) {  // nanoGPT's recipe says nothing more
-    s << "recipe: " << c.optimizer;
-    if (c.optimizer == "muon") {
-      s << " (lr " << c.muon_lr << " for the hidden matrices, AdamW for the rest";
-      if (c.embed_lr > 0) s << ", the embedding at lr " << c.embed_lr;
-      s << ")";
-    }
-    s << ", " << c.schedule << " schedule";
-    if (c.schedule == "wsd") s << " (the last " << c.cooldown << " of the steps in the decay)";
+  const TrainConfig defaults;
+  if (!(c.optimizer == defaults.optimizer) || !(c.schedule == defaults.schedule) || c.time_budget > 0) {
+    // nanoGPT's recipe (the defaults) says nothing more; otherwise each choice's row says what it is.
+    s << "recipe: " << c.optimizer->describe(c) << ", " << c.schedule->describe(c);
     if (c.time_budget > 0) s << ", time budget " << c.time_budget << " s";
     s << "\n";
   }

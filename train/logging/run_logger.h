@@ -15,7 +15,7 @@
 #include "data/corpus.h"
 #include "models/language_model.h"
 #include "train/logging/grad_report.h"
-#include "train/run_optimizer.h"
+#include "optim/optimizer.h"
 #include "train/peak_flops.h"
 #include "train/config/run_config.h"
 #include "train/run_folder/train_state.h"
@@ -40,7 +40,7 @@ struct RunStart {
 struct StepEnd {
   int64_t iter = 0, iters = 0;
   double loss = 0;       // of this step's batch (mean over micro-batches and ranks)
-  double lr = 0;         // this step's learning rate
+  double lr = 0;         // this step's learning rate: the optimizer's group 0's (the decayed group at --lr)
   double grad_norm = 0;  // global L2 norm of this step's gradients, before clipping
   // Throughput over the steps since the last logged step, this one included (evaluations
   // and samples excluded); at a logged step, what the log line and the metrics show.
@@ -72,7 +72,7 @@ struct Checkpoint {
   bool best = false;  // the best validation loss so far
   const TrainConfig& cfg;
   const models::LanguageModel& model;
-  const RunOptimizer& opt;
+  const optim::Optimizer& opt;
   const RunPosition& pos;
   const data::CharTokenizer& tokenizer;
 };

@@ -85,7 +85,7 @@ void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelC
 
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
                                   const std::function<std::vector<std::string>(const std::string& name)>& prefixes_of,
-                                  size_t max_prefixes) {
+                                  size_t max_prefixes, const std::function<bool(const std::string& name)>& also) {
   const models::ModelEntry& entry = models::find_model(cfg.name);
   const std::string what = "the metadata (its hyperparameters and vocab)";
   int64_t count = 0;
@@ -115,7 +115,8 @@ void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelC
     }
   }
   for (const auto& n : f.names())
-    if (!expected.count(n)) throw std::runtime_error(f.source() + ": unexpected tensor '" + short_quote(n) + "'");
+    if (!expected.count(n) && !(also && also(n)))
+      throw std::runtime_error(f.source() + ": unexpected tensor '" + short_quote(n) + "'");
 }
 
 LoadedModel load_model(const std::string& path) {

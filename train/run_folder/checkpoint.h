@@ -38,15 +38,17 @@ LoadedModel load_model(const std::string& path);
 
 // Checks, before any model is built, that file f holds exactly the tensors the model cfg
 // describes has (its parameter table, models/param_table.h), each F32 and of its shape, under every prefix ("" for a
-// model file; "model.", "adam.exp_avg." and "adam.exp_avg_sq." for a train state). The count
+// model file; "model." for a train state's weights). The count
 // is compared first, so a hostile n_layer costs nothing. Throws std::runtime_error naming the file.
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
                                   const std::vector<std::string>& prefixes);
-// The same with the prefixes of each parameter by its name (a train state of --optimizer muon
-// keeps Muon's momentum for the matrices and AdamW's moments for the rest); at most max_prefixes each.
+// The same with the prefixes of each parameter by its name (an old train state of --optimizer
+// muon kept Muon's momentum for the matrices and AdamW's moments for the rest); at most
+// max_prefixes each. The file may also hold the tensors `also` accepts (a train state's
+// optimizer state), which are the caller's to check.
 void check_tensors_against_config(const SafeTensorsFile& f, const models::ModelConfig& cfg,
                                   const std::function<std::vector<std::string>(const std::string& name)>& prefixes,
-                                  size_t max_prefixes);
+                                  size_t max_prefixes, const std::function<bool(const std::string& name)>& also = {});
 
 // The metadata block of a model file.
 std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tokenizer);

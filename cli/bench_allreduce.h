@@ -1,15 +1,12 @@
-// `attograd bench sgemm` and `bench train`'s communication figures: measurements of the
-// machine for the benchmarks only (the training run's own peak is train/peak_flops.h).
+// `bench train`'s communication figure under mpirun: the allreduce of one step's gradients on
+// its own, which the overlap it reports is measured against.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "distributed/comm.h"
 
 namespace ag::cli {
-
-// OpenBLAS sgemm on `threads` of its own threads, n × n × n, the mean of `reps` timed calls
-// after one untimed, in GFLOP/s. OpenBLAS's own thread count is restored afterwards.
-double sgemm_gflops(int64_t n, int reps, int threads);
 
 // A blocking allreduce of buffers shaped like the reducer's buckets, one after the other, with
 // no computation to hide it behind, in seconds: the reference for the overlap `bench train`
