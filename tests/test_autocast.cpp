@@ -28,14 +28,6 @@ Tensor rounded(const Tensor& t) {
   return r;
 }
 
-bool equal(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  if (x.shape() != y.shape()) return false;
-  for (int64_t i = 0; i < x.numel(); ++i)
-    if (x.data<float>()[i] != y.data<float>()[i]) return false;
-  return true;
-}
-
 double relative_difference(const Tensor& a, const Tensor& ref) {
   const Tensor x = a.contiguous(), y = ref.contiguous();
   double num = 0, den = 0;
