@@ -211,5 +211,29 @@ TEST(RunConfig, FormatValueReadsBackExactly) {
   EXPECT_EQ(train::format_value(true), "true");
 }
 
+
+// Both kinds of choice (a registry's row, an enum's name) are read and written by the same
+// functions, so the flag, TOML and JSON readers need one branch for them.
+TEST(RunConfig, RegistryAndEnumChoicesReadAlike) {
+  using train::GemmChoice;
+  using train::OptimizerChoice;
+  static_assert(train::ChoiceField<OptimizerChoice> && train::ChoiceField<Precision> && train::ChoiceField<GemmChoice>);
+  static_assert(!train::ChoiceField<std::string> && !train::ChoiceField<int64_t>);
+  EXPECT_EQ(train::choice_list<GemmChoice>(), "auto, openblas or onednn");
+  EXPECT_EQ(train::choice_list<Precision>(), "fp32 or bf16");
+  const std::string optimizers = train::choice_list<OptimizerChoice>();  // "adamw or muon", and any row a program added
+  EXPECT_EQ(optimizers.rfind("adamw", 0), 0u) << optimizers;
+  EXPECT_NE(optimizers.find("muon"), std::string::npos) << optimizers;
+  for (const GemmChoice g : train::choice_values<GemmChoice>())
+    EXPECT_EQ(train::parse_choice<GemmChoice>(train::choice_name(g)), g);
+  for (const OptimizerChoice& o : train::choice_values<OptimizerChoice>())
+    EXPECT_EQ(train::parse_choice<OptimizerChoice>(train::choice_name(o)), o);
+  EXPECT_FALSE(train::parse_choice<Precision>("fp16"));
+  EXPECT_FALSE(train::parse_choice<OptimizerChoice>("AdamW"));  // names are exact
+  // --help lists a registry's rows with their help; an enum's field explains its names itself.
+  EXPECT_NE(train::choice_help<OptimizerChoice>().find("muon: "), std::string::npos);
+  EXPECT_EQ(train::choice_help<Precision>(), "");
+}
+
 }  // namespace
 }  // namespace ag
