@@ -78,7 +78,7 @@ install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log
+	rm -rf $(BUILD) $(BUILD)-pip $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log
 
 # libFuzzer on the safetensors reader and on the run-configuration (TOML) reader, FUZZ_SECONDS
 # each, from the committed seed corpora; a crash stops with its input saved in $(BUILD_FUZZ).

@@ -13,8 +13,9 @@ speedrun (docs/speedrun.md): `attograd train --config configs/speedrun.toml --ti
 its PyTorch twin, bench/torch_speedrun.py reading the same file, one after the other on the same
 cores for the same wall time, each with the validation loss of the whole split it reached; then
 the Python front (bench/python_front.py, attograd from the build's venv): 10^5 small tensor ops
-from Python beside the same loop in torch eager, in alternating rounds, and GEMM work on two
-Python threads against one (the GIL released).
+from Python beside the same loop in torch eager, in alternating rounds, GEMM work on two
+Python threads against one (the GIL released), and the default model's training step written in
+Python against `attograd bench train`'s, alternating round by round.
 Needs only the standard library.
 """
 
@@ -197,7 +198,7 @@ def median(xs: list[float]) -> float:
     return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
 
 
-def run_python_front(ag_py: str, ag_path: str, torch_py: str | None, quick: bool) -> list[dict]:
+def run_python_front(ag_py: str, ag_path: str, torch_py: str | None, quick: bool, ag: str = "") -> list[dict]:
     """bench/python_front.py in fresh processes, attograd and torch alternating round by round."""
     if not os.path.exists(ag_py) or not os.path.isdir(os.path.join(ag_path, "attograd")):
         print(f"bench: no attograd Python package at {ag_path} (make build makes it); skipping the Python front",
@@ -214,13 +215,24 @@ def run_python_front(ag_py: str, ag_path: str, torch_py: str | None, quick: bool
                 lines += run_json([torch_py, script, "--module", "torch", "--what", what, "--ops", n_ops])
     for _ in range(rounds):
         lines += run_json([ag_py, script, "--module", "attograd", "--what", "threads", "--gemms", gemms], env)
+    # The training step from Python and from the command, round after round on the same cores.
+    step_secs = ["--seconds", "0.5", "--max-steps", "3"] if quick else ["--seconds", "6"]
+    for _ in range(rounds if ag else 0):
+        for rec in run_json([ag, "bench", "train", "--config", "default", "--threads", "2", "--json"] + step_secs):
+            rec.update(bench="python_train_step", side="cli", load=os.getloadavg()[0])
+            lines.append(rec)
+        for rec in run_json([ag_py, script, "--module", "attograd", "--what", "train_step", "--threads", "2"] + step_secs,
+                            env):
+            rec.update(side="python", load=os.getloadavg()[0])
+            lines.append(rec)
     return lines
 
 
 def report_python_front(lines: list[dict], say) -> None:
     ops = [r for r in lines if r.get("bench") in ("python_ops", "python_ops_grad")]
     thr = [r for r in lines if r.get("bench") == "python_threads"]
-    if not ops and not thr:
+    steps = [r for r in lines if r.get("bench") == "python_train_step"]
+    if not ops and not thr and not steps:
         return
     say("\nPython front (bench/python_front.py; median of alternating rounds, one thread each side):")
     for bench, label in (("python_ops", "small tensor ops"), ("python_ops_grad", "small ops + backward")):
@@ -241,6 +253,16 @@ def report_python_front(lines: list[dict], say) -> None:
             f"at 1 thread): {median(ratios):.2f}x the wall time (target < 1.5; 2 would mean the GIL serialised them), "
             f"rounds {', '.join(f'{x:.2f}' for x in ratios)}; the GIL-free control (hashlib) {median(controls):.2f}x "
             f"(what the machine gave two threads); load average {os.getloadavg()[0]:.1f}")
+    cli = [r["ms_per_step"] for r in steps if r["side"] == "cli"]
+    py = [r["ms_per_step"] for r in steps if r["side"] == "python"]
+    if cli and py:
+        pairs = [p / c for c, p in zip(cli, py)]
+        gemms = sorted({f"{r['side']} {r.get('gemm', '?')}" for r in steps})
+        say(f"  default model's training step (2 threads; GEMMs: {', '.join(gemms)}): from Python {median(py):.1f} ms, `attograd bench train` "
+            f"{median(cli):.1f} ms: Python/CLI {median(pairs):.3f}x (median of {len(pairs)} alternating rounds: "
+            f"{', '.join(f'{x:.3f}' for x in pairs)}; the fastest round of each side {min(py) / min(cli):.3f}x, "
+            f"what a loaded machine disturbs least; target within 5%); load average "
+            f"{median([r['load'] for r in steps]):.1f}")
 
 
 def main() -> int:
@@ -339,7 +361,7 @@ def main() -> int:
         lines += run_time_to_loss(ag, torch_py, ttl_steps, 20 if a.quick else 100, a.data)
 
     if not a.no_python_front and not a.speedrun_only:
-        lines += run_python_front(a.attograd_python, a.attograd_pythonpath, torch_py, a.quick)
+        lines += run_python_front(a.attograd_python, a.attograd_pythonpath, torch_py, a.quick, ag)
 
     if a.out:
         with open(a.out, "w") as f:

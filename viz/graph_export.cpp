@@ -82,29 +82,22 @@ GraphStats graph_stats(const Tensor& root) {
   return {w.ops.size(), w.leaves.size(), w.edges};
 }
 
-std::string to_dot(const Tensor& root, const DotOptions& opt, GraphStats* stats) {
+GraphDescription describe_graph(const Tensor& root, const DotOptions& opt) {
   const Walk w = walk(root);
-  std::ostringstream os;
-  os << "digraph autograd {\n"
-     << "  rankdir=" << (opt.left_to_right ? "LR" : "TB") << ";\n"
-     << "  node [fontname=\"DejaVu Sans\", fontsize=10];\n"
-     << "  edge [color=\"#555555\", arrowsize=0.6];\n";
-  if (!opt.title.empty()) os << "  labelloc=t;\n  fontname=\"DejaVu Sans\";\n  label=\"" << quoted(opt.title) << "\";\n";
-
-  for (size_t i = 0; i < w.leaves.size(); ++i) {
-    const TensorImpl& leaf = *w.leaves[i];
-    std::string label = (leaf.name.empty() ? std::string("(leaf)") : leaf.name) + "\n" + shape_str(leaf.shape);
-    if (opt.grad_norms && leaf.grad) label += "\n|grad| = " + fmt_norm(l2(Tensor(leaf.grad)));
-    os << "  p" << i << " [shape=box, style=filled, fillcolor=\"#fde9b4\", label=\"" << quoted(label) << "\"];\n";
+  GraphDescription d;
+  for (const auto& leaf : w.leaves) {
+    GraphBox box{true, false, {leaf->name.empty() ? std::string("(leaf)") : leaf->name, shape_str(leaf->shape)}};
+    if (opt.grad_norms && leaf->grad) box.lines.push_back("|grad| = " + fmt_norm(l2(Tensor(leaf->grad))));
+    d.boxes.push_back(std::move(box));
   }
+  const size_t first_op = d.boxes.size();
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const Node& n = *w.ops[i];
-    std::string label = n.op + "\n" + shape_str(n.out_shape);
-    if (n.out_dtype != DType::Float32) label.append(" ").append(dtype_name(n.out_dtype));
+    GraphBox box{false, i == 0, {n.op, shape_str(n.out_shape)}};
+    if (n.out_dtype != DType::Float32) box.lines[1].append(" ").append(dtype_name(n.out_dtype));
     const double norm = opt.grad_norms && opt.node_grad_norms ? opt.node_grad_norms->norm(&n) : -1.0;
-    if (norm >= 0) label += "\n|grad| = " + fmt_norm(norm);
-    os << "  n" << i << " [shape=box, style=\"rounded,filled\", fillcolor=\"" << (i == 0 ? "#f4b6b6" : "#cfe2f3")
-       << "\"" << (i == 0 ? ", penwidth=2" : "") << ", label=\"" << quoted(label) << "\"];\n";
+    if (norm >= 0) box.lines.push_back("|grad| = " + fmt_norm(norm));
+    d.boxes.push_back(std::move(box));
   }
   for (size_t i = 0; i < w.ops.size(); ++i) {
     const auto& next = w.ops[i]->next;
@@ -112,14 +105,45 @@ std::string to_dot(const Tensor& root, const DotOptions& opt, GraphStats* stats)
     for (size_t k = 0; k < next.size(); ++k) {
       const Edge& e = next[k];
       if (!e.active()) continue;
-      os << "  " << (e.leaf ? "p" : "n") << (e.leaf ? w.leaf_id.at(e.leaf.get()) : w.op_id.at(e.node.get())) << " -> n" << i;
-      // Which argument: the order matters for matmul(a, b), attention_probs(q, k), ...
-      if (several) os << " [headlabel=\"" << k << "\", labelfontsize=8, labelfontcolor=\"#888888\"]";
-      os << ";\n";
+      const size_t from = e.leaf ? w.leaf_id.at(e.leaf.get()) : first_op + w.op_id.at(e.node.get());
+      d.arrows.push_back({from, first_op + i, several ? static_cast<int>(k) : -1});
     }
   }
+  d.stats = {w.ops.size(), w.leaves.size(), w.edges};
+  return d;
+}
+
+std::string to_dot(const Tensor& root, const DotOptions& opt, GraphStats* stats) {
+  const GraphDescription d = describe_graph(root, opt);
+  const size_t first_op = d.stats.leaf_nodes;
+  auto id = [&](size_t box) { return box < first_op ? "p" + std::to_string(box) : "n" + std::to_string(box - first_op); };
+  auto label = [](const GraphBox& b) {
+    std::string s;
+    for (size_t i = 0; i < b.lines.size(); ++i) s += (i ? "\n" : "") + b.lines[i];
+    return s;
+  };
+  std::ostringstream os;
+  os << "digraph autograd {\n"
+     << "  rankdir=" << (opt.left_to_right ? "LR" : "TB") << ";\n"
+     << "  node [fontname=\"DejaVu Sans\", fontsize=10];\n"
+     << "  edge [color=\"#555555\", arrowsize=0.6];\n";
+  if (!opt.title.empty()) os << "  labelloc=t;\n  fontname=\"DejaVu Sans\";\n  label=\"" << quoted(opt.title) << "\";\n";
+  for (size_t i = 0; i < d.boxes.size(); ++i) {
+    const GraphBox& b = d.boxes[i];
+    if (b.leaf)
+      os << "  " << id(i) << " [shape=box, style=filled, fillcolor=\"#fde9b4\", label=\"" << quoted(label(b)) << "\"];\n";
+    else
+      os << "  " << id(i) << " [shape=box, style=\"rounded,filled\", fillcolor=\"" << (b.root ? "#f4b6b6" : "#cfe2f3")
+         << "\"" << (b.root ? ", penwidth=2" : "") << ", label=\"" << quoted(label(b)) << "\"];\n";
+  }
+  for (const GraphArrow& a : d.arrows) {
+    os << "  " << id(a.from) << " -> " << id(a.to);
+    // Which argument: the order matters for matmul(a, b), attention_probs(q, k), ...
+    if (a.arg >= 0) os << " [headlabel=\"" << a.arg << "\", labelfontsize=8, labelfontcolor=\"#888888\"]";
+    os << ";\n";
+  }
   os << "}\n";
-  if (stats) *stats = {w.ops.size(), w.leaves.size(), w.edges};
+  if (stats) *stats = d.stats;
   return os.str();
 }
 

@@ -58,6 +58,26 @@ std::vector<std::shared_ptr<TensorImpl>> graph_leaves(const Tensor& root);
 // Counts what to_dot would draw.
 GraphStats graph_stats(const Tensor& root);
 
+// What to_dot draws, as data (for other renderers: viz/graph_svg.h): the boxes in to_dot's
+// order (leaves first, numbered as first met, then the ops in topological order, the root
+// first) and one edge per active input, from the input's box to the consuming op's.
+struct GraphBox {
+  bool leaf = false;
+  bool root = false;
+  std::vector<std::string> lines;  // the label's lines: name or op, shape (and dtype), |grad| when known
+};
+struct GraphArrow {
+  size_t from = 0, to = 0;  // indices into boxes
+  int arg = -1;             // the argument's position when the op has several inputs, else -1
+};
+struct GraphDescription {
+  std::vector<GraphBox> boxes;
+  std::vector<GraphArrow> arrows;
+  GraphStats stats;
+};
+// Throws std::invalid_argument as to_dot does.
+GraphDescription describe_graph(const Tensor& root, const DotOptions& options = {});
+
 // The DOT text. root must require grad (else std::invalid_argument). If stats is given, it
 // receives the counts of what was written.
 std::string to_dot(const Tensor& root, const DotOptions& options = {}, GraphStats* stats = nullptr);

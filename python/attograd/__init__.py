@@ -31,6 +31,8 @@ from ._factories import (
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .serialization import save, load
 from . import autograd
+from . import nn, optim
+from . import backends, models, study, training
 
 __version__ = _C.__version__
 

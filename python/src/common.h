@@ -102,5 +102,13 @@ void bind_function(nb::module_& m);
 void bind_functional(nb::module_& m);
 void bind_anomaly(nb::module_& m);
 void bind_io(nb::module_& m);
+void bind_nn(nb::module_& m);
+void bind_nn_functional(nb::module_& m);
+void bind_nn_utils(nb::module_& m);
+void bind_optim(nb::module_& m);
+void bind_models(nb::module_& m);
+void bind_study(nb::module_& m);
+void bind_training(nb::module_& m);
+void bind_backends(nb::module_& m);
 
 }  // namespace agpy

@@ -27,4 +27,12 @@ NB_MODULE(_C, m) {
   agpy::bind_functional(m);
   agpy::bind_anomaly(m);
   agpy::bind_io(m);
+  agpy::bind_nn(m);
+  agpy::bind_nn_functional(m);
+  agpy::bind_nn_utils(m);
+  agpy::bind_optim(m);
+  agpy::bind_models(m);
+  agpy::bind_study(m);
+  agpy::bind_training(m);
+  agpy::bind_backends(m);
 }

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nn_cases  # noqa: E402
 import torch_cases  # noqa: E402
 from torch_cases import CASES  # noqa: E402
 
@@ -148,7 +149,95 @@ NAMES = [
 ]
 
 
-def make_tables():
+def make_nn():
+    """nn_cases' modules: torch's initial state_dict, the input, the upstream gradient, the output,
+    the names in order, and the gradient of every parameter (and of a float input)."""
+    store, names = {}, {}
+    for name, make, spec in nn_cases.MODULE_CASES:
+        torch.manual_seed(20261203)
+        model = make(torch).double()
+        if spec[0] == "ids":
+            x = torch.from_numpy(rng.integers(0, spec[2], spec[1]))
+        else:
+            x = torch.from_numpy(draw(spec[1], False)).requires_grad_()
+        model.eval() if name == "tokens" else model.train()
+        out = model(x)
+        g = torch.from_numpy(rng.standard_normal(tuple(out.shape)))
+        out.backward(g)
+        names[name] = [n for n, _ in model.named_parameters()]
+        for n, t in model.state_dict().items():
+            store[f"{name}/state/{n}"] = t.numpy()
+        for n, p in model.named_parameters():
+            store[f"{name}/grad/{n}"] = p.grad.numpy()
+        store[f"{name}/input"] = x.detach().numpy()
+        if x.requires_grad:
+            store[f"{name}/input_grad"] = x.grad.numpy()
+        store[f"{name}/out"] = out.detach().numpy()
+        store[f"{name}/grad_out"] = g.numpy()
+    np.savez_compressed(os.path.join(OUT, "nn.npz"), **store)
+    return names
+
+
+def make_losses():
+    """nn_cases' losses and functional ops: value and the gradients torch computes (None: no key)."""
+    store = {}
+    for name, fn in nn_cases.LOSS_CASES:
+        x = torch.from_numpy(draw(nn_cases.LOSS_SHAPE, False)).requires_grad_()
+        logits = draw(nn_cases.LOSS_SHAPE, False)
+        p = torch.from_numpy(np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).requires_grad_()
+        t = torch.tensor([1, 2, 4, 0])
+        w = torch.from_numpy(draw((nn_cases.LOSS_SHAPE[1],), True)).requires_grad_()
+        out = fn(torch, torch.nn.functional, x, t, p, w)
+        g = torch.from_numpy(rng.standard_normal(tuple(out.shape)))
+        grads = torch.autograd.grad(out, [x, p, w], g, allow_unused=True)
+        store[f"{name}/x"], store[f"{name}/p"], store[f"{name}/w"] = x.detach().numpy(), p.detach().numpy(), w.detach().numpy()
+        store[f"{name}/t"], store[f"{name}/out"], store[f"{name}/grad_out"] = t.numpy(), out.detach().numpy(), g.numpy()
+        for k, gr in zip("xpw", grads):
+            if gr is not None:
+                store[f"{name}/grad_{k}"] = gr.numpy()
+    np.savez_compressed(os.path.join(OUT, "losses.npz"), **store)
+
+
+def _zeropower_float64(grad, ns_coefficients, ns_steps, eps):
+    """Muon's Newton–Schulz iteration as torch's (optim/_muon.py), in the gradient's own dtype:
+    torch runs it in bfloat16, which a float64 comparison cannot follow."""
+    a, b, c = ns_coefficients
+    x = grad.clone()
+    transposed = x.size(0) > x.size(1)
+    if transposed:
+        x = x.T
+    x = x / x.norm().clamp(min=eps)
+    for _ in range(ns_steps):
+        s = x @ x.T
+        x = torch.addmm(x, torch.addmm(s, s, s, beta=b, alpha=c), x, beta=a)
+    return x.T if transposed else x
+
+
+def make_optim():
+    """nn_cases' optimizer trajectories: the start, every parameter and lr after each step."""
+    import torch.optim._muon as muon_module
+
+    original = muon_module._zeropower_via_newtonschulz
+    muon_module._zeropower_via_newtonschulz = _zeropower_float64
+    try:
+        store = {"X": draw((5, 3), False), "C": draw((5, 2), False)}
+        start = [draw((3, 4), False), draw((4,), False), draw((4, 2), False)]
+        for i, p in enumerate(start):
+            store[f"start{i}"] = p
+        for name, make in nn_cases.OPTIMIZER_CASES:
+            params = [torch.from_numpy(p.copy()).requires_grad_() for p in start]
+            trajectory, lrs = nn_cases.run_optimizer(torch, make, *params, torch.from_numpy(store["X"]),
+                                                     torch.from_numpy(store["C"]))
+            for s, ps in enumerate(trajectory):
+                for i, p in enumerate(ps):
+                    store[f"{name}/step{s}/param{i}"] = p.numpy()
+            store[f"{name}/lrs"] = np.array(lrs)
+    finally:
+        muon_module._zeropower_via_newtonschulz = original
+    np.savez_compressed(os.path.join(OUT, "optim.npz"), **store)
+
+
+def make_tables(nn_names):
     x = torch.tensor([0.5, 1.5, 2.0], requires_grad=True)
     y = torch.tensor([1.0, -1.0, 0.25], requires_grad=True)
     env = {"T": torch, "x": x, "y": y}
@@ -157,6 +246,7 @@ def make_tables():
         "promotions": [[e, str(r.dtype).replace("torch.", ""), r.tolist()] for e in PROMOTIONS
                        for r in [eval(e, env)]],
         "names": [[e, eval(e, env).grad_fn.name()] for e in NAMES],
+        "nn_names": nn_names,
         "torch": torch.__version__,
     }
     with open(os.path.join(OUT, "tables.json"), "w") as f:
@@ -169,5 +259,7 @@ if __name__ == "__main__":
     torch.set_default_dtype(torch.float32)
     make_cases()
     make_functional()
-    make_tables()
+    make_losses()
+    make_optim()
+    make_tables(make_nn())
     print(f"fixtures written to {OUT} with torch {torch.__version__}")

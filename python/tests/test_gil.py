@@ -112,3 +112,23 @@ def test_grad_mode_is_per_thread():
         t.join()
         assert not attograd.is_grad_enabled()
     assert seen == [True]
+
+
+def test_a_models_forward_and_an_optimizer_step_release_the_gil(no_forced_switches):
+    model = attograd.models.make([chr(c) for c in range(32, 97)], n_layer=2, n_head=2, n_embd=64, block_size=64,
+                                 seed=1)
+    ids = attograd.randint(0, 65, (8, 64))
+    assert released(lambda: model.loss(ids, ids))
+    model.loss(ids, ids).backward()
+    opt = attograd.optim.AdamW(model.parameters())
+    assert released(opt.step)
+    lin = attograd.nn.Linear(512, 512)
+    assert released(lambda: lin(attograd.randn(256, 512)))
+
+
+def test_a_training_run_releases_the_gil(no_forced_switches, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abcdefgh ijklmnop\n" * 200)
+    assert released(lambda: attograd.training.train(data=corpus, out=tmp_path / "run", iters=20, layers=1, heads=2,
+                                                    embd=32, block=16, batch=8, eval_iters=1, sample_tokens=0,
+                                                    quiet=True, overwrite=True), tries=1)

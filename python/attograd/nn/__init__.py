@@ -1,0 +1,18 @@
+"""``attograd.nn``: torch.nn's names. ``Module`` is subclassed in Python (parameters and
+submodules registered by assigning them); the layers with parameters (``Linear``,
+``Embedding``, ``LayerNorm``, ``RMSNorm``, ``MultiheadAttention``) are attograd's C++ modules
+as Modules, mixable with Python ones in ``Sequential``, ``ModuleList`` and ``ModuleDict``."""
+
+from . import functional, init, utils
+from .modules import (
+    BCEWithLogitsLoss, CppModule, CrossEntropyLoss, Dropout, Embedding, GELU, Identity, L1Loss, LayerNorm, Linear,
+    LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, MultiheadAttention, NLLLoss, ReLU, RMSNorm, Sequential,
+    Sigmoid, SiLU, Softmax, Tanh,
+)
+from .parameter import Parameter
+
+__all__ = [
+    "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "Embedding", "GELU", "Identity", "L1Loss", "LayerNorm",
+    "Linear", "LogSoftmax", "Module", "ModuleDict", "ModuleList", "MSELoss", "MultiheadAttention", "NLLLoss",
+    "Parameter", "ReLU", "RMSNorm", "Sequential", "Sigmoid", "SiLU", "Softmax", "Tanh", "functional", "init", "utils",
+]

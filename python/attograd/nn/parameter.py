@@ -1,0 +1,50 @@
+"""``nn.Parameter``: a Tensor that a Module registers as its parameter when it is assigned as an
+attribute. It is a Python subclass of Tensor, so it keeps its class through C++: the same
+tensor always comes back as the same Parameter object."""
+
+from .. import _C
+
+Tensor = _C.Tensor
+
+
+class Parameter(Tensor):
+    """A tensor sharing ``data``'s memory (without its history) that requires grad, as torch's."""
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            data = _C._empty([0], None, False)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(data): data must be a Tensor, got {type(data).__name__}")
+        super().__init__(data)
+        self.requires_grad_(requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        r = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = r
+        return r
+
+    def __reduce_ex__(self, protocol):
+        del protocol
+        return (_rebuild_parameter, (self.detach().tolist(), self.dtype, self.requires_grad))
+
+
+def _rebuild_parameter(values, dtype, requires_grad):
+    from .._factories import tensor
+
+    return Parameter(tensor(values, dtype=dtype), requires_grad)
+
+
+def as_parameter(t):
+    """The Parameter for ``t``: ``t`` itself, its class changed in place when C++ made it (a C++
+    layer's weight), so that every handle to that tensor, in C++ and in Python, is the Parameter."""
+    if isinstance(t, Parameter):
+        return t
+    if type(t) is not Tensor:
+        raise TypeError(f"cannot make a Parameter of a {type(t).__name__}")
+    t.__class__ = Parameter
+    return t
