@@ -20,6 +20,16 @@ constexpr size_t dtype_size(DType t) {
 }
 constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
 const char* dtype_name(DType t);  // "float32", "float64", "int64", "bool"
+// torch's ScalarType names, as its error messages spell them: "Float", "Double", "Long", "Bool".
+constexpr const char* scalar_type_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+    case DType::Int64: return "Long";
+    case DType::Bool: return "Bool";
+  }
+  return "?";
+}
 
 template <class T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };

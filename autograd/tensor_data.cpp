@@ -8,16 +8,6 @@ namespace ag {
 namespace detail {
 
 namespace {
-// torch's names of the element kinds in its messages.
-const char* kind_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-    case DType::Int64: return "Long";
-    case DType::Bool: return "Bool";
-  }
-  return "?";
-}
 
 std::string sizes_str(const Shape& s) {
   std::string out;
@@ -53,7 +43,7 @@ TensorDataContainer::TensorDataContainer(const std::vector<TensorDataContainer>&
     if (!e.typed_) continue;
     if (typed_ && e.type_ != type_)  // torch's message
       throw std::invalid_argument(std::string("Expected all elements of the tensor to have the same scalar type: ") +
-                                  kind_name(type_) + ", but got element of scalar type: " + kind_name(e.type_));
+                                  scalar_type_name(type_) + ", but got element of scalar type: " + scalar_type_name(e.type_));
     type_ = e.type_;
     typed_ = true;
   }

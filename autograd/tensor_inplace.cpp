@@ -23,17 +23,6 @@ namespace ag {
 
 namespace {
 
-// torch's names of the dtypes, for its messages.
-const char* torch_type_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-    case DType::Int64: return "Long";
-    case DType::Bool: return "Bool";
-  }
-  return "?";
-}
-
 // The base of t's views: t itself when t is not a view.
 Tensor base_of(const Tensor& t) { return t.is_view() ? t._base() : t; }
 
@@ -63,8 +52,8 @@ void check_result(const Tensor& self, const Tensor& result) {
     throw std::runtime_error("output with shape " + shape_str(self.shape()) + " doesn't match the broadcast shape " +
                              shape_str(result.shape()));
   if (!is_floating(self.dtype()) && is_floating(result.dtype()))
-    throw std::runtime_error(std::string("result type ") + torch_type_name(result.dtype()) +
-                             " can't be cast to the desired output type " + torch_type_name(self.dtype()));
+    throw std::runtime_error(std::string("result type ") + scalar_type_name(result.dtype()) +
+                             " can't be cast to the desired output type " + scalar_type_name(self.dtype()));
 }
 
 // The tensor takes result's node as its history; retain_grad() follows it (the old node keeps
@@ -221,7 +210,7 @@ const Tensor& Tensor::div_(const Tensor& other) const {
 
 const Tensor& Tensor::div_(double other) const {
   if (!is_floating(dtype()))  // true division gives a float, which an integer tensor cannot hold
-    throw std::runtime_error(std::string("result type Float can't be cast to the desired output type ") + torch_type_name(dtype()));
+    throw std::runtime_error(std::string("result type Float can't be cast to the desired output type ") + scalar_type_name(dtype()));
   const Tensor s = scalar_like(*this, other);
   return apply_inplace(*this, nullptr, true, [&s](const Tensor& cur) { return ag::div(cur, s); });
 }

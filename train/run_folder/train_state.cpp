@@ -251,6 +251,19 @@ void restore_train_state(const std::string& path, models::LanguageModel& model, 
   restore_train_state(SafeTensorsFile::load(path), model, opt);
 }
 
+Tensor read_state_tensor(const SafeTensorsFile& f, const std::string& key, const Tensor& like) {
+  const std::string& path = f.source();
+  if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
+  const auto& info = f.info(key);
+  if (info.dtype != "F32" || Shape(info.shape) != like.shape())
+    throw std::runtime_error(path + ": tensor '" + key + "' is " + info.dtype + shape_str(info.shape) +
+                             " but the run's configuration needs F32" + shape_str(like.shape()) +
+                             " (a train state from a different configuration?)");
+  Tensor t = f.get(key);
+  require_finite_loaded({{key, t}}, path);
+  return t;
+}
+
 void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model, optim::Optimizer& opt) {
   const std::string& path = f.source();
   const TrainConfig cfg = config_from_json(meta(f, "config"), path);
@@ -258,16 +271,7 @@ void restore_train_state(const SafeTensorsFile& f, models::LanguageModel& model,
   const int64_t n = static_cast<int64_t>(params.size());
   std::map<std::string, Tensor> weights;
   for (const auto& [name, p] : params) {
-    const std::string key = "model." + name;
-    if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
-    const auto& info = f.info(key);
-    if (info.dtype != "F32" || Shape(info.shape) != p.shape())
-      throw std::runtime_error(path + ": tensor '" + key + "' is " + info.dtype + shape_str(info.shape) +
-                               " but the run's configuration needs F32" + shape_str(p.shape()) +
-                               " (a train state from a different configuration?)");
-    Tensor t = f.get(key);
-    require_finite_loaded({{key, t}}, path);
-    weights[name] = t;
+    weights[name] = read_state_tensor(f, "model." + name, p);
   }
   optim::StateDict sd;
   if (is_v1_train_state(f)) {

@@ -65,4 +65,8 @@ LoadedTrainState read_train_state(const SafeTensorsFile& file);  // already in m
 void restore_train_state(const std::string& path, models::LanguageModel& model, optim::Optimizer& opt);
 void restore_train_state(const SafeTensorsFile& file, models::LanguageModel& model, optim::Optimizer& opt);
 
+// The tensor `key` of a train state, which must be float32 of `like`'s shape and finite; throws
+// std::runtime_error naming the file and the tensor otherwise (either layout's reader uses it).
+Tensor read_state_tensor(const SafeTensorsFile& file, const std::string& key, const Tensor& like);
+
 }  // namespace ag::train

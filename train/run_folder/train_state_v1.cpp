@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "models/registry.h"
-#include "train/finite.h"
 #include "train/run_folder/checkpoint.h"
+#include "train/run_folder/train_state.h"
 
 namespace ag::train {
 
@@ -51,19 +51,8 @@ void check_v1_tensors(const SafeTensorsFile& f, const TrainConfig& cfg) {
 
 optim::StateDict v1_optimizer_state(const SafeTensorsFile& f, const TrainConfig& cfg, const models::LanguageModel& model,
                                     const optim::Optimizer& opt) {
-  const std::string& path = f.source();
   const std::set<std::string> muon = muon_names(cfg);
-  auto get = [&](const std::string& key, const Tensor& p) {
-    if (!f.has(key)) throw std::runtime_error(path + ": tensor '" + key + "' is missing");
-    const auto& info = f.info(key);
-    if (info.dtype != "F32" || Shape(info.shape) != p.shape())
-      throw std::runtime_error(path + ": tensor '" + key + "' is " + info.dtype + shape_str(info.shape) +
-                               " but the run's configuration needs F32" + shape_str(p.shape()) +
-                               " (a train state from a different configuration?)");
-    Tensor t = f.get(key);
-    require_finite_loaded({{key, t}}, path);
-    return t;
-  };
+  auto get = [&](const std::string& key, const Tensor& p) { return read_state_tensor(f, key, p); };
   std::map<const TensorImpl*, std::string> name_of;
   for (const auto& [name, p] : model.named_parameters()) name_of[&p.impl()] = name;
   // torch keeps the step as a 0-d float32 tensor; the layout kept one for all of AdamW's.
