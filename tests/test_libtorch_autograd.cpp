@@ -77,6 +77,10 @@ TEST(AutogradAPITests, GradTest) {
   ASSERT_VARIABLE_EQ(x_hv[0], Tensor::ones({2, 2}));
   ASSERT_VARIABLE_EQ(x.grad(), x_grad);
   ASSERT_VARIABLE_EQ(y.grad(), y_grad);
+  // backward(create_graph=true) leaves each leaf holding a gradient whose graph holds the leaf:
+  // a reference cycle, as in torch (whose docs warn of it). Dropped, so that no graph leaks.
+  x.zero_grad();
+  y.zero_grad();
 }
 
 TEST(AutogradAPITests, GradNonLeafTest) {
@@ -238,6 +242,10 @@ TEST(CustomAutogradTest, CustomFunction) {
 
   ASSERT_VARIABLE_EQ(x.grad(), y + Tensor::ones({5, 5}));
   ASSERT_VARIABLE_EQ(y.grad(), x + Tensor::ones({5, 5}) * 2);
+  // backward(create_graph=true) leaves each leaf holding a gradient whose graph holds the leaf:
+  // a reference cycle, as in torch (whose docs warn of it). Dropped, so that no graph leaks.
+  x.zero_grad();
+  y.zero_grad();
 }
 
 TEST(CustomAutogradTest, CustomFunctionWithTensorList) {
@@ -267,6 +275,10 @@ TEST(CustomAutogradTest, CustomFunctionWithTensorList) {
 
   ASSERT_VARIABLE_EQ(x.grad(), y + Tensor::ones({5, 5}));
   ASSERT_VARIABLE_EQ(y.grad(), x + Tensor::ones({5, 5}));
+  // backward(create_graph=true) leaves each leaf holding a gradient whose graph holds the leaf:
+  // a reference cycle, as in torch (whose docs warn of it). Dropped, so that no graph leaks.
+  x.zero_grad();
+  y.zero_grad();
 }
 
 TEST(CustomAutogradTest, GraphTaskTrimEdges) {
@@ -610,6 +622,10 @@ TEST(CustomAutogradTest, Hooks) {
   y.grad().zero_();
   z.backward(Tensor::ones({5, 5}), {.retain_graph = false, .create_graph = false});
   ASSERT_VARIABLE_EQ(y.grad(), (x + 1) * 4);
+  // backward(create_graph=true) leaves each leaf holding a gradient whose graph holds the leaf:
+  // a reference cycle, as in torch (whose docs warn of it). Dropped, so that no graph leaks.
+  x.zero_grad();
+  y.zero_grad();
 }
 
 TEST(CustomAutogradTest, HooksInplace) {
