@@ -389,7 +389,6 @@ def main(argv=None) -> int:
     gen = torch.Generator().manual_seed(a.seed)
     iters = a.iters
     n_evals = 0
-    evals_s = 0.0  # the evaluations' own time, every one
     steps_s = 0.0  # the training steps' own time (data, forward, backward, update)
 
     def step(it, total):
@@ -434,17 +433,13 @@ def main(argv=None) -> int:
                               "elapsed_s": round(time.perf_counter() - t0, 2), "cpu_s": round(cpu_s() - c0, 2)}),
                   flush=True)
         if a.eval_every and it % a.eval_every == 0 and it < iters:
-            t_eval = time.perf_counter()
             v = eval_all(model, val_ids, a.block, a.eval_batch)
-            evals_s += time.perf_counter() - t_eval
             n_evals += 1
             # train_s: the steps' own time, no start-up or evaluation (bench/time_to_loss.py)
             print(json.dumps({"step": it, "val_loss": round(v, 4), "elapsed_s": round(time.perf_counter() - t0, 2),
                               "train_s": round(steps_s, 3)}), flush=True)
             mark = time.perf_counter()  # an evaluation is not a step's time
-    t_eval = time.perf_counter()
     v = eval_all(model, val_ids, a.block, a.eval_batch)
-    evals_s += time.perf_counter() - t_eval
     print(json.dumps({"result": "torch_speedrun", "torch": torch.__version__, "val_loss": round(v, 4), "iters": iters,
                       "train_s": round(steps_s, 3),
                       "params": sum(p_.numel() for p_ in model.parameters()),
