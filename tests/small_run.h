@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "train/config/run_config.h"
 
@@ -32,6 +35,18 @@ inline train::TrainConfig small_run(const std::filesystem::path& dir, const std:
   c.sample_tokens = 0;
   c.no_progress = true;
   return c;
+}
+
+// (iter, train_loss, val_loss) of every line of run/metrics.jsonl, as exact JSON text: two runs
+// that agree bit for bit give equal vectors.
+inline std::vector<std::string> losses(const std::filesystem::path& run) {
+  std::ifstream in(run / "metrics.jsonl");
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) {
+    const auto j = nlohmann::json::parse(l);
+    out.push_back(j["iter"].dump() + " " + j["train_loss"].dump() + " " + j["val_loss"].dump());
+  }
+  return out;
 }
 
 }  // namespace ag::testing_util

@@ -25,16 +25,6 @@ using namespace ag::testing_util;
 
 namespace {
 
-std::vector<std::string> losses(const fs::path& run) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) {
-    const auto j = nlohmann::json::parse(l);
-    out.push_back(j["iter"].dump() + " " + j["train_loss"].dump() + " " + j["val_loss"].dump());
-  }
-  return out;
-}
-
 double last_val_loss(const fs::path& run) {
   std::ifstream in(run / "metrics.jsonl");
   double v = 0;

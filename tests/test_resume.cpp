@@ -35,17 +35,6 @@ Tensor grad_of(const models::LanguageModel& m, const std::string& name) {
     if (n == name) return p.grad();
   throw std::invalid_argument("no parameter " + name);
 }
-
-// (iter, train_loss, val_loss) of every metrics line, as exact JSON text.
-std::vector<std::string> losses(const fs::path& run) {
-  std::ifstream in(run / "metrics.jsonl");
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) {
-    const auto j = nlohmann::json::parse(l);
-    out.push_back(j["iter"].dump() + " " + j["train_loss"].dump() + " " + j["val_loss"].dump());
-  }
-  return out;
-}
 }  // namespace
 
 // Every run compared bit for bit in this file runs in this one process, on one thread count and
