@@ -78,9 +78,10 @@ TEST(ConfigCheck, EveryDoubleFieldRefusesNonFiniteValues) {
       }
     }
   });
-  // lr, min-lr, cooldown, muon-lr, embed-lr, weight-decay, beta1, beta2, grad-clip, comm-timeout,
-  // time-budget, dropout, softcap
-  EXPECT_EQ(doubles, 13);
+  // lr, min-lr, cooldown, muon-lr, embed-lr, muon-momentum, muon-momentum-warmup,
+  // muon-momentum-start, weight-decay, beta1, beta2, grad-clip, comm-timeout, time-budget,
+  // dropout, softcap
+  EXPECT_EQ(doubles, 16);
 }
 
 // Each rule, on a value just outside it, for every row that has it.

@@ -33,6 +33,11 @@ struct OptimizerEntry {
   // What the run's header says of it ("muon (lr 0.05 for the hidden matrices, AdamW for the
   // rest)"); empty says nothing (nanoGPT's recipe).
   std::function<std::string(const TrainConfig&)> describe;
+  // Sets the options a schedule moves besides the learning rate for step `it` (0-based), before
+  // that step, in the groups' options as torch's code sets param_groups[i]["momentum"]: Muon's
+  // momentum warmup. The state dict keeps them, and they depend on the step alone, so a resumed
+  // run sets what the run that never stopped did. Empty: the options stay as built.
+  std::function<void(optim::Optimizer&, const TrainConfig&, int64_t it)> before_step = {};
 };
 
 using OptimizerRegistry = Registry<OptimizerEntry>;
