@@ -16,6 +16,13 @@ follows warmup-stable-decay: linear warmup, constant, linear decay to 0 over the
 --cooldown fraction of the steps. The global gradient norm is clipped to --grad-clip first, as
 attograd does (its default 1).
 
+The recipe's other schedules, each off by default, as attograd's (docs/speedrun.md):
+--muon-momentum-warmup W: Muon's momentum (param_groups[i]["momentum"]) rises linearly from
+--muon-momentum-start at step 0 to --muon-momentum at step W; --block-warmup W: the training
+batches' sequence length rises from --block-start to --block at step W, in multiples of 8;
+--batch-warmup W: the batch rises from --batch-start to --batch at step W. Evaluation is always
+at --block.
+
 --config configs/speedrun.toml takes the recipe from attograd's own file (flags after it win), so
 that `make bench` (bench/compare.py) trains one recipe on both sides; a key of that file the twin
 cannot follow is an error.
@@ -25,7 +32,8 @@ in order, every target once (attograd's data::eval_windows); training batches ar
 windows (nanoGPT's get_batch).
 
 --time-budget SECONDS: plans the step count again after every step, from the steps timed (the
-first, a warm-up, not) and the final evaluation's timing, so that training and the final
+first, a warm-up, not; each per token, as a share of a full step under a warmup) and the final
+evaluation's timing, so that training and the final
 evaluation end at the budget less a 0.75% spare, the decay following the plan (attograd's
 policy, train/time_budget.h); the result line carries the last plan. One JSON object per line:
 {"step", "train_loss", "lr_scale", "elapsed_s", "cpu_s"} every --log-every steps, and
@@ -214,11 +222,29 @@ RECENT_STEPS = 16  # steps weigh 1/n into the step estimate up to n = 16, then 1
 class TimeBudget:
     """attograd's policy (train/time_budget.h): after each step, the steps done plus the nearest
     number of steps of the estimate that fits in what the budget less its spare leaves after the
-    final evaluation, whose timing scales with the steps' time; at most the cap."""
+    final evaluation, whose timing scales with the steps' time; at most the cap. The estimate is
+    a full step's (per token): step it of share(it) of a full step's tokens counts as its time
+    over its share, and is expected to take share(it) times the estimate (share is 1 from step
+    full_from on)."""
 
-    def __init__(self, budget_s: float, cap: int):
+    def __init__(self, budget_s: float, cap: int, full_from: int = 0, share=None):
         self.budget_s, self.cap, self.planned = budget_s, cap, cap
         self.timed, self.step_s, self.eval_s, self.eval_step_s = 0, 0.0, -1.0, 0.0
+        self.full_from, self._share = full_from, share
+
+    def share(self, it: int) -> float:
+        return self._share(it) if it < self.full_from and self._share else 1.0
+
+    def steps_that_fit(self, done: int, left: float) -> int:
+        it = done
+        while it < self.full_from and it < self.cap:
+            d = self.step_s * self.share(it)
+            if 0.5 * d > left:
+                return it - done
+            left -= d
+            it += 1
+        full = math.floor(left / self.step_s + 0.5) if left > 0 else 0
+        return it - done + min(full, self.cap - it)
 
     def eval_estimate(self) -> float:
         if self.eval_s < 0:
@@ -228,11 +254,15 @@ class TimeBudget:
     def after_step(self, done: int, elapsed_s: float, step_s: float) -> int:
         if step_s >= 0:
             self.timed += 1
-            self.step_s += (step_s - self.step_s) / min(self.timed, RECENT_STEPS)
+            full_step_s = step_s / self.share(done - 1) if done - 1 < self.full_from else step_s
+            self.step_s += (full_step_s - self.step_s) / min(self.timed, RECENT_STEPS)
         if self.timed == 0 or self.step_s <= 0:
             self.planned = max(min(self.planned, self.cap), done)
             return self.planned
         left = self.budget_s * (1 - BUDGET_SPARE) - elapsed_s - self.eval_estimate()
+        if done < self.full_from:  # steps of several sizes to come
+            self.planned = min(self.cap, done + (self.steps_that_fit(done, left) if left > 0 else 0))
+            return self.planned
         more = math.floor(left / self.step_s + 0.5) if left > 0 else 0
         self.planned = min(self.cap, max(done, done + more))
         return self.planned
@@ -256,6 +286,52 @@ def wsd(it: int, iters: int, warmup: int, cooldown: float, final: float = 0.0) -
         return 1.0
     frac = (iters - it) / max(decay, 1)  # 1 -> 1/decay
     return final + (1.0 - final) * frac
+
+
+def ramp(start: int, full: int, warmup: int, unit: int, it: int) -> int:
+    """From start at step 0 to full at step warmup, linearly, rounded down to a multiple of unit,
+    within [start, full] (attograd's train/step_shape.cpp)."""
+    if warmup <= 0 or it >= warmup or start >= full:
+        return full
+    linear = start + (full - start) * it // warmup
+    return min(max(linear - linear % unit, start), full)
+
+
+def step_shape(it: int, a) -> tuple[int, int]:
+    """(batch, block) of step it: --batch-warmup and --block-warmup (one process, no accumulation)."""
+    return (ramp(a.batch_start, a.batch, a.batch_warmup, 1, it), ramp(a.block_start, a.block, a.block_warmup, 8, it))
+
+
+def muon_momentum(it: int, a) -> float:
+    """Muon's momentum at step it: start + (end - start) * min(it / W, 1) (modded-nanogpt's rule)."""
+    if a.muon_momentum_warmup <= 0:
+        return a.muon_momentum
+    frac = min(it / a.muon_momentum_warmup, 1.0)
+    return (1.0 - frac) * a.muon_momentum_start + frac * a.muon_momentum
+
+
+def set_schedules(opt_m, opts, it: int, total: int, a) -> float:
+    """Before step it of total: every group's lr at its base_lr times the WSD factor, and Muon's
+    momentum as the warmup has it (as a scheduler sets param_groups). Returns the factor."""
+    s = wsd(it, total, a.warmup, a.cooldown)
+    for o in opts:
+        for g in o.param_groups:
+            g["lr"] = g["base_lr"] * s
+    for g in opt_m.param_groups:
+        g["momentum"] = muon_momentum(it, a)
+    return s
+
+
+def train_step(run, model, opts, x, y, grad_clip: float) -> float:
+    """One update on (x, y): forward, backward, the global norm clipped, every optimizer stepped."""
+    loss = run(x, y)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    for o in opts:
+        o.step()
+    model.zero_grad(set_to_none=True)
+    return float(loss.detach())
 
 
 @torch.no_grad()
@@ -290,7 +366,10 @@ def cpu_s() -> float:
 # attograd's key -> this script's flag; one learning rate for every AdamW group, as attograd has
 TOML_TO_FLAG = {"layers": "layers", "heads": "heads", "embd": "embd", "block": "block", "softcap": "softcap",
                 "batch": "batch", "iters": "iters", "warmup": "warmup", "cooldown": "cooldown",
-                "muon-lr": "muon_lr", "lr": ("adam_lr", "emb_lr"), "beta1": "beta1", "beta2": "beta2",
+                "muon-lr": "muon_lr", "lr": ("adam_lr", "emb_lr"), "muon-momentum": "muon_momentum",
+                "muon-momentum-warmup": "muon_momentum_warmup", "muon-momentum-start": "muon_momentum_start",
+                "block-warmup": "block_warmup", "block-start": "block_start", "batch-warmup": "batch_warmup",
+                "batch-start": "batch_start", "beta1": "beta1", "beta2": "beta2",
                 "seed": "seed", "log-every": "log_every", "grad-clip": "grad_clip"}
 # keys that must hold this value, because the twin implements only that (anything else: an error)
 TOML_FIXED = {"model": "modern", "optimizer": "muon", "schedule": "wsd", "min-lr": 0.0, "weight-decay": 0.0,
@@ -345,6 +424,16 @@ def main(argv=None) -> int:
     p.add_argument("--cooldown", type=float, default=0.4)
     p.add_argument("--muon-lr", type=float, default=0.02)
     p.add_argument("--muon-wd", type=float, default=0.0)
+    p.add_argument("--muon-momentum", type=float, default=0.95)
+    p.add_argument("--muon-momentum-warmup", type=float, default=0.0,
+                   help="Muon's momentum rises linearly from --muon-momentum-start to --muon-momentum over this many steps (0: off)")
+    p.add_argument("--muon-momentum-start", type=float, default=0.85)
+    p.add_argument("--block-warmup", type=int, default=0,
+                   help="the training sequence length rises from --block-start to --block over this many steps, in multiples of 8 (0: off)")
+    p.add_argument("--block-start", type=int, default=32)
+    p.add_argument("--batch-warmup", type=int, default=0,
+                   help="the training batch rises from --batch-start to --batch over this many steps (0: off)")
+    p.add_argument("--batch-start", type=int, default=4)
     p.add_argument("--adam-lr", type=float, default=0.008, help="the head's")
     p.add_argument("--emb-lr", type=float, default=0.05)
     p.add_argument("--beta1", type=float, default=0.9)
@@ -368,6 +457,10 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             p.error(f"--config {pre.config}: {e}")
     a = p.parse_args(argv)
+    if a.block_warmup > 0 and a.block_start > a.block:
+        p.error(f"--block-start {a.block_start} must be at most --block {a.block}")
+    if a.batch_warmup > 0 and a.batch_start > a.batch:
+        p.error(f"--batch-start {a.batch_start} must be at most --batch {a.batch}")
     t0, c0 = time.perf_counter(), cpu_s()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -375,7 +468,7 @@ def main(argv=None) -> int:
     model = ModernLM(a, vocab)
     mats = [p_ for n, p_ in model.named_parameters() if n.startswith("blocks.") and p_.dim() == 2]
     opt_m = (Muon32 if a.muon == "float32" else torch.optim.Muon)(mats, lr=a.muon_lr, weight_decay=a.muon_wd,
-                                                                  momentum=0.95, nesterov=True)
+                                                                  momentum=muon_momentum(0, a), nesterov=True)
     groups = [dict(params=[model.tok_emb.weight], lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)]
     gains = [p_ for n, p_ in model.named_parameters() if p_.dim() == 1]
     if gains:
@@ -394,24 +487,19 @@ def main(argv=None) -> int:
     def step(it, total):
         nonlocal steps_s
         t_step = time.perf_counter()
-        s = wsd(it, total, a.warmup, a.cooldown)
-        for o in opts:
-            for g in o.param_groups:
-                g["lr"] = g["base_lr"] * s
-        x, y = get_batch(train_ids, a.batch, a.block, gen)
-        loss = run(x, y)
-        loss.backward()
-        if a.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
-        for o in opts:
-            o.step()
-        model.zero_grad(set_to_none=True)
-        loss = float(loss.detach())
+        s = set_schedules(opt_m, opts, it, total, a)
+        x, y = get_batch(train_ids, *step_shape(it, a), gen)
+        loss = train_step(run, model, opts, x, y, a.grad_clip)
         steps_s += time.perf_counter() - t_step
         return loss, s
 
+    def share(it):  # step it's tokens over a full step's
+        b, t = step_shape(it, a)
+        return (b * t) / (a.batch * a.block)
+
     it = 0
-    budget = TimeBudget(a.time_budget, a.iters) if a.time_budget > 0 else None
+    budget = (TimeBudget(a.time_budget, a.iters, max(a.block_warmup, a.batch_warmup), share)
+              if a.time_budget > 0 else None)
     mark = time.perf_counter()
     while it < iters:
         loss, s = step(it, iters)

@@ -215,6 +215,16 @@ attograd_cli_test(cli.sample.modern EXIT 0 STDERR "generated 20 characters in .*
 attograd_cli_test(cli.eval.modern EXIT 0 STDOUT "loss [0-9]+\\.[0-9]+\nbits per character"
                   COMMAND ${AG} eval --checkpoint modern_run --text-file ${ATTOGRAD_SMALL_CORPUS})
 set_tests_properties(cli.sample.modern cli.eval.modern PROPERTIES FIXTURES_REQUIRED modern_run)
+# The recipe's warmups from the command line (docs/speedrun.md): Muon's momentum, the sequence
+# length and the batch, each said in the header; a start larger than what it rises to is refused.
+attograd_cli_test(cli.train.recipe_warmups EXIT 0
+                  STDOUT "sequence-length warmup: 8 to 16 over 10 steps\nbatch warmup: 2 to 4 over 10 steps\n.*momentum 0\\.85 rising to 0\\.95 over 10 steps.*done: 20 iters"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out warmups_run --overwrite --model modern --optimizer muon
+                          --schedule wsd --iters 20 --eval-every 10 --log-every 10 --sample-tokens 0 --muon-momentum-warmup 10
+                          --block-warmup 10 --block-start 8 --batch-warmup 10 --batch-start 2 ${TINY_MODEL})
+attograd_cli_test(cli.train.block_start_above_block EXIT 2
+                  STDERR "train: --block-start 32 must be at most --block 16 \\(the sequence length --block-warmup rises to\\)\nTry 'attograd train --help'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out warmups_bad --block-warmup 10 ${TINY_MODEL})
 # --time-budget: the step count planned after every step, the first plan said, and the run ends
 # at the last plan after one evaluation over the whole validation split.
 attograd_cli_test(cli.train.time_budget EXIT 0

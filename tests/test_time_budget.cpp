@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "tests/test_util.h"
+#include "train/step_shape.h"
 #include "train/time_budget.h"
 
 using namespace ag;
@@ -22,11 +23,13 @@ namespace {
 struct Outcome {
   double fraction = 0;
   int64_t steps = 0;
+  std::vector<int64_t> plans;  // after each step
 };
 Outcome simulate(double budget_s, const std::function<double(int64_t)>& step_s, double eval_s,
                  const std::function<double(double)>& load = [](double) { return 1.0; }, double startup_s = 0.3,
-                 int64_t cap = 1000000) {
-  TimeBudget b(budget_s, cap);
+                 int64_t cap = 1000000, StepShares shares = {}) {
+  TimeBudget b(budget_s, cap, std::move(shares));
+  std::vector<int64_t> plans;
   double t = startup_s;  // reading the data, building the model
   int64_t steps = 0, planned = cap;
   while (steps < planned) {
@@ -40,9 +43,10 @@ Outcome simulate(double budget_s, const std::function<double(int64_t)>& step_s, 
     }
     EXPECT_GE(planned, steps);
     EXPECT_LE(planned, cap);
+    plans.push_back(planned);
   }
   t += eval_s * load(t);
-  return {t / budget_s, steps};
+  return {t / budget_s, steps, plans};
 }
 
 void expect_within_window(const Outcome& o) {
@@ -129,3 +133,27 @@ TEST(TimeBudget, ItsStateReadsBackExactlyAndBadStatesAreRefused) {
     EXPECT_NE(e.find("run/train_state.safetensors: __metadata__ 'time_budget'"), std::string::npos) << bad << ": " << e;
   }
 }
+
+// Steps that grow (--block-warmup, --batch-warmup: train/step_shape.h): the early steps are a
+// fraction of a full step's tokens and take about that fraction of its time. The estimate is
+// per token (each step timed over its share, each step to come at its share), so the run still ends within the window, and the plan made early in the
+// warmup is already the count the run ends at, within 5% (planned from the small steps as if
+// all were alike, it would be several times too many, and the decay would start late).
+TEST(TimeBudget, StepsThatGrowStillEndWithinTheWindow) {
+  for (double budget : {120.0, 300.0}) {
+    for (int64_t warmup : {300, 5000}) {  // 5000: longer than the run
+      SCOPED_TRACE(std::to_string(budget) + " s, warmup " + std::to_string(warmup));
+      TrainConfig c;
+      c.batch_size = 16, c.model.block_size = 128;
+      c.block_warmup = warmup, c.block_start = 16;
+      c.batch_warmup = warmup / 2, c.batch_start = 4;
+      const StepShares shares{full_shape_from(c), [c](int64_t it) { return step_share(c, it, 1); }};
+      auto step_s = [&](int64_t i) { return i == 0 ? 0.5 : 0.07 * shares.share(i) * (1 + jitter(i)); };
+      const Outcome o = simulate(budget, step_s, 2.5, [](double) { return 1.0; }, 0.3, 1000000, shares);
+      expect_within_window(o);
+      ASSERT_GT(o.plans.size(), 60u);
+      EXPECT_NEAR(static_cast<double>(o.plans[40]), static_cast<double>(o.steps), 0.05 * static_cast<double>(o.steps));
+    }
+  }
+}
+

@@ -18,6 +18,7 @@
 #include "train/rank_fingerprint.h"
 #include "train/run.h"
 #include "train/schedules/registry.h"
+#include "train/step_shape.h"
 
 namespace ag::train {
 
@@ -111,7 +112,10 @@ void Run::start(bool resumed) {
   // --time-budget: the policy, new or as recorded. A train state written before it recorded
   // its decisions has none: the step count it fixed is kept, as then.
   if (cfg_.time_budget > 0 && (!resumed || pos_.budget)) {
-    budget_.emplace(cfg_.time_budget, pos_.budget ? *pos_.budget : BudgetState{cfg_.iters, cfg_.iters});
+    // Under a batch or sequence-length warmup the early steps are smaller: the policy knows each
+    // step's share of a full step's tokens.
+    StepShares shares{full_shape_from(cfg_), [this](int64_t it) { return step_share(cfg_, it, comm_.size()); }};
+    budget_.emplace(cfg_.time_budget, pos_.budget ? *pos_.budget : BudgetState{cfg_.iters, cfg_.iters}, std::move(shares));
     pos_.budget = budget_->state();
   }
   emit([&](RunLogger& l) { l.on_start(e); });
@@ -225,6 +229,7 @@ bool Run::evaluate_and_checkpoint(int64_t it) {
   checkpoint(best);
   t_log_ns_ = now_ns_();  // evaluation time is not training throughput
   steps_since_log_ = 0;
+  tokens_since_log_ = 0;
   return true;
 }
 
@@ -240,8 +245,12 @@ void Run::checkpoint(bool best) {
 double Run::train_step(int64_t it) {
   const int64_t t0 = now_ns_();
   std::optional<profiler::RecordScope> data_phase(std::in_place, "data", profiler::Category::Phase);
-  auto [x, y] = data::get_batch(corpus_.train_ids, cfg_.batch_size, cfg_.model.block_size, batch_gen_);
+  // The step's shape: (batch, block), or smaller under a warmup (train/step_shape.h).
+  const StepShape shape = step_shape(cfg_, it, comm_.size());
+  auto [x, y] = data::get_batch(corpus_.train_ids, shape.batch, shape.block, batch_gen_);
   data_phase.reset();
+  // The options a schedule moves besides the rates (Muon's momentum warmup), for this step.
+  if (cfg_.optimizer->before_step) cfg_.optimizer->before_step(*opt_, cfg_, it);
   const StepResult r = step_->run(x, y, it);
   stop_agreed_ = r.stop;
   grad_norm_ = r.grad_norm;
@@ -255,6 +264,7 @@ double Run::train_step(int64_t it) {
   }
   pos_.eval_done = false;
   ++steps_since_log_;
+  tokens_since_log_ += static_cast<double>(shape.tokens());
   if (hooks_.after_step) hooks_.after_step(it);
   if (comm_.distributed()) note_kill_timeout(seconds_since(t0));
   return r.loss;
@@ -270,12 +280,12 @@ void Run::end_step(int64_t it, double loss, double lr) {
   e.lr = lr;
   e.grad_norm = grad_norm_;
   e.logged = (it + 1) % cfg_.log_every == 0 || it + 1 == cfg_.iters;
-  const double tokens_per_step = static_cast<double>(cfg_.batch_size * cfg_.model.block_size);
+  // The steps' own tokens: under a warmup the early steps are smaller.
   const double dt = seconds_since(t_log_ns_);
-  e.tokens_per_s = dt > 0 ? tokens_per_step * static_cast<double>(steps_since_log_) / dt : tokens_per_s_;
+  e.tokens_per_s = dt > 0 ? tokens_since_log_ / dt : tokens_per_s_;
   e.ms_per_step = steps_since_log_ > 0 ? 1e3 * dt / static_cast<double>(steps_since_log_) : 0;
   e.mfu = mfu(flops_per_token_, e.tokens_per_s, peak_.gflops);
-  e.eta_s = e.tokens_per_s > 0 ? static_cast<double>(cfg_.iters - it - 1) * tokens_per_step / e.tokens_per_s : 0;
+  e.eta_s = e.tokens_per_s > 0 ? tokens_of_steps(cfg_, it + 1, cfg_.iters, comm_.size()) / e.tokens_per_s : 0;
   e.elapsed_s = seconds_since(t_start_ns_);
   e.skipped = skipped_;
   e.skipped_updates = pos_.skipped_updates;
@@ -284,6 +294,7 @@ void Run::end_step(int64_t it, double loss, double lr) {
     tokens_per_s_ = e.tokens_per_s;
     t_log_ns_ = now_ns_();
     steps_since_log_ = 0;
+    tokens_since_log_ = 0;
   }
 }
 

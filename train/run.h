@@ -85,6 +85,7 @@ class Run {
   // The throughput window: the steps since the last logged step (evaluations excluded).
   int64_t t_log_ns_ = 0;
   int64_t steps_since_log_ = 0;
+  double tokens_since_log_ = 0;  // those steps' tokens (each step's own shape, train/step_shape.h)
   double tokens_per_s_ = 0;  // of the last logged step
   double grad_norm_ = 0;     // of the last step, before clipping
   std::string skipped_;      // why the last step's update was skipped, if it was

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
 
 #include "autograd/engine.h"
 #include "train/evaluate.h"
@@ -39,9 +40,12 @@ BudgetState budget_state_from_json(const std::string& text, const std::string& s
   }
 }
 
-TimeBudget::TimeBudget(double budget_s, int64_t cap) : budget_s_(budget_s) { state_.cap = state_.planned = cap; }
+TimeBudget::TimeBudget(double budget_s, int64_t cap, StepShares shares) : budget_s_(budget_s), shares_(std::move(shares)) {
+  state_.cap = state_.planned = cap;
+}
 
-TimeBudget::TimeBudget(double budget_s, BudgetState state) : budget_s_(budget_s), state_(state) {}
+TimeBudget::TimeBudget(double budget_s, BudgetState state, StepShares shares)
+    : budget_s_(budget_s), state_(state), shares_(std::move(shares)) {}
 
 void TimeBudget::set_eval_time(double eval_s) {
   state_.eval_s = std::max(0.0, eval_s);
@@ -58,15 +62,35 @@ int64_t TimeBudget::after_step(int64_t steps_done, double elapsed_s, double step
   if (step_s >= 0) {
     ++state_.timed;
     const double weight = 1.0 / static_cast<double>(std::min(state_.timed, kRecentSteps));
-    state_.step_s += weight * (step_s - state_.step_s);
+    const int64_t it = steps_done - 1;  // the step just timed
+    const double full_step_s = it < shares_.full_from ? step_s / share(it) : step_s;
+    state_.step_s += weight * (full_step_s - state_.step_s);
   }
   if (state_.timed == 0 || !(state_.step_s > 0)) return state_.planned = std::max(std::min(state_.planned, state_.cap), steps_done);
   const double left = budget_s_ * (1.0 - kSpare) - elapsed_s - eval_estimate();
+  if (steps_done < shares_.full_from) {  // steps of several sizes to come
+    const int64_t more = left > 0 ? steps_that_fit(steps_done, left) : 0;
+    return state_.planned = std::min(state_.cap, steps_done + more);
+  }
   // The nearest count: the run ends within half a step of the target, either side.
   const double more = left > 0 ? std::floor(left / state_.step_s + 0.5) : 0.0;
   const double total = static_cast<double>(steps_done) + more;
   state_.planned = total >= static_cast<double>(state_.cap) ? state_.cap : std::max(steps_done, static_cast<int64_t>(total));
   return state_.planned;
+}
+
+// The steps of the warmup one by one (each counts when half of it fits, as the nearest count
+// below does), then the full steps after it all at once.
+int64_t TimeBudget::steps_that_fit(int64_t steps_done, double left) const {
+  int64_t it = steps_done;
+  for (; it < shares_.full_from && it < state_.cap; ++it) {
+    const double d = state_.step_s * share(it);
+    if (0.5 * d > left) return it - steps_done;
+    left -= d;
+  }
+  const double full = left > 0 ? std::floor(left / state_.step_s + 0.5) : 0.0;
+  const double cap_left = static_cast<double>(state_.cap - it);
+  return it - steps_done + (full >= cap_left ? state_.cap - it : static_cast<int64_t>(full));
 }
 
 double final_eval_seconds(models::LanguageModel& model, const TrainConfig& cfg, const std::vector<int64_t>& val_ids,

@@ -5,6 +5,12 @@
 // evaluation's; the schedule's factor follows the plan (train/schedules/registry.h), so the
 // decay follows the elapsed time.
 //
+// Steps need not be alike: under --block-warmup or --batch-warmup (train/step_shape.h) the early
+// steps process fewer tokens than the later ones. The estimate is per token, held as the
+// seconds of a full step (batch × block tokens), so that a step of a share s of those tokens is
+// expected to take s times it; each step timed counts as its time over its share, and the plan
+// sums the shares of the steps to come. Steps all alike (share 1) give the plan they always did.
+//
 // What it decided from a clock is its BudgetState, which the train state keeps: a run resumed
 // from a checkpoint continues from that plan and those estimates, so that with the same clock
 // readings (a fake clock in the tests) it makes the decisions the run that never stopped made.
@@ -24,7 +30,7 @@ struct BudgetState {
   int64_t cap = 0;         // --iters as given: no plan goes beyond it
   int64_t planned = 0;     // the last plan: the run's step count
   int64_t timed = 0;       // steps timed so far
-  double step_s = 0;       // the estimate of a step's seconds (the mean of the first steps timed, then recent ones weigh more)
+  double step_s = 0;       // the estimate of a full step's seconds (the mean of the first steps timed, each over its share, then recent ones weigh more)
   double eval_s = -1;      // the final evaluation's seconds, timed once (-1: not yet)
   double eval_step_s = 0;  // the step estimate when eval_s was timed: the evaluation's estimate scales with the steps'
   bool operator==(const BudgetState&) const = default;
@@ -34,6 +40,13 @@ struct BudgetState {
 // throws std::runtime_error naming `source`.
 std::string budget_state_to_json(const BudgetState& s);
 BudgetState budget_state_from_json(const std::string& text, const std::string& source);
+
+// How the steps' sizes vary: step it's tokens over a full step's, in (0, 1], and the first step
+// from which every step is full. The default: every step is.
+struct StepShares {
+  int64_t full_from = 0;
+  std::function<double(int64_t it)> share = {};  // asked for it < full_from only
+};
 
 class TimeBudget {
  public:
@@ -46,14 +59,15 @@ class TimeBudget {
   static constexpr int64_t kRecentSteps = 16;
 
   // A new run: nothing timed, the plan at cap (--iters).
-  TimeBudget(double budget_s, int64_t cap);
+  TimeBudget(double budget_s, int64_t cap, StepShares shares = {});
   // A resumed one, from its recorded state.
-  TimeBudget(double budget_s, BudgetState state);
+  TimeBudget(double budget_s, BudgetState state, StepShares shares = {});
 
-  // After a step: steps_done steps done, elapsed_s of the budget spent, the step took step_s
-  // seconds (< 0: not timed, as the run's first step). Returns the new plan: the steps done, then
-  // the number of steps of the estimate nearest to what the budget less its spare leaves after
-  // the final evaluation; at most the cap. Before any step is timed the plan stays at the cap.
+  // After a step: steps_done steps done, elapsed_s of the budget spent, the step (step
+  // steps_done − 1) took step_s seconds (< 0: not timed, as the run's first step). Returns the
+  // new plan: the steps done, then the number of steps whose estimated times fill what the budget
+  // less its spare leaves after the final evaluation, to the nearest step (a step counts when
+  // half of it fits); at most the cap. Before any step is timed the plan stays at the cap.
   int64_t after_step(int64_t steps_done, double elapsed_s, double step_s);
   // Several ranks: the plan they agreed on replaces this rank's.
   void agree(int64_t planned) { state_.planned = planned; }
@@ -68,8 +82,12 @@ class TimeBudget {
   const BudgetState& state() const { return state_; }
 
  private:
+  double share(int64_t it) const { return it < shares_.full_from && shares_.share ? shares_.share(it) : 1.0; }
+  int64_t steps_that_fit(int64_t steps_done, double left) const;  // left > 0 seconds from step steps_done on
+
   double budget_s_;
   BudgetState state_;
+  StepShares shares_;
 };
 
 // The seconds the final evaluation (--eval-iters batches of each split, or the whole validation

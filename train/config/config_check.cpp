@@ -79,6 +79,13 @@ const models::ModelEntry& validate_config(const TrainConfig& c, int64_t ranks) {
                       (parts > 0 ? " = " + std::to_string(parts) + " (the batch is global; each micro-batch gets batch / " +
                                        std::to_string(parts) + " rows)"
                                  : std::string(", which does not fit 64 bits")));
+  // The warmups start from a shape no larger than the full one; the batch's splits as --batch's.
+  if (c.block_warmup > 0 && c.block_start > c.model.block_size)
+    throw ConfigError("train: --block-start " + std::to_string(c.block_start) + " must be at most --block " +
+                      std::to_string(c.model.block_size) + " (the sequence length --block-warmup rises to)");
+  if (c.batch_warmup > 0 && (c.batch_start > c.batch_size || c.batch_start % parts != 0))
+    throw ConfigError("train: --batch-start " + std::to_string(c.batch_start) + " must be at most --batch " +
+                      std::to_string(c.batch_size) + " and divisible by ranks × --grad-accum = " + std::to_string(parts));
   // Each split needs block + 1 characters of a corpus of at most kMaxTextFileBytes.
   if (c.model.block_size > data::kMaxTextFileBytes / 10)
     throw ConfigError("train: --block " + std::to_string(c.model.block_size) + " is larger than any corpus can serve (at most " +

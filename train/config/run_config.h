@@ -40,6 +40,10 @@ namespace ag::train {
   X(double,      lr,             "lr",             1e-3,  "peak learning rate", Refuse, Positive)                                         \
   X(double,      min_lr,         "min-lr",         1e-4,  "final learning rate of the cosine decay", Refuse, NonNegative)                    \
   X(int64_t,     warmup,         "warmup",         100,   "linear warmup steps", Refuse, NonNegative)                                        \
+  X(int64_t,     block_warmup,   "block-warmup",   0,     "sequence-length warmup: the training batches' sequence length rises linearly from --block-start at step 0 to the model's --block at this step, in multiples of 8, then stays; the model and every evaluation are unchanged (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
+  X(int64_t,     block_start,    "block-start",    32,    "the training sequence length at step 0 under --block-warmup (at most --block)", Refuse, Positive) \
+  X(int64_t,     batch_warmup,   "batch-warmup",   0,     "batch-size warmup: the training batch rises linearly from --batch-start sequences at step 0 to --batch at this step, in multiples of ranks × --grad-accum, then stays; evaluations use --batch (0: off; see docs/speedrun.md)", Refuse, NonNegative) \
+  X(int64_t,     batch_start,    "batch-start",    4,     "the training batch at step 0 under --batch-warmup (at most --batch, divisible by ranks × --grad-accum)", Refuse, Positive) \
   X(ScheduleChoice, schedule,   "schedule",       ScheduleChoice("cosine"), "learning-rate schedule, a factor on each parameter group's peak rate", Refuse, Any) \
   X(OptimizerChoice, optimizer, "optimizer",      OptimizerChoice("adamw"), "the optimizer, and the parameter groups it makes from the model's parameter table", Refuse, Any) \
   X(double,      weight_decay,   "weight-decay",   0.1,   "decoupled weight decay of AdamW's (and Muon's) parameters of two or more dims", Refuse, NonNegative) \

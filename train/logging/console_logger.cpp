@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -33,6 +34,13 @@ void ConsoleLogger::on_start(const RunStart& e) {
     << "model: " << e.model.summary() << ", " << e.model.num_parameters() << " parameters\n"
     << "run: batch " << c.batch_size << ", " << c.iters << " iters, lr " << c.lr << " -> " << c.min_lr << ", warmup "
     << c.warmup << ", seed " << c.seed << ", out " << c.out_dir << "\n";
+  // The steps' shape warmups (train/step_shape.h), when on.
+  if (c.block_warmup > 0)
+    s << "sequence-length warmup: " << std::min(c.block_start, c.model.block_size) << " to " << c.model.block_size << " over "
+      << c.block_warmup << " steps\n";
+  if (c.batch_warmup > 0)
+    s << "batch warmup: " << std::min(c.batch_start, c.batch_size) << " to " << c.batch_size << " over " << c.batch_warmup
+      << " steps\n";
   const TrainConfig defaults;
   if (!(c.optimizer == defaults.optimizer) || !(c.schedule == defaults.schedule) || c.time_budget > 0) {
     // nanoGPT's recipe (the defaults) says nothing more; otherwise each choice's row says what it is.
