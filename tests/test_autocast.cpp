@@ -172,6 +172,35 @@ TEST(Autocast, FusedMlpRoundsEachOperandOnceForwardAndBackward) {
   }
 }
 
+TEST(Autocast, AttentionsBackwardStaysAtBf16sScale) {
+  // The blockwise attention's backward reads each head's q, k, v and dO rounded once and each
+  // tile's P and dS rounded once: its gradient stays within bf16's scale of float32's, causal
+  // or not, on one tile (T = 64) and on several (T = 300: partial tiles, masked blocks), on
+  // both bf16 paths; a wrong tile offset would be far off.
+  TwoThreads two;
+  for (const int64_t T : {64, 300}) {
+    for (const bool causal : {true, false}) {
+      Generator gen(17);
+      const Tensor qkv = Tensor::randn({2, T, 3 * 32}, DType::Float32, gen);
+      const Tensor c = Tensor::randn({2, T, 32}, DType::Float32, gen);  // the upstream gradient
+      Tensor x32 = qkv.clone().requires_grad_();
+      sum(self_attention_qkv(x32, 2, causal) * c).backward();
+      for (auto provider : kernels::kGemmProviders) {
+        if (!kernels::gemm_provider_available(provider)) continue;
+        kernels::GemmProviderGuard use(provider);
+        Tensor x16 = qkv.clone().requires_grad_();
+        {
+          AutocastGuard bf16(Precision::BF16);
+          sum(self_attention_qkv(x16, 2, causal) * c).backward();
+        }
+        const double d = relative_difference(x16.grad(), x32.grad());
+        EXPECT_GT(d, 0.0) << "T " << T << " causal " << causal << " " << kernels::gemm_provider_name(provider);
+        EXPECT_LT(d, 2e-2) << "T " << T << " causal " << causal << " " << kernels::gemm_provider_name(provider);
+      }
+    }
+  }
+}
+
 namespace {
 
 // Every parameter's gradient of one loss.backward() of model m on (x, y), at a precision.

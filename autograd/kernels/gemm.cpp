@@ -149,6 +149,12 @@ void gemm_rounded_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
                B.data(), B.ld(), beta, C, ldc);
 }
 
+void gemm_rounded_blocks(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                         const void* B, int64_t ldb, bool native, float beta, float* C, int64_t ldc) {
+  const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, M, N, K);
+  gemm_rounded(gemm_provider(), native, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void gemm_rows_rounded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
                        const Bf16Matrix& B, float beta, const float* bias, float* C, int64_t ldc) {
   // The same split of C's rows as gemm_rows and gemm_rows_bf16, so the products are the same.

@@ -71,6 +71,11 @@ void gemm_rows_rounded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 // One GEMM on this thread from rounded operands: rows [a_row0, a_row0 + M) of op(A) times op(B).
 void gemm_rounded_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
                        int64_t a_row0, const Bf16Matrix& B, float beta, float* C, int64_t ldc);
+// One GEMM on this thread from blocks of rounded operands (of the same path), each given by the
+// address of its first element (Bf16Matrix::at) and its matrix's row stride: the attention's
+// tiles, read in place from a head's rounded q, k, v.
+void gemm_rounded_blocks(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                         const void* B, int64_t ldb, bool native, float beta, float* C, int64_t ldc);
 
 // C = alpha·op(A)·op(B) + beta·C with the rows of C split across attograd's threads (each
 // part is an ordinary single-threaded BLAS call on a block of rows).
