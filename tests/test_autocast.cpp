@@ -136,6 +136,71 @@ TEST(Autocast, AttentionAndTheFusedMlpChangeOnlyAtBf16sScale) {
   EXPECT_LT(relative_difference(mlp16, mlp), 1e-2);
 }
 
+TEST(Autocast, FusedMlpRoundsEachOperandOnceForwardAndBackward) {
+  // The fused MLP keeps the bf16 copies of x and h from its forward and rounds g and dpre once
+  // each for both GEMMs that read them: every GEMM still sees exactly the rounded operands, on
+  // both bf16 paths. The reference is the composition on explicitly rounded float32 copies (its
+  // GELU is the op's, not the fused kernel's, hence a tolerance far below bf16's 4e-3).
+  TwoThreads two;
+  Generator gen(16);
+  const Tensor x = Tensor::randn({96, 32}, DType::Float32, gen);
+  const Tensor w1 = Tensor::randn({128, 32}, DType::Float32, gen), b1 = Tensor::randn({128}, DType::Float32, gen);
+  const Tensor w2 = Tensor::randn({32, 128}, DType::Float32, gen), b2 = Tensor::randn({32}, DType::Float32, gen);
+  const Tensor c = Tensor::randn({96, 32}, DType::Float32, gen);  // the upstream gradient
+  for (auto provider : kernels::kGemmProviders) {
+    if (!kernels::gemm_provider_available(provider)) continue;
+    kernels::GemmProviderGuard use(provider);
+    Tensor xl = x.clone().requires_grad_(), w1l = w1.clone().requires_grad_(), w2l = w2.clone().requires_grad_();
+    {
+      AutocastGuard bf16(Precision::BF16);
+      sum(gelu_mlp(xl, w1l, b1, w2l, b2) * c).backward();
+    }
+    // y = gelu(x·W1ᵀ + b1)·W2ᵀ + b2 with every GEMM operand rounded
+    Tensor pre = linear(rounded(x), rounded(w1), b1).requires_grad_();
+    const Tensor h = gelu(pre);
+    const Tensor dh = matmul(rounded(c), rounded(w2));            // g·W2
+    const Tensor dpre = grad({h}, {pre}, {dh})[0];                // dh ⊙ gelu'(pre)
+    const Tensor dx = matmul(rounded(dpre), rounded(w1));         // dpre·W1
+    const Tensor dw1 = matmul(transpose(rounded(dpre), 0, 1), rounded(x));
+    const Tensor dw2 = matmul(transpose(rounded(c), 0, 1), rounded(h));
+    const char* name = kernels::gemm_provider_name(provider);
+    EXPECT_LT(relative_difference(xl.grad(), dx), 2e-5) << name;
+    EXPECT_LT(relative_difference(w1l.grad(), dw1), 2e-5) << name;
+    EXPECT_LT(relative_difference(w2l.grad(), dw2), 2e-5) << name;
+    // what the test tells apart: the same gradient from an unrounded g is bf16's scale away
+    EXPECT_GT(relative_difference(w2l.grad(), matmul(transpose(c, 0, 1), rounded(h))), 1e-4) << name;
+  }
+}
+
+TEST(Autocast, AttentionsBackwardStaysAtBf16sScale) {
+  // The blockwise attention's backward reads each head's q, k, v and dO rounded once and each
+  // tile's P and dS rounded once: its gradient stays within bf16's scale of float32's, causal
+  // or not, on one tile (T = 64) and on several (T = 300: partial tiles, masked blocks), on
+  // both bf16 paths; a wrong tile offset would be far off.
+  TwoThreads two;
+  for (const int64_t T : {64, 300}) {
+    for (const bool causal : {true, false}) {
+      Generator gen(17);
+      const Tensor qkv = Tensor::randn({2, T, 3 * 32}, DType::Float32, gen);
+      const Tensor c = Tensor::randn({2, T, 32}, DType::Float32, gen);  // the upstream gradient
+      Tensor x32 = qkv.clone().requires_grad_();
+      sum(self_attention_qkv(x32, 2, causal) * c).backward();
+      for (auto provider : kernels::kGemmProviders) {
+        if (!kernels::gemm_provider_available(provider)) continue;
+        kernels::GemmProviderGuard use(provider);
+        Tensor x16 = qkv.clone().requires_grad_();
+        {
+          AutocastGuard bf16(Precision::BF16);
+          sum(self_attention_qkv(x16, 2, causal) * c).backward();
+        }
+        const double d = relative_difference(x16.grad(), x32.grad());
+        EXPECT_GT(d, 0.0) << "T " << T << " causal " << causal << " " << kernels::gemm_provider_name(provider);
+        EXPECT_LT(d, 2e-2) << "T " << T << " causal " << causal << " " << kernels::gemm_provider_name(provider);
+      }
+    }
+  }
+}
+
 namespace {
 
 // Every parameter's gradient of one loss.backward() of model m on (x, y), at a precision.

@@ -13,6 +13,14 @@ class Bf16Matrix {
  public:
   // src (rows, cols) at row stride ld. Keeps its storage between calls (it only grows).
   void round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native);
+  // The same in two stages, so that threads can round disjoint rows of one matrix: reshape()
+  // (storage for rows × cols, nothing rounded yet), then round_rows() for each block of rows
+  // [r0, r1) of src (row stride ld). An operand that several GEMMs read (a linear's input, the
+  // gradient of its output) is so rounded once, in parallel, and kept.
+  void reshape(int64_t rows, int64_t cols, bool native);
+  void round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1);
+  // Element (r, c)'s address, as the provider's bf16 path reads it (bits or values).
+  const void* at(int64_t r, int64_t c) const;
   const void* data() const { return data_; }
   int64_t ld() const { return ld_; }  // cols (at least 1)
   int64_t rows() const { return rows_; }

@@ -12,8 +12,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/autocast.h"
+#include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/lanes.h"
@@ -112,14 +115,28 @@ inline void mask_block(T* s, int64_t rows, int64_t n, int64_t ld, int64_t i0, in
       s[r * ld + j] = -std::numeric_limits<T>::infinity();
 }
 
+// Under bf16 autocast, the backward of one slice reads its q, k, v and dO rounded once (not once
+// per tile GEMM: each tile of k is read by every query tile), and each block's P and dS rounded
+// once (dS feeds two GEMMs). The GEMMs see the same operands as when each rounds its own.
+struct RoundedSlice {
+  Bf16Matrix q, k, v, dout, p, ds;
+  bool native = false;
+};
+
 // s (ni, nj) = scale · q_i (ni, D) @ k_j (nj, D)ᵀ, masked where the block crosses the diagonal.
+// With r (bf16 autocast), q and k are read from r's rounded copies of the slice.
 template <class T>
 inline void scores_block(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, int64_t i0,
-                         int64_t ni, int64_t j0, int64_t nj, T* s, int64_t lds) {
-  if (d.D > 0)
+                         int64_t ni, int64_t j0, int64_t nj, T* s, int64_t lds, const RoundedSlice* r = nullptr) {
+  if (d.D > 0 && r) {
+    if constexpr (std::is_same_v<T, float>)
+      gemm_rounded_blocks(false, true, ni, nj, d.D, scale, r->q.at(i0, 0), r->q.ld(), r->k.at(j0, 0), r->k.ld(),
+                          r->native, 0.0f, s, lds);
+  } else if (d.D > 0) {
     gemm(false, true, ni, nj, d.D, scale, q, ldq, k, ldk, T(0), s, lds);
-  else
-    for (int64_t r = 0; r < ni; ++r) std::fill(s + r * lds, s + r * lds + nj, T(0));
+  } else {
+    for (int64_t r0 = 0; r0 < ni; ++r0) std::fill(s + r0 * lds, s + r0 * lds + nj, T(0));
+  }
   if (d.causal && j0 + nj - 1 > i0 + d.offset) mask_block(s, ni, nj, lds, i0, j0, d.offset);
 }
 
@@ -180,10 +197,19 @@ inline void zero_rows(T* p, int64_t rows, int64_t cols, int64_t ld) {
 // it, recompute P from lse and accumulate
 //   dV_j += Pᵀ·dO_i,  dP = dO_i·V_jᵀ,  dS = P ⊙ (dP − D_i),  dQ_i += scale·dS·K_j,  dK_j += scale·dSᵀ·Q_i
 // dq, dk, dv may be null (not wanted). drow is scratch of L; s, dp of kTileQ·kTileK.
+// With r (bf16 autocast, float32 only), every GEMM reads rounded operands from r.
 template <class T>
 void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v, int64_t ldv,
                     const T* o, int64_t ldo, const T* dout, int64_t lddo, const T* lse, T* dq, int64_t lddq, T* dk,
-                    int64_t lddk, T* dv, int64_t lddv, T* drow, T* s, T* dp) {
+                    int64_t lddk, T* dv, int64_t lddv, T* drow, T* s, T* dp, RoundedSlice* r = nullptr) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (r) {
+      r->q.round(q, d.L, d.D, ldq, r->native);
+      r->k.round(k, d.S, d.D, ldk, r->native);
+      r->v.round(v, d.S, d.Dv, ldv, r->native);
+      r->dout.round(dout, d.L, d.Dv, lddo, r->native);
+    }
+  }
   // D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic: the row term of softmax's backward, from O alone
   for (int64_t i = 0; i < d.L; ++i) {
     T acc = 0;
@@ -199,8 +225,28 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
     const int64_t ibeg = d.causal ? std::max<int64_t>(0, j0 - d.offset) : 0;
     for (int64_t i0 = ibeg; i0 < d.L; i0 += kTileQ) {
       const int64_t ni = std::min(kTileQ, d.L - i0);
-      scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK);
+      scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK, r);
       // dp (ni, nj) = dO_i (ni, Dv) @ v_j (nj, Dv)ᵀ
+      if constexpr (std::is_same_v<T, float>) {
+        if (r && d.Dv > 0 && d.D > 0) {
+          gemm_rounded_blocks(false, true, ni, nj, d.Dv, 1.0f, r->dout.at(i0, 0), r->dout.ld(), r->v.at(j0, 0),
+                              r->v.ld(), r->native, 0.0f, dp, kTileK);
+          softmax_grad_block(s, dp, ni, nj, kTileK, lse + i0, drow + i0);  // s = P, dp = dS
+          r->p.round(s, ni, nj, kTileK, r->native);
+          r->ds.round(dp, ni, nj, kTileK, r->native);
+          // dv_j += Pᵀ·dO_i,  dq_i += scale · dS·k_j,  dk_j += scale · dSᵀ·q_i  (as below)
+          if (dv)
+            gemm_rounded_blocks(true, false, nj, d.Dv, ni, 1.0f, r->p.data(), r->p.ld(), r->dout.at(i0, 0),
+                                r->dout.ld(), r->native, 1.0f, dv + j0 * lddv, lddv);
+          if (dq)
+            gemm_rounded_blocks(false, false, ni, d.D, nj, scale, r->ds.data(), r->ds.ld(), r->k.at(j0, 0), r->k.ld(),
+                                r->native, 1.0f, dq + i0 * lddq, lddq);
+          if (dk)
+            gemm_rounded_blocks(true, false, nj, d.D, ni, scale, r->ds.data(), r->ds.ld(), r->q.at(i0, 0), r->q.ld(),
+                                r->native, 1.0f, dk + j0 * lddk, lddk);
+          continue;
+        }
+      }
       if (d.Dv > 0)
         gemm(false, true, ni, nj, d.Dv, T(1), dout + i0 * lddo, lddo, v + j0 * ldv, ldv, T(0), dp, kTileK);
       else
@@ -226,13 +272,18 @@ void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, 
               const Slices& sdq, T* dk, const Slices& sdk, T* dv, const Slices& sdv) {
   const int64_t work = std::max<int64_t>(d.L, 1) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
   const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
+  // Under bf16 autocast (float32 with both head widths nonzero): each chunk's rounded copies.
+  const bool rounded = std::is_same_v<T, float> && is_autocast_enabled() && d.D > 0 && d.Dv > 0;
   parallel::parallel_for(d.BH, grain, [&](int64_t b0, int64_t b1) {
     std::vector<T> scratch(static_cast<size_t>(2 * kTileQ * kTileK + d.L));
     T *s = scratch.data(), *dp = s + kTileQ * kTileK, *drow = dp + kTileQ * kTileK;
+    RoundedSlice r;
+    r.native = bf16_path_is_native();
     for (int64_t b = b0; b < b1; ++b)
       backward_slice(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
                      dout + sdo.off[b], sdo.ld, lse + b * d.L, dq ? dq + sdq.off[b] : nullptr, sdq.ld,
-                     dk ? dk + sdk.off[b] : nullptr, sdk.ld, dv ? dv + sdv.off[b] : nullptr, sdv.ld, drow, s, dp);
+                     dk ? dk + sdk.off[b] : nullptr, sdk.ld, dv ? dv + sdv.off[b] : nullptr, sdv.ld, drow, s, dp,
+                     rounded ? &r : nullptr);
   });
 }
 

@@ -31,15 +31,22 @@ void round_a(Bf16Matrix& r, bool ta, int64_t M, int64_t K, const float* A, int64
   r.round(A, ta ? K : M, ta ? M : K, lda, native);
 }
 
+// Operands already rounded for the path `native` says (bf16 bits, or float32 values), each
+// given by its first element and row stride.
+void gemm_rounded(GemmProvider p, bool native, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (native)
+    onednn::gemm_bf16(ta, tb, M, N, K, alpha, static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b),
+                      ldb, beta, C, ldc);
+  else
+    provider_sgemm(p, ta, tb, M, N, K, alpha, static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb,
+                   beta, C, ldc);
+}
+
 // a and b rounded for the same path (native or not).
 void gemm_rounded(GemmProvider p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& a,
                   const Bf16Matrix& b, float beta, float* C, int64_t ldc) {
-  if (a.native())
-    onednn::gemm_bf16(ta, tb, M, N, K, alpha, static_cast<const uint16_t*>(a.data()), a.ld(),
-                      static_cast<const uint16_t*>(b.data()), b.ld(), beta, C, ldc);
-  else
-    provider_sgemm(p, ta, tb, M, N, K, alpha, static_cast<const float*>(a.data()), a.ld(),
-                   static_cast<const float*>(b.data()), b.ld(), beta, C, ldc);
+  gemm_rounded(p, a.native(), ta, tb, M, N, K, alpha, a.data(), a.ld(), b.data(), b.ld(), beta, C, ldc);
 }
 
 // A weight rounded before (autocast's cache) fits this GEMM's op(B) (K×N) as stored and this path.
@@ -49,18 +56,33 @@ bool fits(const Bf16Matrix* b, bool tb, int64_t N, int64_t K, bool native) {
 
 }  // namespace
 
-void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {
+void Bf16Matrix::reshape(int64_t rows, int64_t cols, bool native) {
   rows_ = rows, cols_ = cols, ld_ = std::max<int64_t>(cols, 1), native_ = native;
   const size_t n = static_cast<size_t>(rows * cols);
   if (native) {
     if (bits_.size() < n) bits_.resize(n);
-    round_block_to_bf16(src, rows, cols, ld, bits_.data());
     data_ = bits_.data();
   } else {
     if (values_.size() < n) values_.resize(n);
-    round_block_to_bf16(src, rows, cols, ld, values_.data());
     data_ = values_.data();
   }
+}
+
+void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1) {
+  if (native_)
+    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, bits_.data() + r0 * ld_);
+  else
+    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, values_.data() + r0 * ld_);
+}
+
+void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {
+  reshape(rows, cols, native);
+  round_rows(src, ld, 0, rows);
+}
+
+const void* Bf16Matrix::at(int64_t r, int64_t c) const {
+  return native_ ? static_cast<const void*>(bits_.data() + r * ld_ + c)
+                 : static_cast<const void*>(values_.data() + r * ld_ + c);
 }
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -107,6 +129,40 @@ void gemm_rows_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
     const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, n, N, K);
     round_a(t_a, ta, n, K, A + (ta ? r0 : r0 * lda), lda, native);
     gemm_rounded(p, ta, tb, n, N, K, alpha, t_a, b, beta, C + r0 * ldc, ldc);
+  });
+}
+
+bool bf16_path_is_native() { return bf16_path(gemm_provider()) == Bf16Path::Native; }
+
+void round_rows_parallel(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld) {
+  r.reshape(rows, cols, bf16_path_is_native());
+  // Rounding is bound by memory: blocks of at least 64k values, so small matrices stay on one thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cols, 1));
+  parallel::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { r.round_rows(src, ld, r0, r1); });
+}
+
+void gemm_rounded_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
+                       int64_t a_row0, const Bf16Matrix& B, float beta, float* C, int64_t ldc) {
+  const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, M, N, K);
+  // Row r of op(A) is row r of A as stored, or (transposed) its column r.
+  gemm_rounded(gemm_provider(), A.native(), ta, tb, M, N, K, alpha, ta ? A.at(0, a_row0) : A.at(a_row0, 0), A.ld(),
+               B.data(), B.ld(), beta, C, ldc);
+}
+
+void gemm_rounded_blocks(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                         const void* B, int64_t ldb, bool native, float beta, float* C, int64_t ldc) {
+  const profiler::RecordScope profile("bf16 gemm", profiler::Category::Gemm, M, N, K);
+  gemm_rounded(gemm_provider(), native, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_rows_rounded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
+                       const Bf16Matrix& B, float beta, const float* bias, float* C, int64_t ldc) {
+  // The same split of C's rows as gemm_rows and gemm_rows_bf16, so the products are the same.
+  const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(N * K, 1));
+  parallel::parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
+    const int64_t n = r1 - r0;
+    if (bias) fill_rows_with_bias(C + r0 * ldc, ldc, bias, n, N);
+    gemm_rounded_rows(ta, tb, n, N, K, alpha, A, r0, B, beta, C + r0 * ldc, ldc);
   });
 }
 

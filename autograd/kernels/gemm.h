@@ -56,6 +56,27 @@ void gemm_rows_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
                     const float* B, int64_t ldb, const Bf16Matrix* B_rounded, float beta, const float* bias, float* C,
                     int64_t ldc);
 
+// Under bf16 autocast, an operand that several GEMMs read is rounded once and kept (a linear's
+// input: its forward and its weight's gradient; the gradient of its output: both backward
+// GEMMs), as torch's autocast keeps the bf16 copies its backward reads.
+//   round_rows_parallel: src (rows, cols; row stride ld) into r, for the current provider's
+//     bf16 path, the rows split across attograd's threads;
+//   gemm_rows_rounded: C = alpha·op(A)·op(B) + beta·C from two such matrices (B may be a
+//     weight's autocast copy), the rows of C split as gemm_rows splits them, so the products
+//     equal gemm_rows's under autocast; with bias (N) each row starts at it and beta must be 1.
+bool bf16_path_is_native();  // the current provider's bf16 path: oneDNN's bf16 GEMM, not portable
+void round_rows_parallel(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld);
+void gemm_rows_rounded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
+                       const Bf16Matrix& B, float beta, const float* bias, float* C, int64_t ldc);
+// One GEMM on this thread from rounded operands: rows [a_row0, a_row0 + M) of op(A) times op(B).
+void gemm_rounded_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
+                       int64_t a_row0, const Bf16Matrix& B, float beta, float* C, int64_t ldc);
+// One GEMM on this thread from blocks of rounded operands (of the same path), each given by the
+// address of its first element (Bf16Matrix::at) and its matrix's row stride: the attention's
+// tiles, read in place from a head's rounded q, k, v.
+void gemm_rounded_blocks(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                         const void* B, int64_t ldb, bool native, float beta, float* C, int64_t ldc);
+
 // C = alpha·op(A)·op(B) + beta·C with the rows of C split across attograd's threads (each
 // part is an ordinary single-threaded BLAS call on a block of rows).
 // Under bf16 autocast, B_rounded (if not null) is B already rounded.

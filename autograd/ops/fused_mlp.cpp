@@ -13,8 +13,11 @@
 // source of its higher derivatives: the backward kernel is the only first derivative written
 // here, and fused_backward (fused_backward.h) derives the rest from the composition.
 #include <algorithm>
+#include <memory>
+#include <stdexcept>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
@@ -41,6 +44,25 @@ void gelu_and_grad_into(double* pre, double* h, int64_t n) {
     h[i] = detail::gelu_fwd(pre[i], false);
     pre[i] = detail::gelu_grad(pre[i], false);
   }
+}
+
+// Under bf16 autocast: rows [r0, r1) of A (row stride lda) rounded into `a` (which keeps them
+// for a later GEMM), then C (r1 − r0, N) = beta·C + those rows · op(B), B rounded already.
+// float64 is never rounded: its overload is never reached (no rounded copies are made for it).
+void rounded_rows(kernels::Bf16Matrix& a, const float* A, int64_t lda, int64_t r0, int64_t r1) {
+  a.round_rows(A, lda, r0, r1);
+}
+void rounded_rows(kernels::Bf16Matrix&, const double*, int64_t, int64_t, int64_t) {
+  throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
+}
+void rounded_rows_gemm(kernels::Bf16Matrix& a, const float* A, int64_t lda, int64_t r0, int64_t r1, bool tb, int64_t N,
+                       int64_t K, const kernels::Bf16Matrix& B, float beta, float* C, int64_t ldc) {
+  rounded_rows(a, A, lda, r0, r1);
+  kernels::gemm_rounded_rows(false, tb, r1 - r0, N, K, 1.0f, a, r0, B, beta, C, ldc);
+}
+void rounded_rows_gemm(kernels::Bf16Matrix&, const double*, int64_t, int64_t, int64_t, bool, int64_t, int64_t,
+                       const kernels::Bf16Matrix&, double, double*, int64_t) {
+  throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
 }
 
 // Rows are split into this many parts (each one thread's block of both GEMMs): a function of
@@ -72,9 +94,11 @@ void check_mlp_args(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
 // The backward kernel (the formulas are at gelu_mlp's record() below), from the saved h =
 // gelu(pre) and dact = gelu'(pre). Only the wanted gradients are computed; the others are
 // undefined.
+// Under bf16 autocast, x_rounded and h_rounded are the forward's bf16 copies of x and h (else
+// null): with them g and dpre are rounded once each, for both GEMMs that read them.
 Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w1, const Tensor& w2,
-                               const Tensor& dact, const Tensor& hidden, bool gx, bool gw1, bool gb1, bool gw2,
-                               bool gb2) {
+                               const Tensor& dact, const Tensor& hidden, const kernels::Bf16Matrix* x_rounded,
+                               const kernels::Bf16Matrix* h_rounded, bool gx, bool gw1, bool gb1, bool gw2, bool gb2) {
   const int64_t rows = dact.size(0), H = dact.size(1), E = w1.size(1), O = w2.size(0);
   const Tensor G = kernels::dense(g), X = kernels::dense(x);  // (rows, O), (rows, E)
   const Tensor W1 = kernels::dense(w1), W2 = kernels::dense(w2);
@@ -82,18 +106,30 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
   Tensor dx = gx ? Tensor::empty(x.shape(), G.dtype()) : Tensor();
   const int64_t parts = row_parts(rows, O * H + H * E);
   Tensor partial = Tensor::zeros({parts, H + O}, G.dtype());  // per part: db1 | db2
+  bool rounded = false;                              // bf16 autocast with the forward's copies
+  kernels::Bf16Matrix g_rounded, dpre_rounded;       // then (rows, O) and (rows, H)
   AG_DISPATCH_FLOAT(G.dtype(), "gelu_mlp_backward", [&] {
     const scalar_t *pg = G.data<scalar_t>(), *pa = dact.data<scalar_t>(), *pw1 = W1.data<scalar_t>(),
                    *pw2 = W2.data<scalar_t>();
     scalar_t *pd = dpre.data<scalar_t>(), *pacc = partial.data<scalar_t>();
     // Under bf16 autocast the weights rounded in the forward (the same storage), not again.
     const kernels::Bf16Matrix *w1r = autocast_weight(W1), *w2r = autocast_weight(W2);
+    const bool native = kernels::bf16_path_is_native();
+    rounded = x_rounded && h_rounded && w1r && w2r && x_rounded->native() == native && w1r->native() == native &&
+              w2r->native() == native;
+    if (rounded) {
+      g_rounded.reshape(rows, O, w1r->native());
+      dpre_rounded.reshape(rows, H, w1r->native());
+    }
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
         if (n == 0) continue;
         // dh = g·W2  (n, O)·(O, H) -> (n, H), then dpre = dh ⊙ gelu'(pre) in place
-        kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, w2r, scalar_t(0), pd + r0 * H, H);
+        if (rounded)
+          rounded_rows_gemm(g_rounded, pg, O, r0, r1, false, H, O, *w2r, scalar_t(0), pd + r0 * H, H);
+        else
+          kernels::gemm(false, false, n, H, O, scalar_t(1), pg + r0 * O, O, pw2, H, w2r, scalar_t(0), pd + r0 * H, H);
         scalar_t *db1 = pacc + part * (H + O), *db2 = db1 + H;
         for (int64_t r = r0; r < r1; ++r) {
           scalar_t* dr = pd + r * H;
@@ -105,6 +141,14 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
           for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
         }
         // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
+        if (rounded) {  // dpre is rounded whether or not dx is wanted: dW1 reads it
+          if (gx)
+            rounded_rows_gemm(dpre_rounded, pd, H, r0, r1, false, E, H, *w1r, scalar_t(0),
+                              dx.data<scalar_t>() + r0 * E, E);
+          else
+            rounded_rows(dpre_rounded, pd, H, r0, r1);
+          continue;
+        }
         if (gx)
           kernels::gemm(false, false, n, E, H, scalar_t(1), pd + r0 * H, H, pw1, E, w1r, scalar_t(0),
                         dx.data<scalar_t>() + r0 * E, E);
@@ -112,8 +156,21 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
     });
   });
   Tensor dw1, db1, dw2, db2;
-  if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden);  // (O, H)
-  if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
+  if (rounded) {  // the weights' gradients from the rounded g, dpre (just now) and x, h (the forward's)
+    if (gw2) {
+      dw2 = Tensor::empty({O, H}, DType::Float32);  // (rows, O)ᵀ·(rows, H)
+      kernels::gemm_rows_rounded(true, false, O, H, rows, 1.0f, g_rounded, *h_rounded, 0.0f, nullptr,
+                                 dw2.data<float>(), H);
+    }
+    if (gw1) {
+      dw1 = Tensor::empty({H, E}, DType::Float32);  // (rows, H)ᵀ·(rows, E)
+      kernels::gemm_rows_rounded(true, false, H, E, rows, 1.0f, dpre_rounded, *x_rounded, 0.0f, nullptr,
+                                 dw1.data<float>(), E);
+    }
+  } else {
+    if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden);  // (O, H)
+    if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
+  }
   // The parts' bias sums, added in part order.
   Tensor sums = sum(partial, {0});  // (H + O)
   if (gb1) db1 = narrow(sums, 0, 0, H).contiguous();
@@ -145,12 +202,21 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
   Tensor hidden = Tensor::empty({rows, H}, x.dtype());  // h = gelu(pre), (rows, H): kept when training
   Tensor y = Tensor::empty(out_shape, x.dtype());       // (rows, O)
   const int64_t parts = row_parts(rows, H * E + O * H);
+  // Under bf16 autocast when training: x and h rounded once, part by part, and kept for the
+  // weights' gradients (dW1 = dpreᵀ·x, dW2 = gᵀ·h), as torch's autocast keeps its bf16 inputs.
+  std::shared_ptr<kernels::Bf16Matrix> x_rounded, h_rounded;
   AG_DISPATCH_FLOAT(x.dtype(), "gelu_mlp", [&] {
     const scalar_t *px = X.data<scalar_t>(), *pw1 = W1.data<scalar_t>(), *pw2 = W2.data<scalar_t>();
     const scalar_t *pb1 = B1.defined() ? B1.data<scalar_t>() : nullptr, *pb2 = B2.defined() ? B2.data<scalar_t>() : nullptr;
     scalar_t *pp = pre.data<scalar_t>(), *py = y.data<scalar_t>(), *ph = hidden.data<scalar_t>();
     // Under bf16 autocast: the weights rounded once per region, not once per part
     const kernels::Bf16Matrix *w1r = autocast_weight(W1), *w2r = autocast_weight(W2);
+    if (training && w1r && w2r && w1r->native() == w2r->native()) {  // (never for float64: no weight copies)
+      x_rounded = std::make_shared<kernels::Bf16Matrix>();
+      h_rounded = std::make_shared<kernels::Bf16Matrix>();
+      x_rounded->reshape(rows, E, w1r->native());
+      h_rounded->reshape(rows, H, w1r->native());
+    }
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
@@ -158,7 +224,11 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         scalar_t* h = ph + r0 * H;  // this block's gelu(pre), (n, H)
         // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H)
         if (pb1) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
-        kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
+        if (x_rounded)
+          rounded_rows_gemm(*x_rounded, px, E, r0, r1, true, H, E, *w1r, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
+        else
+          kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0),
+                        pp + r0 * H, H);
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
         for (int64_t r = 0; r < n; ++r) {
           scalar_t* pr = pp + (r0 + r) * H;
@@ -169,7 +239,10 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         }
         // y = b2 + h·W2ᵀ  (n, H)·(O, H)ᵀ -> (n, O)
         if (pb2) kernels::fill_rows_with_bias(py + r0 * O, O, pb2, n, O);
-        kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
+        if (h_rounded)
+          rounded_rows_gemm(*h_rounded, ph, H, r0, r1, true, O, H, *w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
+        else
+          kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
       }
     });
   });
@@ -180,14 +253,15 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
     record(y, "gelu_mlp", {x, w1, b1, w2, b2},
            [sx = SavedTensor::save(x), sw1 = SavedTensor::save(w1), sb1 = SavedTensor::save(b1),
             sw2 = SavedTensor::save(w2), b2 = b2.defined() ? b2.detach() : Tensor(), dact = pre, hidden, gx, gw1, gb1,
-            gw2, gb2](const Tensor& g) {
+            gw2, gb2, x_rounded, h_rounded](const Tensor& g) {
              // y = h·W2ᵀ + b2, h = gelu(pre), pre = x·W1ᵀ + b1  =>
              //   db2 = Σ_rows g,  dW2 = gᵀ·h,  dh = g·W2,  dpre = dh ⊙ gelu'(pre),
              //   db1 = Σ_rows dpre,  dW1 = dpreᵀ·x,  dx = dpre·W1
              // (h and gelu'(pre) = dact were saved by the forward.)
              const Tensor x = sx.unpack(), w1 = sw1.unpack(), w2 = sw2.unpack();
              return fused_backward("gelu_mlp_backward", {x, w1, sb1.unpack(), w2, b2}, g, gelu_mlp_definition, [&] {
-               return gelu_mlp_backward_kernel(g, x, w1, w2, dact, hidden, gx, gw1, gb1, gw2, gb2);
+               return gelu_mlp_backward_kernel(g, x, w1, w2, dact, hidden, x_rounded.get(), h_rounded.get(), gx, gw1,
+                                               gb1, gw2, gb2);
              });
            });
   }

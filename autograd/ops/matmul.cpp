@@ -1,6 +1,10 @@
 // matmul and linear on BLAS. Transposed operands (views whose last two dims are swapped)
 // go to BLAS with the transpose flag instead of being copied.
+#include <memory>
+#include <stdexcept>
+
 #include "autograd/engine.h"
+#include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
@@ -33,6 +37,19 @@ std::pair<Tensor, MatLayout> blas_operand(const Tensor& t) {
   if (l.ok) return {t, l};
   Tensor c = t.detach().contiguous();
   return {c, blas_layout(c)};
+}
+
+// Under bf16 autocast: y (rows, out) = [bias +] x·Wᵀ with x (rows, in) rounded into x_rounded,
+// kept for dW. float64 is never rounded: its overload is never reached.
+void linear_rounded_forward(kernels::Bf16Matrix& x_rounded, const float* x, int64_t rows, int64_t in_f,
+                            const kernels::Bf16Matrix& w_rounded, const float* bias, float* y, int64_t out_f) {
+  kernels::round_rows_parallel(x_rounded, x, rows, in_f, in_f);
+  kernels::gemm_rows_rounded(false, true, rows, out_f, in_f, 1.0f, x_rounded, w_rounded, bias ? 1.0f : 0.0f, bias, y,
+                             out_f);
+}
+void linear_rounded_forward(kernels::Bf16Matrix&, const double*, int64_t, int64_t, const kernels::Bf16Matrix&,
+                            const double*, double*, int64_t) {
+  throw std::logic_error("linear: a float64 operand reached the bf16 path");
 }
 
 }  // namespace
@@ -148,6 +165,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // backward below can read it whether or not it is being recorded.
   const Tensor X = x.contiguous(), W = weight.contiguous();
   Tensor out = Tensor::empty(out_shape, x.dtype());
+  const bool recording = should_record({&x, &weight, &bias});
+  // Under bf16 autocast, when the weight's gradient will read x (dW = gᵀ·x), x is rounded once
+  // here and the copy kept for the backward (torch's autocast saves its bf16 input likewise).
+  std::shared_ptr<kernels::Bf16Matrix> x_rounded;
   AG_DISPATCH_FLOAT(x.dtype(), "linear", [&] {
     scalar_t* py = out.data<scalar_t>();
     const Tensor bb = bias.defined() ? kernels::dense(bias) : Tensor();
@@ -161,19 +182,50 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // (rows, in) @ (out, in)ᵀ -> (rows, out), onto the bias when there is one
     const scalar_t *px = X.data<scalar_t>(), *pw = W.data<scalar_t>();
     const kernels::Bf16Matrix* wr = autocast_weight(W);  // under bf16 autocast: rounded once per region
+    if (wr && recording && weight.requires_grad()) {  // (never for float64: no weight copies)
+      x_rounded = std::make_shared<kernels::Bf16Matrix>();
+      linear_rounded_forward(*x_rounded, px, rows, in_f, *wr, pb, py, out_f);
+      return;
+    }
     if (pb)
       kernels::gemm_rows_bias(false, true, rows, out_f, in_f, px, in_f, pw, in_f, pb, py, out_f, wr);
     else
       kernels::gemm_rows(false, true, rows, out_f, in_f, scalar_t(1), px, in_f, pw, in_f, scalar_t(0), py, out_f, wr);
   });
-  if (should_record({&x, &weight, &bias})) {
+  if (recording) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
     record(out, "linear", {x, weight, bias}, [sX = gw ? SavedTensor::save(X) : SavedTensor(),
-                                              sW = gx ? SavedTensor::save(W) : SavedTensor(), gx, gw, gb, rows, in_f,
-                                              out_f, x_shape = x.shape()](const Tensor& g) {
+                                              sW = gx ? SavedTensor::save(W) : SavedTensor(), x_rounded, gx, gw, gb,
+                                              rows, in_f, out_f, x_shape = x.shape()](const Tensor& g) {
       // y = x·Wᵀ + b  =>  dx = g·W,  dW = gᵀ·x,  db = Σ_rows g
       const Tensor G = reshape(g, {rows, out_f});  // (rows, out)
       Tensor dx, dw, db;
+      if (x_rounded && !GradMode::enabled() && is_autocast_enabled() &&
+          x_rounded->native() == kernels::bf16_path_is_native()) {
+        // bf16 autocast, first order: g rounded once for both GEMMs, x's copy from the forward.
+        const Tensor Gd = kernels::dense(G);
+        (void)sX.unpack();  // x itself is not read, but a changed x must still be an error
+        kernels::Bf16Matrix g_rounded;  // (rows, out)
+        kernels::round_rows_parallel(g_rounded, Gd.data<float>(), rows, out_f, out_f);
+        if (gx) {
+          const Tensor W = sW.unpack();
+          kernels::Bf16Matrix w_local;
+          const kernels::Bf16Matrix* wr = autocast_weight(W);
+          if (!wr || wr->native() != g_rounded.native()) {
+            w_local.round(W.data<float>(), out_f, in_f, in_f, g_rounded.native());
+            wr = &w_local;
+          }
+          dx = Tensor::empty({rows, in_f}, DType::Float32);  // (rows, out)·(out, in)
+          kernels::gemm_rows_rounded(false, false, rows, in_f, out_f, 1.0f, g_rounded, *wr, 0.0f, nullptr,
+                                     dx.data<float>(), in_f);
+          dx = reshape(dx, x_shape);
+        }
+        dw = Tensor::empty({out_f, in_f}, DType::Float32);  // (rows, out)ᵀ·(rows, in)
+        kernels::gemm_rows_rounded(true, false, out_f, in_f, rows, 1.0f, g_rounded, *x_rounded, 0.0f, nullptr,
+                                   dw.data<float>(), in_f);
+        if (gb) db = sum(G, {0});
+        return Grads{dx, dw, db};
+      }
       if (gx) dx = reshape(matmul(G, sW.unpack()), x_shape);                          // (rows, in)
       if (gw) dw = matmul(transpose(G, 0, 1), reshape(sX.unpack(), {rows, in_f}));  // (out, in)
       if (gb) db = sum(G, {0});                                                     // (out)
