@@ -168,7 +168,7 @@ TEST_P(DecodeArch, GreedyBatch8EqualsEachRowAlone) {
 // The float64 model keeps the autograd cached path; it too equals full recomputation.
 TEST_P(DecodeArch, Float64ModelsDecodeThroughTheOps) {
   Generator g(7);
-  TransformerLM m(config(GPTConfig(13, 2, 2, 16, 8)), DType::Float64, g);
+  TransformerLM m(config(GPTConfig{13, 2, 2, 16, 8}), DType::Float64, g);
   for (auto& [n, p] : m.named_parameters()) {  // the modern init's zero projections would hide the cache
     double* d = p.data<double>();
     for (int64_t i = 0; i < p.numel(); ++i) d[i] = g.normal() * 0.3;

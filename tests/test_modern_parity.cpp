@@ -74,7 +74,7 @@ TEST(ModernParity, ValueEmbeddingsAndUnetSkipsMatchTheTwin) {
   for (const char* file : {"parts4.safetensors", "parts5.safetensors"}) {
     SCOPED_TRACE(file);
     const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / file).string());
-    models::GPTConfig c(23, 0, 2, 16, 8, 0.0, models::Architecture::modern(3.0));
+    models::GPTConfig c{23, 0, 2, 16, 8, 0.0, models::Architecture::modern(3.0)};
     c.value_embeds = static_cast<int64_t>(f.get("value_embeds").item());
     c.unet_skips = f.get("unet_skips").item() != 0;
     c.x0_residual = f.get("x0_residual").item() != 0;
