@@ -8,6 +8,15 @@ trains it, so that `make bench` can run both on the same cores for the same wall
                      x = x + proj(relu(fc(norm(x)))²)
     logits = cap · tanh(lm_head(norm(x)) / cap)             untied head; cap 0: no soft-cap
 
+and, when asked, modded-nanogpt's two parts as attograd's TransformerLM has them
+(models/gpt_config.h): --value-embeds N, N more token tables whose lookup is mixed into the values
+of the first N and the last N layers (table i in layers i and layers-N+i), v = lv·v + le·ve with
+(lv, le) the row value_lambdas[r] (r the layer's rank among those layers; 0.5 at first); and
+--unet-skips, the outputs of the first layers//2 blocks added in reverse order to the inputs of
+the last layers//2, block layers-1-i getting skip_weights[layers//2-1-i]·(output of block i)
+(the weights 1 at first; an odd count's middle block has none); and --x0-residual, each block's
+input (after its skip) mixed with the embedding x0, x = x_lambda·x + x0_lambda·x0 (1 and 0 at first).
+
 norm is RMSNorm without a gain (F.rms_norm, eps = the dtype's machine epsilon) or with one
 (--norm-gain); attention out_proj, mlp.proj and lm_head start at zero. Matrices of the blocks
 train with Muon (torch.optim.Muon's rule; its Newton-Schulz in the parameters' dtype, see
@@ -89,10 +98,12 @@ class Attention(nn.Module):
         self.in_proj_weight = nn.Parameter(torch.empty(3 * E, E))
         self.out_proj = nn.Linear(E, E, bias=False)
 
-    def forward(self, x):
+    def forward(self, x, ve=None, lambdas=None):
         B, T, E = x.shape
         qkv = F.linear(x, self.in_proj_weight).view(B, T, 3, self.H, self.hd).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, hd)
+        if ve is not None:  # value embedding (B, T, E), mixed in per head
+            v = v * lambdas[0] + ve.view(B, T, self.H, self.hd).transpose(1, 2) * lambdas[1]
         if self.qk_norm:
             q, k = F.rms_norm(q, (self.hd,)), F.rms_norm(k, (self.hd,))
         cos, sin = rope_tables(T, self.hd, self.rope_base, dtype=x.dtype)
@@ -118,9 +129,12 @@ class Block(nn.Module):
         self.attn = Attention(c.embd, c.heads, c.qk_norm, c.rope_base)
         self.ln2 = RMSNorm(c.embd, c.norm_gain)
         self.mlp = MLP(c.embd, c.mlp_ratio * c.embd)
+        if getattr(c, "x0_residual", False):
+            self.x_lambda = nn.Parameter(torch.ones(1))
+            self.x0_lambda = nn.Parameter(torch.zeros(1))
 
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
+    def forward(self, x, ve=None, lambdas=None):
+        x = x + self.attn(self.ln1(x), ve, lambdas)
         return x + self.mlp(self.ln2(x))
 
 
@@ -132,6 +146,17 @@ class ModernLM(nn.Module):
         self.blocks = nn.ModuleList([Block(c) for _ in range(c.layers)])
         self.ln_f = RMSNorm(c.embd, c.norm_gain)
         self.lm_head = nn.Linear(c.embd, vocab, bias=False)
+        self.n_ve = getattr(c, "value_embeds", 0)
+        self.n_skips = c.layers // 2 if getattr(c, "unet_skips", False) else 0
+        if not 0 <= self.n_ve <= c.layers // 2:
+            raise ValueError(f"value_embeds must be in [0, layers//2] = [0, {c.layers // 2}], got {self.n_ve}")
+        if getattr(c, "unet_skips", False) and c.layers < 2:
+            raise ValueError("unet_skips needs at least 2 layers")
+        if self.n_ve:
+            self.value_embeds = nn.ModuleList([nn.Embedding(vocab, c.embd) for _ in range(self.n_ve)])  # N(0, 1)
+            self.value_lambdas = nn.Parameter(torch.full((2 * self.n_ve, 2), 0.5))
+        if self.n_skips:
+            self.skip_weights = nn.Parameter(torch.ones(self.n_skips))
         with torch.no_grad():
             nn.init.normal_(self.tok_emb.weight, 0.0, 1.0)  # as nn.Embedding; normalised before use
             for b in self.blocks:
@@ -142,10 +167,24 @@ class ModernLM(nn.Module):
                 b.mlp.proj.weight.zero_()
             self.lm_head.weight.zero_()
 
+    def value_table_of(self, layer: int) -> int:
+        L, N = len(self.blocks), self.n_ve
+        return layer if layer < N else layer - (L - N) if layer >= L - N else -1
+
     def forward(self, idx, targets=None):
         x = self.tok_emb(idx)
-        for b in self.blocks:
-            x = b(x)
+        ve = [e(idx) for e in self.value_embeds] if self.n_ve else []
+        L, h, N = len(self.blocks), self.n_skips, self.n_ve
+        kept, x0 = [], x
+        for i, b in enumerate(self.blocks):
+            if i >= L - h:
+                x = x + kept[L - 1 - i] * self.skip_weights[i - (L - h)]
+            if getattr(self.c, "x0_residual", False):
+                x = x * b.x_lambda + x0 * b.x0_lambda
+            k = self.value_table_of(i)
+            x = b(x, ve[k], self.value_lambdas[i if i < N else N + k]) if k >= 0 else b(x)
+            if i < h:
+                kept.append(x)
         logits = self.lm_head(self.ln_f(x))
         if self.c.softcap > 0:
             logits = self.c.softcap * torch.tanh(logits / self.c.softcap)
@@ -370,7 +409,8 @@ TOML_TO_FLAG = {"layers": "layers", "heads": "heads", "embd": "embd", "block": "
                 "muon-momentum-warmup": "muon_momentum_warmup", "muon-momentum-start": "muon_momentum_start",
                 "block-warmup": "block_warmup", "block-start": "block_start", "batch-warmup": "batch_warmup",
                 "batch-start": "batch_start", "beta1": "beta1", "beta2": "beta2",
-                "seed": "seed", "log-every": "log_every", "grad-clip": "grad_clip"}
+                "seed": "seed", "log-every": "log_every", "grad-clip": "grad_clip",
+                "value-embeds": "value_embeds", "unet-skips": "unet_skips", "x0-residual": "x0_residual"}
 # keys that must hold this value, because the twin implements only that (anything else: an error)
 TOML_FIXED = {"model": "modern", "optimizer": "muon", "schedule": "wsd", "min-lr": 0.0, "weight-decay": 0.0,
               "dropout": 0.0}
@@ -417,6 +457,11 @@ def main(argv=None) -> int:
     p.add_argument("--norm-gain", action="store_true")
     p.add_argument("--rope-base", type=float, default=10000.0)
     p.add_argument("--softcap", type=float, default=30.0)
+    p.add_argument("--value-embeds", type=int, default=0,
+                   help="value embeddings of the first and last N layers (attograd's --value-embeds; 0: off)")
+    p.add_argument("--unet-skips", action="store_true", help="U-net skips between the blocks (attograd's --unet-skips)")
+    p.add_argument("--x0-residual", action="store_true",
+                   help="each block's input mixed with the embedding (attograd's --x0-residual)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--iters", type=int, default=1000)
     p.add_argument("--time-budget", type=float, default=0.0)
@@ -469,10 +514,14 @@ def main(argv=None) -> int:
     mats = [p_ for n, p_ in model.named_parameters() if n.startswith("blocks.") and p_.dim() == 2]
     opt_m = (Muon32 if a.muon == "float32" else torch.optim.Muon)(mats, lr=a.muon_lr, weight_decay=a.muon_wd,
                                                                   momentum=muon_momentum(0, a), nesterov=True)
-    groups = [dict(params=[model.tok_emb.weight], lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)]
-    gains = [p_ for n, p_ in model.named_parameters() if p_.dim() == 1]
-    if gains:
-        groups.append(dict(params=gains, lr=a.adam_lr))
+    # attograd's groups: the tables only looked up (tok_emb, value_embeds.*) at the embedding's rate,
+    # the head at --lr, and the rest (gains, value_lambdas, skip_weights, the x0 lambdas) at --lr without decay
+    tables = [p_ for n, p_ in model.named_parameters() if n == "tok_emb.weight" or n.startswith("value_embeds.")]
+    groups = [dict(params=tables, lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)]
+    taken = {id(p_) for p_ in mats + tables + [model.lm_head.weight]}
+    rest = [p_ for p_ in model.parameters() if id(p_) not in taken]
+    if rest:
+        groups.append(dict(params=rest, lr=a.adam_lr))
     opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-8, weight_decay=0.0)  # attograd's eps
     opts = [opt_m, opt_a]
     for o in opts:

@@ -142,6 +142,7 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
   const size_t cache = static_cast<size_t>(B_ * H_ * block_ * hd_);
   for (const auto& block : *model.blocks) {
     const Block& blk = *block;
+    const auto i = static_cast<int64_t>(layers_.size());
     const nn::MultiheadAttention& a = *blk.attn;
     const MLP& m = *blk.mlp;
     const int64_t E = E_;
@@ -150,8 +151,16 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
                        decode::Weight(ptr(a.out_proj->weight), ptr(a.out_proj->bias), E, E),
                        decode::Weight(ptr(m.fc->weight), ptr(m.fc->bias), 4 * E, E),
                        decode::Weight(ptr(m.proj->weight), ptr(m.proj->bias), E, 4 * E), std::vector<float>(cache),
-                       std::vector<float>(cache)});
+                       std::vector<float>(cache), nullptr, nullptr, ptr(blk.x_lambda), ptr(blk.x0_lambda)});
+    if (const int64_t k = c.value_table_of(i); k >= 0) {
+      layers_.back().value_table = ptr((*model.value_embeds)[static_cast<size_t>(k)].weight);
+      layers_.back().value_lambdas = ptr(model.value_lambdas) + 2 * c.value_lambda_row(i);
+    }
   }
+  value_tables_ = c.value_embeds;
+  skips_ = c.unet_pairs();
+  if (skips_ > 0) skip_weights_ = ptr(model.skip_weights);
+  kept_.resize(static_cast<size_t>(skips_));
   last_.resize(static_cast<size_t>(B_ * E_));
   logits_.resize(static_cast<size_t>(B_ * V_));
   scores_.resize(static_cast<size_t>(B_ * H_ * block_));
@@ -161,6 +170,7 @@ Decoder::Decoder(const TransformerLM& model, int64_t batch) {
 double Decoder::weight_bytes_per_step() const {
   int64_t unread = pos_emb_ ? (block_ - 1) * E_ : 0;  // the position rows not used
   if (head_->W != tok_emb_) unread += (V_ - 1) * E_;   // untied: one row of tok_emb per token
+  unread += value_tables_ * (V_ - 1) * E_;  // a value table: its two layers read one row per token
   return static_cast<double>(n_params_ - unread) * sizeof(float);
 }
 
@@ -168,6 +178,8 @@ void Decoder::ensure_rows(int64_t R) {
   if (static_cast<int64_t>(mean_.size()) >= R) return;
   const auto n = [&](int64_t w) { return static_cast<size_t>(R * w); };
   x_.resize(n(E_)), h_.resize(n(E_)), qkv_.resize(n(3 * E_)), ctx_.resize(n(E_)), ff_.resize(n(4 * E_));
+  for (auto& kept : kept_) kept.resize(n(E_));
+  if (layers_.front().x_lambda) x0_.resize(n(E_));
   mean_.resize(n(1)), rstd_.resize(n(1));
 }
 
@@ -203,6 +215,18 @@ void Decoder::position_heads(int64_t T) {
         }
     }
   });
+}
+
+// qkv_ (R, 3E): each row's values mixed with its token's row of the layer's value table, as
+// MultiheadAttention's ValueMix: v ← λ_v·v + λ_e·table[id].
+void Decoder::mix_values(const Layer& L, const int64_t* tokens, int64_t R) {
+  const int64_t E = E_;
+  const float lv = L.value_lambdas[0], le = L.value_lambdas[1];
+  for (int64_t r = 0; r < R; ++r) {
+    float* v = qkv_.data() + r * 3 * E + 2 * E;
+    const float* e = L.value_table + tokens[r] * E;
+    for (int64_t j = 0; j < E; ++j) v[j] = v[j] * lv + e[j] * le;
+  }
 }
 
 // qkv_ (B, T, 3E) with [q | k | v] per row -> the new keys and values into the cache, and each
@@ -255,15 +279,29 @@ const float* Decoder::forward(const int64_t* tokens, int64_t T) {
     for (int64_t j = 0; j < E; ++j) xr[j] = te[j] + pe[j];
   }
   using decode::Activation;
-  for (Layer& L : layers_) {
+  if (!x0_.empty()) std::memcpy(x0_.data(), x_.data(), static_cast<size_t>(R * E) * sizeof(float));
+  const auto n_layers = static_cast<int64_t>(layers_.size());
+  for (int64_t i = 0; i < n_layers; ++i) {
+    Layer& L = layers_[static_cast<size_t>(i)];
+    if (i >= n_layers - skips_) {  // x += w·(output of block n_layers − 1 − i), as TransformerLM::through_blocks
+      const float w = skip_weights_[i - (n_layers - skips_)];
+      const float* kept = kept_[static_cast<size_t>(n_layers - 1 - i)].data();
+      for (int64_t j = 0; j < R * E; ++j) x_[j] += kept[j] * w;
+    }
+    if (L.x_lambda) {  // x = λ·x + μ·x0
+      const float lx = *L.x_lambda, l0 = *L.x0_lambda;
+      for (int64_t j = 0; j < R * E; ++j) x_[j] = x_[j] * lx + x0_[j] * l0;
+    }
     norm(L.ln1, x_.data(), h_.data(), R);
     decode::linear(h_.data(), R, L.in_proj, qkv_.data(), Activation::None, false);  // (R, 3E)
+    if (L.value_table) mix_values(L, tokens, R);
     position_heads(T);
     attention(L, T);                                                               // (R, E)
     decode::linear(ctx_.data(), R, L.out_proj, x_.data(), Activation::None, true);  // x += attn
     norm(L.ln2, x_.data(), h_.data(), R);
     decode::linear(h_.data(), R, L.fc, ff_.data(), act_, false);                    // act(fc)  (R, 4E)
     decode::linear(ff_.data(), R, L.proj, x_.data(), Activation::None, true);       // x += mlp
+    if (i < skips_) std::memcpy(kept_[static_cast<size_t>(i)].data(), x_.data(), static_cast<size_t>(R * E) * sizeof(float));
   }
   len_ += T;
   for (int64_t b = 0; b < B_; ++b)  // only each row's last position is sampled from

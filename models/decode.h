@@ -14,9 +14,13 @@
 // The same math as TransformerLM::forward, in either architecture (tests/test_decode.cpp holds
 // them equal):
 //   x = tok_emb[id] + pos_emb[pos]  (modern: tok_emb[id])                (R, E), R = B·T rows
-//   per block: x += out_proj(attend(split(in_proj(ln1(x))), cache))      causal over the cache;
-//                   modern: q, k = rope(rms_norm(q)), rope(rms_norm(k)) per head at their positions
+//   per block: x += w·kept  (U-net skips: the output kept from the first half's mirror block)
+//              x = λ·x + μ·x0  (the x0 residual: x0 the embedding)
+//              x += out_proj(attend(split(in_proj(ln1(x))), cache))      causal over the cache;
+//                   modern: q, k = rope(rms_norm(q)), rope(rms_norm(k)) per head at their positions;
+//                   value embeddings: v = λ_v·v + λ_e·table[id] before v enters the cache
 //              x += proj(act(fc(ln2(x))))                                act: gelu, or relu²
+//              (U-net skips: x kept, in the first half)
 //   logits = ln_f(x_last) · headᵀ                                        (B, V), last new position;
 //            head: tok_emb (tied) or lm_head; modern: soft-capped
 #pragma once
@@ -97,10 +101,14 @@ class Decoder {
     Norm ln1, ln2;
     decode::Weight in_proj, out_proj, fc, proj;
     std::vector<float> k, v;  // (B, H, block, hd): the cache, one contiguous run of keys per head
+    const float* value_table = nullptr;  // (V, E), the layer's value embedding; null for none
+    const float* value_lambdas = nullptr;  // (2): λ_v, λ_e, read at each step
+    const float *x_lambda = nullptr, *x0_lambda = nullptr;  // the x0 residual's λ, μ; null without
   };
   void ensure_rows(int64_t R);                         // grows the per-row buffers to R rows
   void attention(Layer& L, int64_t T);                 // qkv_ -> cache, ctx_
   void position_heads(int64_t T);                      // qkv_'s q and k: qk_norm, rope at len_ + t
+  void mix_values(const Layer& L, const int64_t* tokens, int64_t R);  // qkv_'s v: λ_v·v + λ_e·table[id]
   void norm(const Norm& n, const float* x, float* y, int64_t R);
 
   int64_t B_, E_, H_, hd_, V_, block_, len_ = 0, n_params_ = 0;
@@ -112,8 +120,13 @@ class Decoder {
   std::vector<float> rope_cos_, rope_sin_;  // (block, hd/2), as the rope op's
   std::unique_ptr<decode::Weight> head_;  // tok_emb (tied) or lm_head
   std::vector<Layer> layers_;
+  const float* skip_weights_ = nullptr;  // (n_layer/2) of the U-net skips; null without
+  int64_t skips_ = 0;                    // n_layer/2 with U-net skips, else 0
+  int64_t value_tables_ = 0;             // value embedding tables
   // Per-row buffers, sized for the most rows fed so far (R = B·T).
   std::vector<float> x_, h_, qkv_, ctx_, ff_, mean_, rstd_;
+  std::vector<std::vector<float>> kept_;  // (R, E) per U-net skip: the first half's outputs
+  std::vector<float> x0_;                 // (R, E): the embedding, with the x0 residual
   std::vector<float> last_, logits_, scores_;  // (B, E), (B, V), (B·H, block)
 };
 

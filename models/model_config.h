@@ -21,6 +21,9 @@
   X(int64_t,     block_size, "block",   64,    "context length in characters (gpt, modern; mlp: the characters it concatenates)") \
   X(double,      dropout,    "dropout", 0.0,   "dropout probability (gpt, modern)")                         \
   X(double,      softcap,    "softcap", 30.0,  "logits capped as softcap·tanh(logits/softcap) (modern; 0: off)") \
+  X(int64_t,     value_embeds, "value-embeds", 0, "N value embeddings (modern; 0: off): N more token tables whose lookup is mixed into the attention's values, v = λv·v + λe·ve, of the first N and the last N layers (table i in layer i and layer layers−N+i; N at most layers/2); each layer's two λ start at 0.5") \
+  X(bool,        unet_skips, "unet-skips", false, "U-net skips (modern): the outputs of the first layers/2 blocks are added, in reverse order and each times a learnable weight starting at 1, to the inputs of the last layers/2 (an odd count's middle block has none)") \
+  X(bool,        x0_residual, "x0-residual", false, "x0 residual (modern): each block's input mixed with the embedding, x = λ·x + μ·x0, λ and μ learnable per block, starting at 1 and 0") \
   X(int64_t,     hidden,     "hidden",  512,   "width of the hidden tanh layer (mlp)")
 // clang-format on
 

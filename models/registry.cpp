@@ -10,11 +10,26 @@
 namespace ag::models {
 
 namespace {
+// The parts a model turns on by a field that is off by default: set for a model that lacks
+// them, they are refused, not ignored.
+void refuse_parts_it_lacks(const ModelEntry& e, const ModelConfig& c) {
+  const auto refuse = [&](const char* flag) {
+    throw std::invalid_argument("--" + std::string(flag) + ": the model " + e.name +
+                                " has no such part (value embeddings, U-net skips and the x0 residual are the modern model's)");
+  };
+  if (c.value_embeds != 0 && !e.reads("value_embeds")) refuse("value-embeds");
+  if (c.unet_skips && !e.reads("unet_skips")) refuse("unet-skips");
+  if (c.x0_residual && !e.reads("x0_residual")) refuse("x0-residual");
+}
+
 // A TransformerLM of the architecture `arch` gives: the rows that differ only in it share this.
 ModelEntry transformer_row(std::string name, std::string format, std::string summary, std::vector<std::string> fields,
                            std::function<Architecture(const ModelConfig&)> arch) {
   return {std::move(name), std::move(format), std::move(summary), std::move(fields),
-          [](const ModelConfig& c) { c.gpt().validate(); },
+          [](const ModelConfig& c) {
+            refuse_parts_it_lacks(find_model(c.name), c);
+            c.gpt().validate();
+          },
           [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
             return std::make_unique<TransformerLM>(c.gpt(), dtype, gen);
           },
@@ -30,10 +45,15 @@ const std::vector<ModelEntry>& model_registry() {
                       [](const ModelConfig&) { return Architecture(); }),
       transformer_row("modern", "attograd.ModernTransformerLM",
                       "the modded-nanogpt speedrun's transformer: RoPE, RMSNorm, QK-norm, relu², untied head (models/transformer_lm.h)",
-                      {"n_layer", "n_head", "n_embd", "block_size", "dropout", "softcap"},
+                      {"n_layer", "n_head", "n_embd", "block_size", "dropout", "softcap", "value_embeds", "unet_skips",
+                       "x0_residual"},
                       [](const ModelConfig& c) { return Architecture::modern(c.softcap); }),
       {"mlp", "attograd.CharMLP", "the character MLP of Bengio et al. 2003, as in makemore (models/char_mlp.h)",
-       {"n_embd", "block_size", "hidden"}, [](const ModelConfig& c) { CharMLP::validate(c); },
+       {"n_embd", "block_size", "hidden"},
+       [](const ModelConfig& c) {
+         refuse_parts_it_lacks(find_model("mlp"), c);
+         CharMLP::validate(c);
+       },
        [](const ModelConfig& c, DType dtype, Generator& gen) -> std::unique_ptr<LanguageModel> {
          return std::make_unique<CharMLP>(c, dtype, gen);
        },
@@ -44,7 +64,7 @@ const std::vector<ModelEntry>& model_registry() {
 
 ModelConfig::ModelConfig(const GPTConfig& g)
     : n_layer(g.n_layer), n_head(g.n_head), n_embd(g.n_embd), block_size(g.block_size), dropout(g.dropout),
-      vocab_size(g.vocab_size) {
+      value_embeds(g.value_embeds), unet_skips(g.unet_skips), x0_residual(g.x0_residual), vocab_size(g.vocab_size) {
   for (const ModelEntry& e : model_registry()) {
     if (!e.architecture) continue;
     ModelConfig probe;
@@ -65,6 +85,9 @@ GPTConfig ModelConfig::gpt() const {
   g.vocab_size = vocab_size, g.n_layer = n_layer, g.n_head = n_head, g.n_embd = n_embd, g.block_size = block_size;
   g.dropout = dropout;
   g.arch = e.architecture(*this);
+  if (e.reads("value_embeds")) g.value_embeds = value_embeds;
+  if (e.reads("unet_skips")) g.unet_skips = unet_skips;
+  if (e.reads("x0_residual")) g.x0_residual = x0_residual;
   return g;
 }
 

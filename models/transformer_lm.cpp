@@ -32,6 +32,25 @@ void GPTConfig::validate() const {
   if (arch.rope && (n_embd / n_head) % 2 != 0)
     throw std::invalid_argument("GPTConfig: rotary embeddings need an even head size, got n_embd/n_head = " +
                                 std::to_string(n_embd / n_head));
+  if ((value_embeds != 0 || unet_skips || x0_residual) && arch != Architecture::modern(arch.softcap))
+    throw std::invalid_argument(
+        "GPTConfig: value embeddings, U-net skips and the x0 residual are parts of the modern architecture only");
+  if (value_embeds < 0 || value_embeds > n_layer / 2)
+    throw std::invalid_argument("GPTConfig: value_embeds must be in [0, n_layer/2] = [0, " + std::to_string(n_layer / 2) +
+                                "] (the first and the last value_embeds layers each use one table), got " +
+                                std::to_string(value_embeds));
+  if (unet_skips && n_layer < 2)
+    throw std::invalid_argument("GPTConfig: unet_skips needs at least 2 layers, got n_layer = " + std::to_string(n_layer));
+}
+
+int64_t GPTConfig::value_table_of(int64_t layer) const {
+  if (layer < value_embeds) return layer;                                         // the first value_embeds layers
+  if (layer >= n_layer - value_embeds) return layer - (n_layer - value_embeds);  // the last, the same tables again
+  return -1;
+}
+
+int64_t GPTConfig::value_lambda_row(int64_t layer) const {
+  return layer < value_embeds ? layer : value_embeds + value_table_of(layer);
 }
 
 Architecture Architecture::modern(double softcap) {
@@ -98,6 +117,10 @@ Tensor MLP::forward(const Tensor& x) const {
 // ---- Block ----------------------------------------------------------------------------------------
 
 Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg.block_size) {
+  if (cfg.x0_residual) {  // scalars: NoDecay (AdamW at --lr, never Muon), the model as without it at first
+    x_lambda = register_parameter("x_lambda", {{1}, Init::ones(), OptimGroup::NoDecay, 0}, dtype, gen);
+    x0_lambda = register_parameter("x0_lambda", {{1}, Init::zeros(), OptimGroup::NoDecay, 0}, dtype, gen);
+  }
   ln1 = register_module("ln1", make_norm(cfg, dtype));
   nn::AttentionOptions opts;
   opts.qk_norm = cfg.arch.qk_norm, opts.rope = cfg.arch.rope;
@@ -111,17 +134,17 @@ Block::Block(const GPTConfig& cfg, DType dtype, Generator& gen) : block_size(cfg
   resid_drop = register_module("resid_drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
 }
 
-Tensor Block::forward(const Tensor& x, Tensor* attn_weights) const {
+Tensor Block::forward(const Tensor& x, Tensor* attn_weights, const nn::ValueMix& value_mix) const {
   const Tensor h = ln1->forward(x);
   auto a = attn->forward(h, h, h, Tensor(), /*need_weights=*/attn_weights != nullptr, Tensor(),
-                         /*average_attn_weights=*/false, /*is_causal=*/true);
+                         /*average_attn_weights=*/false, /*is_causal=*/true, value_mix);
   if (attn_weights) *attn_weights = a.weights;
   const Tensor x1 = x + resid_drop->forward(a.output);
   return x1 + mlp->forward(ln2->forward(x1));
 }
 
-Tensor Block::forward_cached(const Tensor& x, nn::KVCache& cache) const {
-  const Tensor x1 = x + attn->forward_cached(ln1->forward(x), cache, block_size);
+Tensor Block::forward_cached(const Tensor& x, nn::KVCache& cache, const nn::ValueMix& value_mix) const {
+  const Tensor x1 = x + attn->forward_cached(ln1->forward(x), cache, block_size, value_mix);
   return x1 + mlp->forward(ln2->forward(x1));
 }
 
@@ -145,6 +168,20 @@ TransformerLM::TransformerLM(const GPTConfig& cfg, DType dtype, Generator& gen, 
     pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(cfg.block_size, cfg.n_embd, dtype, gen));
     pos_emb->set_init("weight", init.pos_emb, gen);
   }
+  // modded-nanogpt's parts (off: nothing registered, nothing drawn). The value tables are looked
+  // up only, as tok_emb (N(0, 1), Decay, no matmul: the optimizer's lookup tables, --embed-lr).
+  // The scalars are NoDecay (no weight decay pulling a part towards off; AdamW at --lr, never
+  // Muon), value_lambdas 0.5 (v and its embedding in equal parts), skip_weights 1.
+  if (cfg.value_embeds > 0) {
+    value_embeds = register_module("value_embeds", std::make_shared<nn::ModuleList<nn::Embedding>>());
+    for (int64_t k = 0; k < cfg.value_embeds; ++k)
+      value_embeds->push_back(std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.n_embd, dtype, gen));
+    value_lambdas = register_parameter(
+        "value_lambdas", {{checked::mul(2, cfg.value_embeds, "value_lambdas"), 2}, Init::constant(0.5), OptimGroup::NoDecay, 0},
+        dtype, gen);
+  }
+  if (cfg.unet_skips)
+    skip_weights = register_parameter("skip_weights", {{cfg.unet_pairs()}, Init::ones(), OptimGroup::NoDecay, 0}, dtype, gen);
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout, gen));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<Block>>());
   for (int64_t i = 0; i < layers; ++i) blocks->push_back(std::make_shared<Block>(cfg, dtype, gen));
@@ -179,9 +216,15 @@ int64_t TransformerLM::activation_floats_per_position(const GPTConfig& c) {
   const int64_t E = c.n_embd;
   // Per block about 21E (norms, q/k/v and their per-head copies, the attention output, the 4E
   // MLP layer before and after its activation, residuals) plus 3·H·T (each head's scores,
-  // weights and mask); then logits and log-softmax (2V), embeddings (4E).
+  // weights and mask); then logits and log-softmax (2V), embeddings (4E). A layer with a value
+  // table 4E more (the lookup, λ_v·v, λ_e·ve, their sum); a U-net skip 2E (w·s and the sum);
+  // the x0 residual 3E per layer (λ·x, μ·x0, their sum).
   const int64_t per_layer = add(mul(21, E, what), mul(3, mul(c.n_head, c.block_size, what), what), what);
-  return add(mul(c.n_layer, per_layer, what), add(mul(2, c.vocab_size, what), mul(4, E, what), what), what);
+  const int64_t value_layers = mul(2, c.value_embeds, what), x0_layers = c.x0_residual ? c.n_layer : 0;
+  const int64_t parts =
+      add(add(mul(value_layers, 4, what), mul(c.unet_pairs(), 2, what), what), mul(x0_layers, 3, what), what);
+  return add(add(mul(c.n_layer, per_layer, what), mul(parts, E, what), what),
+             add(mul(2, c.vocab_size, what), mul(4, E, what), what), what);
 }
 
 Tensor TransformerLM::embed(const Tensor& idx, int64_t pos0) const {
@@ -203,16 +246,38 @@ Tensor TransformerLM::head(const Tensor& x) const {
   return cfg_.arch.softcap > 0 ? softcap(logits, cfg_.arch.softcap) : logits;
 }
 
+Tensor TransformerLM::through_blocks(const Tensor& idx, Tensor x, const RunBlock& block) const {
+  const auto L = static_cast<int64_t>(blocks->size()), h = cfg_.unet_pairs();
+  std::vector<Tensor> ve;  // each value table's lookup of idx, (B, T, E)
+  if (value_embeds)
+    for (const auto& table : *value_embeds) ve.push_back(table->forward(idx));
+  std::vector<Tensor> kept;  // the outputs of blocks 0 .. h−1, for the U-net skips
+  const Tensor x0 = x;       // the embedding, for the x0 residual
+  for (int64_t i = 0; i < L; ++i) {
+    if (i >= L - h) x = x + mul(kept[static_cast<size_t>(L - 1 - i)], select(skip_weights, 0, i - (L - h)));  // + w·(B, T, E)
+    const Block& b = (*blocks)[static_cast<size_t>(i)];
+    if (cfg_.x0_residual) x = add(mul(x, b.x_lambda), mul(x0, b.x0_lambda));  // (B, T, E) · (1) each
+    nn::ValueMix mix;
+    if (const int64_t k = cfg_.value_table_of(i); k >= 0)
+      mix = {ve[static_cast<size_t>(k)], select(value_lambdas, 0, cfg_.value_lambda_row(i))};  // (B, T, E), (2)
+    x = block(static_cast<size_t>(i), x, mix);
+    if (i < h) kept.push_back(x);
+  }
+  return x;
+}
+
 Tensor TransformerLM::forward(const Tensor& idx) const {
-  Tensor x = embed(idx, 0);
-  for (const auto& b : *blocks) x = b->forward(x);
+  const Tensor x = through_blocks(idx, embed(idx, 0), [&](size_t i, const Tensor& xi, const nn::ValueMix& mix) {
+    return (*blocks)[i].forward(xi, nullptr, mix);
+  });
   return head(x);
 }
 
 Tensor TransformerLM::forward_with_attention(const Tensor& idx, std::vector<Tensor>& attn_weights) const {
   attn_weights.assign(blocks->size(), Tensor());
-  Tensor x = embed(idx, 0);
-  for (size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward(x, &attn_weights[i]);
+  const Tensor x = through_blocks(idx, embed(idx, 0), [&](size_t i, const Tensor& xi, const nn::ValueMix& mix) {
+    return (*blocks)[i].forward(xi, &attn_weights[i], mix);
+  });
   return head(x);
 }
 
@@ -225,8 +290,9 @@ Tensor TransformerLM::loss(const Tensor& idx, const Tensor& targets) const {
 }
 
 Tensor TransformerLM::forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const {
-  Tensor x = embed(idx, pos0);
-  for (size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward_cached(x, caches[i]);
+  const Tensor x = through_blocks(idx, embed(idx, pos0), [&](size_t i, const Tensor& xi, const nn::ValueMix& mix) {
+    return (*blocks)[i].forward_cached(xi, caches[i], mix);
+  });
   return head(x);
 }
 
@@ -236,7 +302,11 @@ std::string TransformerLM::summary() const {
   if (cfg_.arch == Architecture()) return s;
   char cap[32];
   std::snprintf(cap, sizeof cap, "%g", cfg_.arch.softcap);
-  return s + "; RoPE, RMSNorm, QK-norm, relu², untied head" + (cfg_.arch.softcap > 0 ? std::string(", soft-cap ") + cap : "");
+  s += "; RoPE, RMSNorm, QK-norm, relu², untied head" + (cfg_.arch.softcap > 0 ? std::string(", soft-cap ") + cap : "");
+  if (cfg_.value_embeds > 0) s += ", " + std::to_string(cfg_.value_embeds) + " value embedding" + (cfg_.value_embeds > 1 ? "s" : "");
+  if (cfg_.unet_skips) s += ", U-net skips";
+  if (cfg_.x0_residual) s += ", x0 residual";
+  return s;
 }
 
 std::vector<int64_t> TransformerLM::generate(const std::vector<int64_t>& prompt, const SampleOptions& opt,

@@ -14,13 +14,24 @@
 //   logits = softcap·tanh(lm_head(ln_f(x)) / softcap)       (B, T, V), untied head
 // with RMSNorm without a gain for ln1, ln2 and ln_f, no biases, and attn.out_proj, mlp.proj and
 // lm_head initialised to zero (each block starts as the identity, the model as uniform).
+// Two more parts of modded-nanogpt's, each off unless its field is set (models/gpt_config.h):
+//   value embeddings (value_embeds = N): in layer i with table k (the first N layers and the last
+//     N, tables 0..N−1 in each), v ← λ_v·v + λ_e·value_embeds[k](idx) before attending, the
+//     two λ the row value_lambdas[r] of that layer (r its rank among those layers);
+//   U-net skips (unet_skips): with h = n_layer/2, block n_layer − 1 − i's input gets
+//     skip_weights[h − 1 − i]·(output of block i) added, i < h;
+//   the x0 residual (x0_residual): then each block's input x ← x_lambda·x + x0_lambda·x0, x0
+//     the embedding, the block's own two scalars.
 //
 // Parameter names match the PyTorch twins (tests/parity/twin.py, bench/torch_speedrun.py) so
 // that load_state_dict(strict=True) works there: tok_emb.weight, pos_emb.weight (GPT),
 // blocks.{i}.ln1.*, blocks.{i}.attn.{in_proj_weight,in_proj_bias,out_proj.weight,out_proj.bias},
-// blocks.{i}.ln2.*, blocks.{i}.mlp.fc.*, blocks.{i}.mlp.proj.*, ln_f.*, lm_head.weight (modern).
+// blocks.{i}.ln2.*, blocks.{i}.mlp.fc.*, blocks.{i}.mlp.proj.*, ln_f.*, lm_head.weight (modern),
+// value_embeds.{k}.weight, value_lambdas, skip_weights, blocks.{i}.x_lambda, blocks.{i}.x0_lambda
+// (modern, when on).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,13 +63,14 @@ class Block : public nn::Module {
  public:
   Block(const GPTConfig& cfg, DType dtype, Generator& gen);
   // (B, T, E), causal. With attn_weights, also stores the attention's per-head weights
-  // (B, H, T, T) there.
-  Tensor forward(const Tensor& x, Tensor* attn_weights = nullptr) const;
-  Tensor forward_cached(const Tensor& x, nn::KVCache& cache) const;    // (B, T_new, E), inference
+  // (B, H, T, T) there. value_mix: the values mixed with a value embedding (nn/attention.h).
+  Tensor forward(const Tensor& x, Tensor* attn_weights = nullptr, const nn::ValueMix& value_mix = {}) const;
+  Tensor forward_cached(const Tensor& x, nn::KVCache& cache, const nn::ValueMix& value_mix = {}) const;  // (B, T_new, E), inference
   std::shared_ptr<nn::Module> ln1, ln2;  // make_norm's
   std::shared_ptr<nn::MultiheadAttention> attn;
   std::shared_ptr<MLP> mlp;
   std::shared_ptr<nn::Dropout> resid_drop;
+  Tensor x_lambda, x0_lambda;  // (1) each, the x0 residual's; undefined without
   int64_t block_size;
 };
 
@@ -67,7 +79,9 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   // Initialised as its modules describe it: the GPT as nanoGPT (N(0, 0.02) for embeddings
   // and matrices, residual projections at 0.02/√(2·n_layer), zero biases, LayerNorm 1 and 0),
   // the modern one as the speedrun (tok_emb N(0, 1), in_proj and mlp.fc U(−b, b) with
-  // b = √3·0.5/√E, i.e. std 0.5/√E, out_proj, mlp.proj and lm_head zero). All draws from gen.
+  // b = √3·0.5/√E, i.e. std 0.5/√E, out_proj, mlp.proj and lm_head zero; as modded-nanogpt,
+  // the value tables N(0, 1), value_lambdas 0.5, skip_weights 1, x_lambda 1, x0_lambda 0).
+  // All draws from gen.
   TransformerLM(const GPTConfig& cfg, DType dtype = DType::Float32, Generator& gen = default_generator());
 
   Tensor forward(const Tensor& idx) const override;               // int64 (B, T) -> logits (B, T, V)
@@ -102,6 +116,9 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   const AttentionIntrospection* attention() const override { return this; }
 
   std::shared_ptr<nn::Embedding> tok_emb, pos_emb;  // pos_emb: null with rope
+  std::shared_ptr<nn::ModuleList<nn::Embedding>> value_embeds;  // value_embeds tables (V, E); null without
+  Tensor value_lambdas;  // (2·value_embeds, 2): λ_v, λ_e of each layer with a value table; undefined without
+  Tensor skip_weights;   // (n_layer/2): the U-net skips' weights; undefined without
   std::shared_ptr<nn::Dropout> drop;
   std::shared_ptr<nn::ModuleList<Block>> blocks;
   std::shared_ptr<nn::Module> ln_f;     // make_norm's
@@ -114,6 +131,10 @@ class TransformerLM : public LanguageModel, public AttentionIntrospection {
   // ops under no-grad: the path for float64 models; float32 ones decode with models/decode.h).
   Tensor forward_cached(const Tensor& idx, int64_t pos0, std::vector<nn::KVCache>& caches) const;
   Tensor embed(const Tensor& idx, int64_t pos0) const;  // (B, T, E)
+  // x (B, T, E) through every block, block(i, x, value mix) running block i, with the value
+  // embeddings of idx (B, T) and the U-net skips between the blocks.
+  using RunBlock = std::function<Tensor(size_t, const Tensor&, const nn::ValueMix&)>;
+  Tensor through_blocks(const Tensor& idx, Tensor x, const RunBlock& block) const;
   Tensor head(const Tensor& x) const;                   // ln_f, the head's projection, the soft-cap
 
   GPTConfig cfg_;

@@ -147,7 +147,7 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias
 MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                        const Tensor& key_padding_mask, bool need_weights,
                                                        const Tensor& attn_mask, bool average_attn_weights,
-                                                       bool is_causal) const {
+                                                       bool is_causal, const ValueMix& value_mix) const {
   const char* op = "MultiheadAttention";
   const int64_t E = embed_dim, H = num_heads;
   for (const Tensor* t : {&query, &key, &value}) {
@@ -165,6 +165,13 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
                                 describe(query) + ", " + describe(key) + ", " + describe(value));
   auto canon = [&](const Tensor& t) { return unbatched ? unsqueeze(t, 0) : (batch_first ? t : transpose(t, 0, 1)); };
   const Tensor q_in = canon(query), k_in = canon(key), v_in = canon(value);
+  ValueMix mix = value_mix;  // its embedding in the values' canonical layout
+  if (mix.embedding.defined()) {
+    if (mix.embedding.shape() != value.shape() || mix.embedding.dtype() != value.dtype())
+      throw std::invalid_argument(std::string(op) + ": the value mix's embedding " + describe(mix.embedding) +
+                                  " must be shaped and typed as value " + describe(value));
+    mix.embedding = canon(mix.embedding);
+  }
   const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
   const std::string layout = unbatched ? "(L, E)" : (batch_first ? "(N, L, E)" : "(L, N, E)");
   if (q_in.size(2) != E)
@@ -208,7 +215,8 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   // Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection
   auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
   if (blockwise && self_attention && !transforms_qk()) {  // heads read from the packed projection and written in place
-    ctx = self_attention_qkv(linear(q_in, in_proj_weight, in_proj_bias), H, is_causal, scale);  // (N, L, 3E) -> (N, L, E)
+    const Tensor qkv = mix_packed_values(linear(q_in, in_proj_weight, in_proj_bias), mix);  // (N, L, 3E)
+    ctx = self_attention_qkv(qkv, H, is_causal, scale);                                      // -> (N, L, E)
   } else if (blockwise) {  // heads as strided views (N, H, L|S, hd) of the projections
     auto as_heads = [&](const Tensor& y) {  // (N, L, E) -> (N, H, L, hd)
       return permute(reshape(y, {N, y.size(1), H, head_dim}), {0, 2, 1, 3});
@@ -216,11 +224,12 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
     Tensor q, k, v;
     if (self_attention) {  // one GEMM for q, k and v: (N, L, 3E), then views
       const Tensor qkv = linear(q_in, in_proj_weight, in_proj_bias);
-      q = as_heads(narrow(qkv, 2, 0, E)), k = as_heads(narrow(qkv, 2, E, E)), v = as_heads(narrow(qkv, 2, 2 * E, E));
+      q = as_heads(narrow(qkv, 2, 0, E)), k = as_heads(narrow(qkv, 2, E, E));
+      v = as_heads(mix_values(narrow(qkv, 2, 2 * E, E), mix));
     } else {
       q = as_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)));
       k = as_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)));
-      v = as_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)));
+      v = as_heads(mix_values(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), mix));
     }
     const Tensor o = scaled_dot_product_attention(position_heads(q, 0), position_heads(k, 0), v, is_causal, scale);
     ctx = reshape(permute(o, {0, 2, 1, 3}), {N, L, E});  // (N, H, L, hd) -> (N, L, E)
@@ -228,12 +237,12 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
     // ---- projections: self-attention packs q, k, v into one GEMM ------------------------------
     Tensor q, k, v;  // (N·H, L|S, hd)
     if (self_attention) {
-      const auto qkv = split_qkv(linear(q_in, in_proj_weight, in_proj_bias), H);  // (N, L, 3E)
+      const auto qkv = split_qkv(mix_packed_values(linear(q_in, in_proj_weight, in_proj_bias), mix), H);  // (N, L, 3E)
       q = qkv[0], k = qkv[1], v = qkv[2];
     } else {
       q = split_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)), H);
       k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
-      v = split_heads(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), H);
+      v = split_heads(mix_values(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), mix), H);
     }
     q = position_heads(q, 0), k = position_heads(k, 0);
     // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
@@ -260,7 +269,8 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   return res;
 }
 
-Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64_t capacity) const {
+Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64_t capacity,
+                                          const ValueMix& value_mix) const {
   const int64_t E = embed_dim, H = num_heads, hd = head_dim;
   if (x.dim() != 3 || x.size(2) != E)
     throw std::invalid_argument("MultiheadAttention::forward_cached: x must be (N, T, E) with E = " + std::to_string(E) +
@@ -274,7 +284,10 @@ Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64
   if (cache.len + T > capacity)
     throw std::invalid_argument("MultiheadAttention::forward_cached: " + std::to_string(cache.len + T) +
                                 " positions exceed the cache capacity " + std::to_string(capacity));
-  auto qkv = split_qkv(linear(x, in_proj_weight, in_proj_bias), H);  // each (N·H, T, hd)
+  if (value_mix.embedding.defined() && (value_mix.embedding.shape() != x.shape() || value_mix.embedding.dtype() != x.dtype()))
+    throw std::invalid_argument("MultiheadAttention::forward_cached: the value mix's embedding " +
+                                describe(value_mix.embedding) + " must be shaped and typed as x " + describe(x));
+  auto qkv = split_qkv(mix_packed_values(linear(x, in_proj_weight, in_proj_bias), value_mix), H);  // each (N·H, T, hd)
   qkv[0] = position_heads(qkv[0], cache.len), qkv[1] = position_heads(qkv[1], cache.len);  // new positions len..
   // Append this step's keys and values: cache[:, len : len+T, :] = k, v
   const size_t row_bytes = static_cast<size_t>(T * hd) * dtype_size(x.dtype());
@@ -291,6 +304,21 @@ Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64
   const Tensor P = attention_probs(qkv[0], K, Tensor(), 1.0 / std::sqrt(static_cast<double>(hd)), true, cache.len);
   cache.len = S;
   return out_proj->forward(merge_heads(matmul(P, V), N, H));  // (N, T, E)
+}
+
+Tensor MultiheadAttention::mix_values(const Tensor& v, const ValueMix& value_mix) {
+  if (!value_mix.embedding.defined()) return v;
+  const Tensor& l = value_mix.lambdas;
+  if (!l.defined() || l.shape() != Shape{2} || l.dtype() != v.dtype())
+    throw std::invalid_argument("MultiheadAttention: the value mix's lambdas must be (2) " + std::string(dtype_name(v.dtype())) +
+                                ", got " + describe(l));
+  return add(mul(v, select(l, 0, 0)), mul(value_mix.embedding, select(l, 0, 1)));  // (N, S, E) · 0-d each
+}
+
+Tensor MultiheadAttention::mix_packed_values(const Tensor& qkv, const ValueMix& value_mix) {
+  if (!value_mix.embedding.defined()) return qkv;
+  const int64_t E = qkv.size(2) / 3;  // [q | k | v] along the last dim
+  return concat({narrow(qkv, 2, 0, 2 * E), mix_values(narrow(qkv, 2, 2 * E, E), value_mix)}, 2);
 }
 
 Tensor MultiheadAttention::position_heads(const Tensor& t, int64_t offset) const {

@@ -16,6 +16,8 @@
 //   * qk_norm: q and k normalised per head by RMSNorm without a gain (OLMo 2, modded-nanogpt);
 //   * rope: rotary position embeddings on q and k per head (after qk_norm), query and key at
 //     positions 0..L−1 and 0..S−1 (forward_cached: after the cached ones).
+// And, per call, a ValueMix: the value projection v mixed with an embedding of the same shape
+// before attending, v ← λ_v·v + λ_e·e (modded-nanogpt's value embeddings).
 #pragma once
 #include <memory>
 #include <optional>
@@ -62,6 +64,13 @@ struct AttentionOptions {
   FullyMaskedRows fully_masked_rows = FullyMaskedRows::Zeros;
 };
 
+// The values a forward attends with, mixed: v ← lambdas[0]·v + lambdas[1]·embedding, v the value
+// projection of `value` (N, S, E) before it is split into heads. Undefined embedding: no mix.
+struct ValueMix {
+  Tensor embedding;  // shaped as `value` (forward_cached: as x); the same dtype
+  Tensor lambdas;    // (2): λ_v, λ_e
+};
+
 class MultiheadAttention : public Module {
  public:
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
@@ -74,12 +83,12 @@ class MultiheadAttention : public Module {
   };
   Output forward(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_padding_mask = Tensor(),
                  bool need_weights = true, const Tensor& attn_mask = Tensor(), bool average_attn_weights = true,
-                 bool is_causal = false) const;
+                 bool is_causal = false, const ValueMix& value_mix = {}) const;
 
   // Causal self-attention over new positions x (N, T, E) (batch-first, whatever batch_first
   // says), attending to everything in `cache` plus themselves. Appends their keys and values
   // to the cache, allocating it with `capacity` positions on first use. For inference.
-  Tensor forward_cached(const Tensor& x, KVCache& cache, int64_t capacity) const;
+  Tensor forward_cached(const Tensor& x, KVCache& cache, int64_t capacity, const ValueMix& value_mix = {}) const;
 
   int64_t embed_dim, num_heads, head_dim;
   double dropout;
@@ -93,6 +102,10 @@ class MultiheadAttention : public Module {
   // q or k heads (..., L, hd) at positions offset.. with the options applied: rms_norm, then rope.
   Tensor position_heads(const Tensor& t, int64_t offset) const;
   bool transforms_qk() const { return options.qk_norm || options.rope; }
+  // v (N, S, E) mixed as value_mix says (v itself when it says nothing); packed: qkv (N, S, 3E)
+  // with its last E columns, the values, mixed.
+  static Tensor mix_values(const Tensor& v, const ValueMix& value_mix);
+  static Tensor mix_packed_values(const Tensor& qkv, const ValueMix& value_mix);
   Generator* gen_;
 };
 

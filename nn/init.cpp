@@ -34,6 +34,10 @@ void ones_(Tensor& t) {
   NoGradGuard no_grad;
   t.fill_(1.0);
 }
+void constant_(Tensor& t, double value) {
+  NoGradGuard no_grad;
+  t.fill_(value);
+}
 
 std::pair<int64_t, int64_t> fans(const Tensor& t) {
   if (t.dim() != 2) throw std::invalid_argument("init: fan in/out needs a 2-d weight, got " + describe(t));

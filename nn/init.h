@@ -9,6 +9,7 @@ void uniform_(Tensor& t, double lo, double hi, Generator& gen = default_generato
 void normal_(Tensor& t, double mean, double std, Generator& gen = default_generator());
 void zeros_(Tensor& t);
 void ones_(Tensor& t);
+void constant_(Tensor& t, double value);
 // U(−b, b) with b = gain·√(6 / (fan_in + fan_out)).
 void xavier_uniform_(Tensor& t, double gain = 1.0, Generator& gen = default_generator());
 // PyTorch's Linear default: kaiming_uniform(a=√5), i.e. U(−b, b) with b = 1/√fan_in.

@@ -17,6 +17,7 @@ void Init::apply(Tensor& t, Generator& gen) const {
   switch (kind) {
     case Kind::Zeros: init::zeros_(t); break;
     case Kind::Ones: init::ones_(t); break;
+    case Kind::Constant: init::constant_(t, scale); break;
     case Kind::Normal: init::normal_(t, 0.0, scale, gen); break;
     case Kind::Uniform: init::uniform_(t, -scale, scale, gen); break;
   }

@@ -20,10 +20,12 @@ const char* group_name(OptimGroup g);  // "decay", "no_decay", "matrix"
 
 // An initialisation, as torch.nn.init's: a constant, N(0, std²) or U(−b, b).
 struct Init {
-  enum class Kind { Zeros, Ones, Normal, Uniform } kind = Kind::Zeros;
-  double scale = 0;  // Normal: the standard deviation (mean 0); Uniform: the bound b of U(-b, b)
+  enum class Kind { Zeros, Ones, Normal, Uniform, Constant } kind = Kind::Zeros;
+  // Normal: the standard deviation (mean 0); Uniform: the bound b of U(-b, b); Constant: the value
+  double scale = 0;
   static Init zeros() { return {Kind::Zeros, 0}; }
   static Init ones() { return {Kind::Ones, 0}; }
+  static Init constant(double value) { return {Kind::Constant, value}; }
   static Init normal(double std) { return {Kind::Normal, std}; }
   static Init uniform(double bound) { return {Kind::Uniform, bound}; }
 

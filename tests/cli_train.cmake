@@ -128,6 +128,23 @@ attograd_cli_test(cli.train.weight_decay_inf EXIT 2 STDERR "--weight-decay must 
 attograd_cli_test(cli.train.mlp_refuses_gpt_flags EXIT 2
                   STDERR "--layers: the model mlp has no such setting \\(it takes --embd, --block, --hidden\\)"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out mlp_flags_run --model mlp --layers 7 --heads 3)
+# modded-nanogpt's model parts (value embeddings, U-net skips, the x0 residual) are the modern model's: refused by name for another, refused past
+# layers/2 value tables; a short run with both trains, samples through the KV-cache decoder, and
+# its model file reads back in eval.
+attograd_cli_test(cli.train.gpt_refuses_value_embeds EXIT 2
+                  STDERR "--value-embeds: the model gpt has no such setting"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out parts_flags_run --value-embeds 1)
+attograd_cli_test(cli.train.too_many_value_embeds EXIT 2
+                  STDERR "value_embeds must be in \\[0, n_layer/2\\] = \\[0, 1\\]"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out parts_flags_run --model modern --layers 2 --value-embeds 2)
+attograd_cli_test(cli.train.model_parts EXIT 0
+                  STDOUT "model: 3 layers, 2 heads, 16 wide, block 16; .*1 value embedding, U-net skips, x0 residual.*done: 20 iters.*---- sample"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out parts_run --overwrite --model modern --layers 3 --heads 2
+                          --embd 16 --block 16 --iters 20 --eval-every 10 --value-embeds 1 --unet-skips --x0-residual --sample-tokens 20 --no-progress)
+attograd_cli_test(cli.eval.model_parts EXIT 0 STDOUT "loss [0-9.]+"
+                  COMMAND ${AG} eval --checkpoint parts_run --text-file ${ATTOGRAD_SMALL_CORPUS})
+set_tests_properties(cli.train.model_parts PROPERTIES FIXTURES_SETUP parts_run)
+set_tests_properties(cli.eval.model_parts PROPERTIES FIXTURES_REQUIRED parts_run)
 # --resume takes the run's validation too: a configuration error is a usage error there as well.
 attograd_cli_test(cli.train.resume_negative_iters EXIT 2 STDERR "--iters must be ≥ 0"
                   COMMAND ${AG} train --resume small_run --iters -1)

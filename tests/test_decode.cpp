@@ -1,7 +1,7 @@
 // The transformers' inference decoder (models/decode.h): its kernels against plain double loops,
 // and its logits, at batch 1 and 8, against TransformerLM::forward over the whole window, for
 // the GPT and the modern architecture (RoPE and QK-norm on the cached keys, RMSNorm, relu²,
-// the untied head and the soft-cap).
+// the untied head and the soft-cap), also with its value embeddings and U-net skips on.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,9 +28,11 @@ std::vector<float> random_floats(int64_t n, Generator& g, double scale = 1.0) {
 // A model whose projections span more than one of the decoder's kBlock-wide (64) blocks and end
 // in a partial one (E = 96, 3E = 288; 4E = 384 is whole blocks, the 23-wide head one partial
 // block), with weights sharper than the init so that logits differ clearly.
-std::unique_ptr<TransformerLM> sharp_model(Generator& g, const Architecture& arch = {}) {
+std::unique_ptr<TransformerLM> sharp_model(Generator& g, const GPTConfig& shape) {
   static_assert(decode::kBlock == 64, "pick sizes that cover whole and partial blocks");
-  auto m = std::make_unique<TransformerLM>(GPTConfig(23, 2, 4, 96, 16, 0.0, arch), DType::Float32, g);
+  GPTConfig c = shape;
+  c.vocab_size = 23, c.n_head = 4, c.n_embd = 96, c.block_size = 16;
+  auto m = std::make_unique<TransformerLM>(c, DType::Float32, g);
   for (auto& [n, p] : m->named_parameters()) {
     float* d = p.data<float>();
     for (int64_t i = 0; i < p.numel(); ++i) d[i] = static_cast<float>(g.normal() * (p.dim() == 2 ? 0.3 : 0.1));
@@ -44,13 +46,24 @@ void expect_close(const float* got, const std::vector<double>& want, double tol,
     ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << what << " at " << i;
 }
 
-// Both architectures; the modern one with a soft-cap that bends the logits (they reach ±5).
-class DecodeArch : public ::testing::TestWithParam<bool> {
+// Both architectures; the modern one with a soft-cap that bends the logits (they reach ±5), and
+// with modded-nanogpt's parts: 3 layers, a value table in layers 0 and 2, block 2's input
+// getting block 0's output by a U-net skip (the middle block neither), the x0 residual.
+enum class Variant { Gpt, Modern, ModernWithParts };
+class DecodeArch : public ::testing::TestWithParam<Variant> {
  protected:
-  Architecture arch() const { return GetParam() ? Architecture::modern(3.0) : Architecture(); }
+  // The variant's layers, architecture and parts; the other sizes as given.
+  GPTConfig config(GPTConfig c = {}) const {
+    c.n_layer = 2;
+    if (GetParam() != Variant::Gpt) c.arch = Architecture::modern(3.0);
+    if (GetParam() == Variant::ModernWithParts) c.n_layer = 3, c.value_embeds = 1, c.unet_skips = true, c.x0_residual = true;
+    return c;
+  }
 };
-INSTANTIATE_TEST_SUITE_P(Transformers, DecodeArch, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "modern" : "gpt"; });
+INSTANTIATE_TEST_SUITE_P(Transformers, DecodeArch, ::testing::Values(Variant::Gpt, Variant::Modern, Variant::ModernWithParts),
+                         [](const auto& info) {
+                           return info.param == Variant::Gpt ? "gpt" : info.param == Variant::Modern ? "modern" : "modern_parts";
+                         });
 
 }  // namespace
 
@@ -98,7 +111,7 @@ TEST(Decode, LinearMatchesPlainLoops) {
 // sequence so far, at its last position, for every row of the batch.
 TEST_P(DecodeArch, LogitsEqualTheUncachedForwardAtBatch1And8) {
   Generator g(5);
-  const auto model = sharp_model(g, arch());
+  const auto model = sharp_model(g, config());
   const TransformerLM& m = *model;
   NoGradGuard no_grad;
   const int64_t V = 23, prompt = 5, steps = 11;  // 5 + 11 = the whole block of 16
@@ -135,7 +148,7 @@ TEST_P(DecodeArch, LogitsEqualTheUncachedForwardAtBatch1And8) {
 // cache, through window restarts (block 16, 40 new tokens).
 TEST_P(DecodeArch, GreedyBatch8EqualsEachRowAlone) {
   Generator g(6);
-  const auto model = sharp_model(g, arch());
+  const auto model = sharp_model(g, config());
   const TransformerLM& m = *model;
   std::vector<std::vector<int64_t>> prompts;
   for (int64_t b = 0; b < 8; ++b) prompts.push_back({b, (3 * b + 1) % 23, (5 * b + 2) % 23});
@@ -155,7 +168,7 @@ TEST_P(DecodeArch, GreedyBatch8EqualsEachRowAlone) {
 // The float64 model keeps the autograd cached path; it too equals full recomputation.
 TEST_P(DecodeArch, Float64ModelsDecodeThroughTheOps) {
   Generator g(7);
-  TransformerLM m(GPTConfig(13, 2, 2, 16, 8, 0.0, arch()), DType::Float64, g);
+  TransformerLM m(config(GPTConfig{13, 2, 2, 16, 8}), DType::Float64, g);
   for (auto& [n, p] : m.named_parameters()) {  // the modern init's zero projections would hide the cache
     double* d = p.data<double>();
     for (int64_t i = 0; i < p.numel(); ++i) d[i] = g.normal() * 0.3;

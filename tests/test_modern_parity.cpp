@@ -4,9 +4,11 @@
 // `--model modern` against its twin (bench/torch_speedrun.py): logits, loss and every gradient.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <string>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
@@ -61,4 +63,39 @@ TEST(ModernParity, ModelMatchesItsTwin) {
   EXPECT_NEAR(loss.item(), f.get("loss").item(), 1e-13);
   loss.backward();
   for (const auto& [name, p] : m.named_parameters()) expect_near(p.grad(), f.get("grad." + name), 1e-11, "grad " + name);
+}
+
+// modded-nanogpt's parts on (--value-embeds, --unet-skips, --x0-residual) against the twin's: 4
+// layers with one value table (layers 0 and 3), 5 with two (layers 0, 1 and 3, 4, the middle
+// block without), U-net skips in both, the x0 residual in the second. Every parameter, the
+// twin's value_embeds.*, value_lambdas, skip_weights and x0 lambdas too, is named alike on
+// both sides (the count is checked), and every gradient agrees.
+TEST(ModernParity, ValueEmbeddingsAndUnetSkipsMatchTheTwin) {
+  for (const char* file : {"parts4.safetensors", "parts5.safetensors"}) {
+    SCOPED_TRACE(file);
+    const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / file).string());
+    models::GPTConfig c{23, 0, 2, 16, 8, 0.0, models::Architecture::modern(3.0)};
+    c.value_embeds = static_cast<int64_t>(f.get("value_embeds").item());
+    c.unet_skips = f.get("unet_skips").item() != 0;
+    c.x0_residual = f.get("x0_residual").item() != 0;
+    int64_t blocks = 0;
+    for (const auto& n : f.names())
+      if (n.rfind("param.blocks.", 0) == 0) blocks = std::max<int64_t>(blocks, std::stoll(n.substr(13)) + 1);
+    c.n_layer = blocks;
+    ASSERT_TRUE(c.value_embeds > 0 && c.unet_skips);
+    Generator gen(0);
+    models::TransformerLM m(c, DType::Float64, gen);
+    std::map<std::string, Tensor> state;
+    for (const auto& [name, p] : m.named_parameters()) state[name] = f.get("param." + name);
+    size_t in_file = 0;
+    for (const auto& n : f.names()) in_file += n.rfind("param.", 0) == 0;
+    ASSERT_EQ(state.size(), in_file) << "the twin and the model name different parameters";
+    m.load_state_dict(state);
+    const Tensor idx = f.get("idx"), targets = f.get("targets");
+    expect_near(m.forward(idx), f.get("logits"), 1e-12, "logits");
+    const Tensor loss = m.loss(idx, targets);
+    EXPECT_NEAR(loss.item(), f.get("loss").item(), 1e-13);
+    loss.backward();
+    for (const auto& [name, p] : m.named_parameters()) expect_near(p.grad(), f.get("grad." + name), 1e-11, "grad " + name);
+  }
 }

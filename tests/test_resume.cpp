@@ -518,6 +518,44 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
   EXPECT_FALSE(st.metadata().count("adam_step"));
 }
 
+// modded-nanogpt's model parts resume exactly too: the value tables in the embedding's AdamW
+// group, the scalars (value_lambdas, skip_weights, the x0 lambdas) in the undecayed one, with
+// Muon and WSD.
+TEST(Resume, ModernModelWithItsModelPartsResumesBitIdentical) {
+  const fs::path d = temp_dir("resume_model_parts");
+  std::ostringstream log;
+  auto parts = [&](const std::string& name) {
+    TrainConfig c = small_run(d, name);
+    c.model.name = "modern";
+    c.model.n_layer = 2;  // a value table in layers 0 and 1, block 1 getting block 0's output
+    c.model.value_embeds = 1;
+    c.model.unet_skips = true;
+    c.model.x0_residual = true;
+    c.optimizer = OptimizerChoice("muon");
+    c.schedule = ScheduleChoice("wsd");
+    setting(c, "embed-lr") = 0.05;
+    return c;
+  };
+  const TrainConfig straight = parts("straight");
+  train_lm(straight, log);
+  TrainConfig cut = parts("cut");
+  RunHooks hooks;
+  hooks.after_step = [](int64_t it) {
+    if (it == 130) std::raise(SIGINT);  // in the decay
+  };
+  EXPECT_TRUE(train_lm(cut, log, hooks).interrupted);
+  EXPECT_FALSE(resume_lm(cut.out_dir, "", 0, false, log).interrupted);
+  EXPECT_EQ(read_bytes(fs::path(cut.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(cut.out_dir), losses(straight.out_dir));
+  const SafeTensorsFile st = SafeTensorsFile::load((fs::path(straight.out_dir) / "train_state.safetensors").string());
+  const auto groups = nlohmann::json::parse(st.metadata().at("optimizer.param_groups"));
+  ASSERT_EQ(groups.size(), 4u);  // AdamW: the head; the scalars; the three tables at --embed-lr; Muon
+  EXPECT_EQ(groups[1]["weight_decay"], 0.0);
+  EXPECT_EQ(groups[1]["params"].size(), 6u);  // value_lambdas, skip_weights, two layers' x_lambda, x0_lambda
+  EXPECT_EQ(groups[2]["initial_lr"], 0.05);
+  EXPECT_EQ(groups[2]["params"].size(), 2u);  // tok_emb, value_embeds.0
+}
+
 namespace {
 // A small run under a time budget of `seconds` on a fake clock, with only the final evaluation:
 // step `it` takes 40 + (it mod 7) ms of it, and nothing else does (the evaluation's timing reads

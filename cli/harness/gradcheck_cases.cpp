@@ -242,6 +242,10 @@ std::vector<OpCase> op_cases() {
       {"rope", "QK-norm: rms_norm per head, rope, q·kᵀ", Args{{"q", {2, 3, 4}}, {"k", {2, 3, 4}}}, Domain::Any,
        [](V x) { return matmul(rope(rms_norm(x[0]), 0), transpose(rope(rms_norm(x[1]), 0), 1, 2)); }},
       {"softcap", "cap 2", Args{{"a", {3, 4}}}, Domain::Any, [](V x) { return softcap(mul(x[0], 3.0), 2.0); }},
+      // modded-nanogpt's value embeddings, as MultiheadAttention's ValueMix mixes them into the
+      // values (nn/attention.cpp): λ_v·v + λ_e·e, the two λ selected from one (2) parameter.
+      {"select", "value mix: λ_v·v + λ_e·e, λ from select", Args{{"v", {2, 3, 4}}, {"e", {2, 3, 4}}, {"lambdas", {2}}},
+       Domain::Any, [](V x) { return add(mul(x[0], select(x[2], 0, 0)), mul(x[1], select(x[2], 0, 1))); }},
       // ---- losses ------------------------------------------------------------------------------------
       {"mse_loss", "mean, both differentiated", Args{{"input", {2, 3}}, {"target", {2, 3}}}, Domain::Any,
        [](V x) { return mse_loss(x[0], x[1]); }},

@@ -14,6 +14,11 @@ Everything in float64, computed by PyTorch:
   ModernLM: vocab 23, 2 layers, 2 heads, 16 wide, block 8, soft-cap 3) with random weights
   `param.<name>` (none zero: the init's zeros would hide the blocks), ids `idx` and `targets`
   (2, 8), the logits, the loss and the gradient `grad.<name>` of every parameter.
+* parts4.safetensors, parts5.safetensors: the same with modded-nanogpt's parts on (`--value-embeds`,
+  `--unet-skips`, `--x0-residual`): 4 layers with 1 value table (layers 0 and 3) and 5 layers with
+  2 (layers 0, 1 and 3, 4; the middle block 2 without a table or a skip), U-net skips in both, the
+  x0 residual in the second; the same keys, and `value_embeds`, `unet_skips`, `x0_residual`
+  (int64 0-d) for the test to build the model.
 """
 
 from __future__ import annotations
@@ -59,9 +64,10 @@ def write_ops(out):
     safetensors_io.save_file(t, os.path.join(out, "ops.safetensors"), {"torch_version": torch.__version__})
 
 
-def write_model(out):
-    c = types.SimpleNamespace(layers=2, heads=2, embd=16, mlp_ratio=4, qk_norm=True, norm_gain=False,
-                              rope_base=10000.0, softcap=3.0)
+def write_model(out, name="model", layers=2, value_embeds=0, unet_skips=False, x0_residual=False):
+    c = types.SimpleNamespace(layers=layers, heads=2, embd=16, mlp_ratio=4, qk_norm=True, norm_gain=False,
+                              rope_base=10000.0, softcap=3.0, value_embeds=value_embeds, unet_skips=unet_skips,
+                              x0_residual=x0_residual)
     torch.manual_seed(0)
     model = twin.ModernLM(c, 23).to(F64)
     g = torch.Generator().manual_seed(22)
@@ -75,10 +81,14 @@ def write_model(out):
     names = [n for n, _ in model.named_parameters()]
     grads = torch.autograd.grad(loss, list(model.parameters()))
     t = {"idx": idx, "targets": targets, "logits": logits.detach(), "loss": loss.detach().reshape(())}
+    if value_embeds or unet_skips:
+        t["value_embeds"] = torch.tensor(value_embeds, dtype=torch.int64)
+        t["unet_skips"] = torch.tensor(int(unet_skips), dtype=torch.int64)
+        t["x0_residual"] = torch.tensor(int(x0_residual), dtype=torch.int64)
     for n, p, gr in zip(names, model.parameters(), grads):
         t[f"param.{n}"] = p.detach().clone()
         t[f"grad.{n}"] = gr
-    safetensors_io.save_file(t, os.path.join(out, "model.safetensors"), {"torch_version": torch.__version__})
+    safetensors_io.save_file(t, os.path.join(out, name + ".safetensors"), {"torch_version": torch.__version__})
 
 
 def main() -> int:
@@ -88,7 +98,9 @@ def main() -> int:
     os.makedirs(a.out, exist_ok=True)
     write_ops(a.out)
     write_model(a.out)
-    print(f"wrote ops.safetensors and model.safetensors to {a.out}")
+    write_model(a.out, "parts4", layers=4, value_embeds=1, unet_skips=True)
+    write_model(a.out, "parts5", layers=5, value_embeds=2, unet_skips=True, x0_residual=True)
+    print(f"wrote ops.safetensors, model.safetensors, parts4.safetensors and parts5.safetensors to {a.out}")
     return 0
 
 

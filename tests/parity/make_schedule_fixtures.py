@@ -37,6 +37,7 @@ DEFAULT_OUT = os.path.join(HERE, "fixtures", "schedules")
 F64 = torch.float64
 ITERS = 8
 RECIPE = dict(layers=2, heads=2, embd=16, mlp_ratio=4, qk_norm=True, norm_gain=False, rope_base=10000.0, softcap=3.0,
+              value_embeds=0, unet_skips=False, x0_residual=False,
               block=32, batch=4, warmup=0, cooldown=0.5, muon_lr=0.05, adam_lr=0.008, emb_lr=0.3, beta1=0.8,
               beta2=0.95, grad_clip=1.0, muon_momentum=0.95, muon_momentum_warmup=5.0, muon_momentum_start=0.85,
               block_warmup=6, block_start=8, batch_warmup=4, batch_start=2)

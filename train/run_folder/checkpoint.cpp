@@ -21,16 +21,32 @@ namespace {
 // The model fields a model.safetensors records: what the model computes (its sizes, softcap),
 // not dropout, which changes training only (the train state's configuration keeps it).
 bool recorded_in_model_file(const std::string& key) { return key != "dropout"; }
+
+// A part that is off by default (--value-embeds 0, --unet-skips false) is recorded only when
+// on: the files of models without it stay what they were, and a file without the key (one
+// written before the part existed) reads as off.
+template <class T>
+bool off_by_default(const T& def) {
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t>) return def == T{};
+  return false;
+}
 }  // namespace
 
 std::map<std::string, std::string> model_metadata(const models::LanguageModel& model, const data::CharTokenizer& tok) {
   const models::ModelConfig cfg = model.model_config();
   const models::ModelEntry& entry = models::find_model(cfg.name);
   std::map<std::string, std::string> md = {{"format", entry.format}, {"vocab", nlohmann::json(tok.chars()).dump()}};
+  const models::ModelConfig defaults;
   models::visit_model_fields(cfg, [&](const auto& v, const char* key, const char*) {
     using T = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, bool>) {
       if (!recorded_in_model_file(key)) return;
+      T def{};
+      models::visit_model_fields(defaults, [&](const auto& d, const char* k, const char*) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(d)>, T>)
+          if (std::string(k) == key) def = d;
+      });
+      if (off_by_default(def) && v == def) return;
       for (const auto& f : entry.fields)
         if (f == key) md[key] = format_value(v);  // a double as the shortest text that reads back exactly
     }
@@ -62,6 +78,12 @@ int64_t meta_int(const SafeTensorsFile& f, const char* key) {
   }
   throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be a positive integer below 2^31, got \"" +
                            short_quote(it->second) + "\"");
+}
+
+bool meta_bool(const SafeTensorsFile& f, const char* key) {
+  const std::string& v = f.metadata().at(key);
+  if (v == "true" || v == "false") return v == "true";
+  throw std::runtime_error(f.source() + ": __metadata__ '" + key + "' must be true or false, got \"" + short_quote(v) + "\"");
 }
 
 double meta_double(const SafeTensorsFile& f, const char* key) {
@@ -146,8 +168,10 @@ LoadedModel load_model(const std::string& path) {
     using T = std::decay_t<decltype(v)>;
     for (const auto& k : entry->fields) {
       if (k != key || !recorded_in_model_file(key)) continue;
+      if (off_by_default(v) && !f.metadata().count(key)) continue;  // still the default: off
       if constexpr (std::is_same_v<T, int64_t>) v = meta_int(f, key);
       if constexpr (std::is_same_v<T, double>) v = meta_double(f, key);
+      if constexpr (std::is_same_v<T, bool>) v = meta_bool(f, key);
     }
   });
   auto it = f.metadata().find("vocab");
