@@ -6,9 +6,10 @@ wall time start to exit, the final validation loss over the whole split, the loa
 it). docs/speedrun.md keeps the record log these lines become.
 
     python3 bench/speedrun_sweep.py --data tinyshakespeare.txt --budget 120 --out sweep.jsonl \\
-        --variant "" --variant "--value-embeds 1" --variant "--embd 96 --heads 3"
+        --variant= --variant="--value-embeds 1" --variant="--embd 96 --heads 3"
 
-A variant is one string of flags, split as a shell splits words; "" is the recipe as it stands.
+A variant is one string of flags, split as a shell splits words, given as --variant=FLAGS (with
+the `=`, since the flags begin with dashes); --variant= is the recipe as it stands.
 On a machine whose load changes, interleave repeats (--repeat) rather than trusting one run.
 """
 import argparse
