@@ -63,6 +63,7 @@ def main():
                 last = final_eval(os.path.join(a.run_dir, "metrics.jsonl"))
                 row.update({"steps": last["iter"], "run_clock_s": round(last["elapsed_s"], 2),
                             "budget_share": round(last["elapsed_s"] / a.budget, 4), "val": last["val_loss"],
+                            "train": last["train_loss"],  # 20 random batches: beside val, overfitting shows
                             "ms_per_step": round(last["ms_per_step"], 2)})
             else:
                 row["error"] = " / ".join(proc.stderr.strip().splitlines()[:2]) or "(no message)"
