@@ -50,7 +50,7 @@ TEST(ModernParity, OpsMatchTorchInFloat64) {
 TEST(ModernParity, ModelMatchesItsTwin) {
   const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / "model.safetensors").string());
   Generator gen(0);
-  models::TransformerLM m(models::GPTConfig(23, 2, 2, 16, 8, 0.0, models::Architecture::modern(3.0)), DType::Float64, gen);
+  models::TransformerLM m(models::GPTConfig{23, 2, 2, 16, 8, 0.0, models::Architecture::modern(3.0)}, DType::Float64, gen);
   std::map<std::string, Tensor> state;
   for (const auto& [name, p] : m.named_parameters()) state[name] = f.get("param." + name);
   size_t in_file = 0;
