@@ -47,10 +47,13 @@ TEST(ModernParity, OpsMatchTorchInFloat64) {
   check("softcap2", [](const Tensor& x, const Tensor&) { return softcap(x, 2.0); }, false);
 }
 
-TEST(ModernParity, ModelMatchesItsTwin) {
-  const SafeTensorsFile f = SafeTensorsFile::load((kFixtures / "model.safetensors").string());
+namespace {
+
+// A model of configuration c with the twin's weights from fixture f: the same parameter names
+// (the count is checked), and the logits, the loss and every gradient as the twin's.
+void expect_model_matches_twin(const models::GPTConfig& c, const SafeTensorsFile& f) {
   Generator gen(0);
-  models::TransformerLM m(models::GPTConfig{23, 2, 2, 16, 8, 0.0, models::Architecture::modern(3.0)}, DType::Float64, gen);
+  models::TransformerLM m(c, DType::Float64, gen);
   std::map<std::string, Tensor> state;
   for (const auto& [name, p] : m.named_parameters()) state[name] = f.get("param." + name);
   size_t in_file = 0;
@@ -63,6 +66,13 @@ TEST(ModernParity, ModelMatchesItsTwin) {
   EXPECT_NEAR(loss.item(), f.get("loss").item(), 1e-13);
   loss.backward();
   for (const auto& [name, p] : m.named_parameters()) expect_near(p.grad(), f.get("grad." + name), 1e-11, "grad " + name);
+}
+
+}  // namespace
+
+TEST(ModernParity, ModelMatchesItsTwin) {
+  expect_model_matches_twin(models::GPTConfig{23, 2, 2, 16, 8, 0.0, models::Architecture::modern(3.0)},
+                            SafeTensorsFile::load((kFixtures / "model.safetensors").string()));
 }
 
 // modded-nanogpt's parts on (--value-embeds, --unet-skips, --x0-residual) against the twin's: 4
@@ -83,19 +93,6 @@ TEST(ModernParity, ValueEmbeddingsAndUnetSkipsMatchTheTwin) {
       if (n.rfind("param.blocks.", 0) == 0) blocks = std::max<int64_t>(blocks, std::stoll(n.substr(13)) + 1);
     c.n_layer = blocks;
     ASSERT_TRUE(c.value_embeds > 0 && c.unet_skips);
-    Generator gen(0);
-    models::TransformerLM m(c, DType::Float64, gen);
-    std::map<std::string, Tensor> state;
-    for (const auto& [name, p] : m.named_parameters()) state[name] = f.get("param." + name);
-    size_t in_file = 0;
-    for (const auto& n : f.names()) in_file += n.rfind("param.", 0) == 0;
-    ASSERT_EQ(state.size(), in_file) << "the twin and the model name different parameters";
-    m.load_state_dict(state);
-    const Tensor idx = f.get("idx"), targets = f.get("targets");
-    expect_near(m.forward(idx), f.get("logits"), 1e-12, "logits");
-    const Tensor loss = m.loss(idx, targets);
-    EXPECT_NEAR(loss.item(), f.get("loss").item(), 1e-13);
-    loss.backward();
-    for (const auto& [name, p] : m.named_parameters()) expect_near(p.grad(), f.get("grad." + name), 1e-11, "grad " + name);
+    expect_model_matches_twin(c, f);
   }
 }
