@@ -1,8 +1,9 @@
 // Every input a fuzzer ever crashed on and every seed go through their reader here on every
-// test run: each must be read or refused with a std::runtime_error naming the file, never
-// crash. The safetensors reader: tests/fuzz/regressions/ and tests/fuzz/corpus/; the
+// test run: each must be read or refused with a std::runtime_error (or, for a configuration
+// value out of range, a train::ConfigError) naming the file, never crash. The safetensors reader: tests/fuzz/regressions/ and tests/fuzz/corpus/; the
 // run-configuration (TOML) reader: tests/fuzz/regressions_toml/ and tests/fuzz/corpus_toml/ (a
-// deep dotted key once overflowed the stack).
+// deep dotted key once overflowed the stack; `eval-iters = +0` once escaped the fuzz target as a
+// ConfigError it did not expect).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,13 +11,14 @@
 #include <functional>
 
 #include "autograd/safetensors.h"
+#include "train/config/config_error.h"
 #include "train/config/config_file.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-// Calls read(bytes, name) on every stored input of the folders; a std::runtime_error must start
-// with the name. Returns how many inputs there were.
+// Calls read(bytes, name) on every stored input of the folders; a refusal (std::runtime_error or
+// train::ConfigError) must start with the name; any other exception fails the test. Returns how many inputs there were.
 int replay(std::initializer_list<const char*> folders, const std::function<void(const std::string&, const std::string&)>& read) {
   int files = 0;
   for (const char* sub : folders) {
@@ -30,6 +32,8 @@ int replay(std::initializer_list<const char*> folders, const std::function<void(
       const std::string name = e.path().filename().string();
       try {
         read(bytes, name);
+      } catch (const ag::train::ConfigError& err) {
+        EXPECT_EQ(std::string(err.what()).rfind(name, 0), 0u) << err.what();
       } catch (const std::runtime_error& err) {
         EXPECT_EQ(std::string(err.what()).rfind(name, 0), 0u) << err.what();
       }
