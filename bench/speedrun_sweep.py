@@ -11,6 +11,10 @@ it). docs/speedrun.md keeps the record log these lines become.
 A variant is one string of flags, split as a shell splits words, given as --variant=FLAGS (with
 the `=`, since the flags begin with dashes); --variant= is the recipe as it stands.
 On a machine whose load changes, interleave repeats (--repeat) rather than trusting one run.
+
+--budget 0 runs without a time budget: each variant then names its step count (--iters N), and
+the loss it reaches depends only on the flags, not on the machine's load, so two sweeps can share
+the cores (each with --threads 1) and the chosen variant is then confirmed by a budgeted run.
 """
 import argparse
 import json
@@ -37,7 +41,8 @@ def main():
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="the corpus (tinyshakespeare.txt)")
-    p.add_argument("--budget", type=float, default=120, help="--time-budget of every run, seconds")
+    p.add_argument("--budget", type=float, default=120,
+                   help="--time-budget of every run, seconds (0: none, the variants give --iters)")
     p.add_argument("--out", required=True, help="JSON lines are appended here")
     p.add_argument("--variant", action="append", default=[], help="flags over the recipe (repeatable)")
     p.add_argument("--repeat", type=int, default=1, help="rounds over all the variants")
@@ -51,7 +56,8 @@ def main():
         sys.exit(f"speedrun_sweep: --data {a.data}: no such file")
     for rnd in range(a.repeat):
         for flags in a.variant:
-            cmd = [a.attograd, "train", "--config", a.config, "--time-budget", str(a.budget), "--data", a.data,
+            budget = ["--time-budget", str(a.budget)] if a.budget > 0 else []
+            cmd = [a.attograd, "train", "--config", a.config] + budget + ["--data", a.data,
                    "--out", a.run_dir, "--overwrite", "--sample-tokens", "0"] + shlex.split(flags)
             load = os.getloadavg()[0]
             t0 = time.monotonic()
@@ -62,7 +68,7 @@ def main():
             if proc.returncode == 0:
                 last = final_eval(os.path.join(a.run_dir, "metrics.jsonl"))
                 row.update({"steps": last["iter"], "run_clock_s": round(last["elapsed_s"], 2),
-                            "budget_share": round(last["elapsed_s"] / a.budget, 4), "val": last["val_loss"],
+                            "budget_share": round(last["elapsed_s"] / a.budget, 4) if a.budget > 0 else None, "val": last["val_loss"],
                             "train": last["train_loss"],  # 20 random batches: beside val, overfitting shows
                             "ms_per_step": round(last["ms_per_step"], 2)})
             else:

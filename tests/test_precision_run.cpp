@@ -3,7 +3,6 @@
 // with another precision or provider is refused with the recorded value.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -65,23 +64,11 @@ TEST(PrecisionRun, Bf16RunsResumeBitIdenticalAndCheckpointFloat32) {
     SCOPED_TRACE(p);
     const TrainConfig straight = bf16_run(d, "straight_" + p, provider);
     train_lm(straight, log);
-    const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
-    const auto want = losses(straight.out_dir);
     // The checkpoint holds float32 tensors, as PyTorch's autocast leaves its parameters.
     const SafeTensorsFile f = SafeTensorsFile::load((fs::path(straight.out_dir) / "model.safetensors").string());
     for (const auto& name : f.names()) EXPECT_EQ(f.info(name).dtype, "F32") << name;
-    for (int64_t k : {0, 57, 80}) {
-      SCOPED_TRACE("interrupted after iter " + std::to_string(k));
-      TrainConfig c = bf16_run(d, "cut" + std::to_string(k) + "_" + p, provider);
-      RunHooks hooks;
-      hooks.after_step = [k](int64_t it) {
-        if (it == k) std::raise(SIGINT);
-      };
-      EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
-      EXPECT_FALSE(resume_lm(c.out_dir, "", 0, false, log).interrupted);
-      EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
-      EXPECT_EQ(losses(c.out_dir), want);
-    }
+    for (int64_t k : {0, 57, 80})
+      expect_cut_run_resumes_exactly(bf16_run(d, "cut" + std::to_string(k) + "_" + p, provider), k, straight.out_dir, log);
   }
   EXPECT_NE(log.str().find("precision: bf16 autocast"), std::string::npos) << log.str();
 }
@@ -107,10 +94,7 @@ TEST(PrecisionRun, AutoChoosesRecordsAndKeepsItsChoice) {
   c.iters = 30;
   c.eval_every = 10;
   ASSERT_EQ(c.gemm, GemmChoice::Auto);  // the default
-  RunHooks hooks;
-  hooks.after_step = [](int64_t it) {
-    if (it == 12) std::raise(SIGINT);
-  };
+  const RunHooks hooks = interrupt_after(12);
   EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
   const std::string first_log = log.str();
   EXPECT_NE(first_log.find("chosen by --gemm auto: "), std::string::npos) << first_log;

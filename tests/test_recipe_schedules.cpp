@@ -5,7 +5,6 @@
 // although the early steps are cheaper. The twin's side is tests/test_schedule_parity.cpp.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -206,20 +205,8 @@ TEST(Resume, TheRecipesWarmupsResumeBitIdentical) {
   };
   const TrainConfig straight = config("straight");
   train_lm(straight, log);
-  const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
-  const auto want_losses = losses(straight.out_dir);
-  for (int64_t k : {17, 49, 100}) {  // within every warmup, at an evaluation, after them all
-    SCOPED_TRACE("interrupted after iter " + std::to_string(k));
-    const TrainConfig c = config("cut" + std::to_string(k));
-    RunHooks hooks;
-    hooks.after_step = [k](int64_t it) {
-      if (it == k) std::raise(SIGINT);
-    };
-    EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
-    EXPECT_FALSE(resume_lm(c.out_dir, "", 0, false, log).interrupted);
-    EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
-    EXPECT_EQ(losses(c.out_dir), want_losses);
-  }
+  for (int64_t k : {17, 49, 100})  // within every warmup, at an evaluation, after them all
+    expect_cut_run_resumes_exactly(config("cut" + std::to_string(k)), k, straight.out_dir, log);
 }
 
 namespace {
@@ -227,12 +214,11 @@ namespace {
 // step 40 ms, plus 2 ms whatever its size), the evaluation's timing 0 s.
 struct TokenClock {
   int64_t ns = 1'000'000'000;
-  RunHooks hooks(const TrainConfig& c, std::function<void(int64_t)> also = {}) {
+  RunHooks hooks(const TrainConfig& c) {
     RunHooks h;
     h.clock = [this] { return ns; };
-    h.after_step = [this, c, also](int64_t it) {
+    h.after_step = [this, c](int64_t it) {
       ns += 2'000'000 + static_cast<int64_t>(40e6 * step_share(c, it, 1));
-      if (also) also(it);
     };
     return h;
   }
@@ -262,9 +248,7 @@ TEST(TimeBudget, ARunWhoseStepsGrowEndsWithinItsBudgetAndResumesExactly) {
   EXPECT_GT(want.iters, 200);
   const TrainConfig cut = budgeted(d, "cut");
   TokenClock first, second;
-  EXPECT_TRUE(train_lm(cut, log, first.hooks(cut, [](int64_t it) {
-                if (it == 60) std::raise(SIGINT);
-              })).interrupted);
+  EXPECT_TRUE(train_lm(cut, log, interrupt_after(60, first.hooks(cut))).interrupted);
   second.ns = 5'000'000'000;
   const TrainSummary got = resume_lm(cut.out_dir, TrainConfig{}, {}, log, second.hooks(cut));
   EXPECT_EQ(got.iters, want.iters);

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,10 +53,7 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   for (int64_t k : {0, 57, 99, 100, 299}) {
     SCOPED_TRACE("interrupted after iter " + std::to_string(k));
     TrainConfig c = small_run(d, "cut" + std::to_string(k));
-    RunHooks hooks;
-    hooks.after_step = [k](int64_t it) {
-      if (it == k) std::raise(SIGINT);
-    };
+    const RunHooks hooks = interrupt_after(k);
     const auto first = train_lm(c, log, hooks);
     EXPECT_TRUE(first.interrupted);
     EXPECT_EQ(first.iters, k + 1);
@@ -242,10 +238,7 @@ CutThenResumed cut_then_resume(const fs::path& d, int64_t iters, int64_t eval_ev
   r.cut = small_run(d, "cut_then_" + std::to_string(iters));
   r.cut.iters = 30;
   r.cut.eval_every = eval_every;
-  RunHooks hooks;
-  hooks.after_step = [](int64_t it) {
-    if (it == 10) std::raise(SIGINT);
-  };
+  const RunHooks hooks = interrupt_after(10);
   EXPECT_TRUE(train_lm(r.cut, log, hooks).interrupted);
   r.summary = resume_with_iters(r.cut.out_dir, iters, resumed);
   return r;
@@ -462,10 +455,7 @@ TEST(Resume, ATrainStateInTheOldLayoutResumesBitIdentical) {
     const TrainConfig straight = config("straight");
     train_lm(straight, log);
     TrainConfig cut = config("cut");
-    RunHooks hooks;
-    hooks.after_step = [](int64_t it) {
-      if (it == 70) std::raise(SIGINT);  // past the warmup, and for wsd in its decay
-    };
+    const RunHooks hooks = interrupt_after(70);  // past the warmup, and for wsd in its decay
     EXPECT_TRUE(train_lm(cut, log, hooks).interrupted);
     rewrite_in_the_old_layout(fs::path(cut.out_dir) / "train_state.safetensors");
     EXPECT_FALSE(resume_lm(cut.out_dir, "", 0, false, log).interrupted);
@@ -490,20 +480,8 @@ TEST(Resume, ModernModelWithMuonAndWsdResumesBitIdentical) {
   };
   const TrainConfig straight = modern("straight");
   train_lm(straight, log);
-  const std::string want_model = read_bytes(fs::path(straight.out_dir) / "model.safetensors");
-  const auto want_losses = losses(straight.out_dir);
-  for (int64_t k : {57, 100, 250}) {  // in the stable phase, at an evaluation, in the decay
-    SCOPED_TRACE("interrupted after iter " + std::to_string(k));
-    TrainConfig c = modern("cut" + std::to_string(k));
-    RunHooks hooks;
-    hooks.after_step = [k](int64_t it) {
-      if (it == k) std::raise(SIGINT);
-    };
-    EXPECT_TRUE(train_lm(c, log, hooks).interrupted);
-    EXPECT_FALSE(resume_lm(c.out_dir, "", 0, false, log).interrupted);
-    EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), want_model);
-    EXPECT_EQ(losses(c.out_dir), want_losses);
-  }
+  for (int64_t k : {57, 100, 250})  // in the stable phase, at an evaluation, in the decay
+    expect_cut_run_resumes_exactly(modern("cut" + std::to_string(k)), k, straight.out_dir, log);
   // The train state holds the optimizer's state dict and names no optimizer: Muon's buffers and
   // AdamW's moments by position, each group's options under torch's names.
   const SafeTensorsFile st = SafeTensorsFile::load((fs::path(straight.out_dir) / "train_state.safetensors").string());
@@ -539,10 +517,7 @@ TEST(Resume, ModernModelWithItsModelPartsResumesBitIdentical) {
   const TrainConfig straight = parts("straight");
   train_lm(straight, log);
   TrainConfig cut = parts("cut");
-  RunHooks hooks;
-  hooks.after_step = [](int64_t it) {
-    if (it == 130) std::raise(SIGINT);  // in the decay
-  };
+  const RunHooks hooks = interrupt_after(130);  // in the decay
   EXPECT_TRUE(train_lm(cut, log, hooks).interrupted);
   EXPECT_FALSE(resume_lm(cut.out_dir, "", 0, false, log).interrupted);
   EXPECT_EQ(read_bytes(fs::path(cut.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
@@ -572,12 +547,11 @@ TrainConfig budget_run(const fs::path& d, const std::string& name, double second
 struct FakeClock {
   int64_t ns = 1'000'000'000;
   double slower = 1;  // a factor on every step's time
-  RunHooks hooks(std::function<void(int64_t)> also = {}) {
+  RunHooks hooks() {
     RunHooks h;
     h.clock = [this] { return ns; };
-    h.after_step = [this, also](int64_t it) {
+    h.after_step = [this](int64_t it) {
       ns += static_cast<int64_t>(slower * static_cast<double>((40 + it % 7) * 1'000'000));
-      if (also) also(it);
     };
     return h;
   }
@@ -628,9 +602,7 @@ TEST(Resume, ATimeBudgetedRunResumesBitIdentical) {
     SCOPED_TRACE("interrupted after iter " + std::to_string(k));
     const TrainConfig c = budget_run(d, "cut" + std::to_string(k), 10);
     FakeClock first, second;
-    EXPECT_TRUE(train_lm(c, log, first.hooks([k](int64_t it) {
-                  if (it == k) std::raise(SIGINT);
-                })).interrupted);
+    EXPECT_TRUE(train_lm(c, log, interrupt_after(k, first.hooks())).interrupted);
     // The state holds the plan, the estimates and the clock, exactly.
     const LoadedTrainState saved = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
     ASSERT_TRUE(saved.pos.budget.has_value());
@@ -656,9 +628,7 @@ TEST(Resume, ATimeBudgetedRunReplaysItsRecordedPlan) {
   const TrainSummary want = train_lm(straight, log, straight_clock.hooks());
   const TrainConfig c = budget_run(d, "cut", 10);
   FakeClock first, slow;
-  EXPECT_TRUE(train_lm(c, log, first.hooks([](int64_t it) {
-                if (it == 40) std::raise(SIGINT);
-              })).interrupted);
+  EXPECT_TRUE(train_lm(c, log, interrupt_after(40, first.hooks())).interrupted);
   slow.slower = 3;
   const TrainSummary got = resume_lm(c.out_dir, TrainConfig{}, {}, log, slow.hooks());
   const auto want_lrs = lrs(straight.out_dir), got_lrs = lrs(c.out_dir);
