@@ -20,7 +20,9 @@ input (after its skip) mixed with the embedding x0, x = x_lambda·x + x0_lambda�
 norm is RMSNorm without a gain (F.rms_norm, eps = the dtype's machine epsilon) or with one
 (--norm-gain); attention out_proj, mlp.proj and lm_head start at zero. Matrices of the blocks
 train with Muon (torch.optim.Muon's rule; its Newton-Schulz in the parameters' dtype, see
---muon), the embedding, the head and any gains with AdamW (no weight decay). The learning rate
+--muon), the embedding, the head and any gains with AdamW. --weight-decay (attograd's key, 0 by
+default) decays as attograd's does: the Muon matrices, the head and the looked-up tables, each at
+its own group's rate, W ← W·(1 − lr·weight_decay); gains and lambdas never. The learning rate
 follows warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last
 --cooldown fraction of the steps. The global gradient norm is clipped to --grad-clip first, as
 attograd does (its default 1).
@@ -349,6 +351,30 @@ def muon_momentum(it: int, a) -> float:
     return (1.0 - frac) * a.muon_momentum_start + frac * a.muon_momentum
 
 
+def make_optimizers(model, a):
+    """attograd's muon row: Muon for the blocks' matrices; AdamW for the tables only looked up
+    (tok_emb, value_embeds.*) at the embedding's rate and the head at --lr, both decayed by
+    --weight-decay, and the rest (gains, value_lambdas, skip_weights, the x0 lambdas) at --lr
+    without decay. Returns (the Muon part, both optimizers), each group's base_lr kept for the
+    schedules."""
+    mats = [p_ for n, p_ in model.named_parameters() if n.startswith("blocks.") and p_.dim() == 2]
+    opt_m = (Muon32 if a.muon == "float32" else torch.optim.Muon)(mats, lr=a.muon_lr, weight_decay=a.weight_decay,
+                                                                  momentum=muon_momentum(0, a), nesterov=True)
+    tables = [p_ for n, p_ in model.named_parameters() if n == "tok_emb.weight" or n.startswith("value_embeds.")]
+    groups = [dict(params=tables, lr=a.emb_lr, weight_decay=a.weight_decay),
+              dict(params=[model.lm_head.weight], lr=a.adam_lr, weight_decay=a.weight_decay)]
+    taken = {id(p_) for p_ in mats + tables + [model.lm_head.weight]}
+    rest = [p_ for p_ in model.parameters() if id(p_) not in taken]
+    if rest:
+        groups.append(dict(params=rest, lr=a.adam_lr, weight_decay=0.0))
+    opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-8)  # attograd's eps
+    opts = [opt_m, opt_a]
+    for o in opts:
+        for g in o.param_groups:
+            g["base_lr"] = g["lr"]
+    return opt_m, opts
+
+
 def set_schedules(opt_m, opts, it: int, total: int, a) -> float:
     """Before step it of total: every group's lr at its base_lr times the WSD factor, and Muon's
     momentum as the warmup has it (as a scheduler sets param_groups). Returns the factor."""
@@ -408,12 +434,11 @@ TOML_TO_FLAG = {"layers": "layers", "heads": "heads", "embd": "embd", "block": "
                 "muon-lr": "muon_lr", "lr": ("adam_lr", "emb_lr"), "muon-momentum": "muon_momentum",
                 "muon-momentum-warmup": "muon_momentum_warmup", "muon-momentum-start": "muon_momentum_start",
                 "block-warmup": "block_warmup", "block-start": "block_start", "batch-warmup": "batch_warmup",
-                "batch-start": "batch_start", "beta1": "beta1", "beta2": "beta2",
+                "batch-start": "batch_start", "beta1": "beta1", "beta2": "beta2", "weight-decay": "weight_decay",
                 "seed": "seed", "log-every": "log_every", "grad-clip": "grad_clip",
                 "value-embeds": "value_embeds", "unet-skips": "unet_skips", "x0-residual": "x0_residual"}
 # keys that must hold this value, because the twin implements only that (anything else: an error)
-TOML_FIXED = {"model": "modern", "optimizer": "muon", "schedule": "wsd", "min-lr": 0.0, "weight-decay": 0.0,
-              "dropout": 0.0}
+TOML_FIXED = {"model": "modern", "optimizer": "muon", "schedule": "wsd", "min-lr": 0.0, "dropout": 0.0}
 # keys about attograd's own logging and evaluation cadence, which do not change the recipe
 TOML_IGNORED = {"eval-iters", "eval-every", "sample-tokens", "time-budget", "threads", "out", "data"}
 
@@ -468,7 +493,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--cooldown", type=float, default=0.4)
     p.add_argument("--muon-lr", type=float, default=0.02)
-    p.add_argument("--muon-wd", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0,
+                   help="decoupled weight decay of the Muon matrices, the head and the tables (attograd's --weight-decay)")
     p.add_argument("--muon-momentum", type=float, default=0.95)
     p.add_argument("--muon-momentum-warmup", type=float, default=0.0,
                    help="Muon's momentum rises linearly from --muon-momentum-start to --muon-momentum over this many steps (0: off)")
@@ -511,22 +537,7 @@ def main(argv=None) -> int:
     torch.manual_seed(a.seed)
     train_ids, val_ids, vocab = load_corpus(a.data)
     model = ModernLM(a, vocab)
-    mats = [p_ for n, p_ in model.named_parameters() if n.startswith("blocks.") and p_.dim() == 2]
-    opt_m = (Muon32 if a.muon == "float32" else torch.optim.Muon)(mats, lr=a.muon_lr, weight_decay=a.muon_wd,
-                                                                  momentum=muon_momentum(0, a), nesterov=True)
-    # attograd's groups: the tables only looked up (tok_emb, value_embeds.*) at the embedding's rate,
-    # the head at --lr, and the rest (gains, value_lambdas, skip_weights, the x0 lambdas) at --lr without decay
-    tables = [p_ for n, p_ in model.named_parameters() if n == "tok_emb.weight" or n.startswith("value_embeds.")]
-    groups = [dict(params=tables, lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)]
-    taken = {id(p_) for p_ in mats + tables + [model.lm_head.weight]}
-    rest = [p_ for p_ in model.parameters() if id(p_) not in taken]
-    if rest:
-        groups.append(dict(params=rest, lr=a.adam_lr))
-    opt_a = torch.optim.AdamW(groups, betas=(a.beta1, a.beta2), eps=1e-8, weight_decay=0.0)  # attograd's eps
-    opts = [opt_m, opt_a]
-    for o in opts:
-        for g in o.param_groups:
-            g["base_lr"] = g["lr"]
+    opt_m, opts = make_optimizers(model, a)
     run = torch.compile(model) if a.compile else model
     gen = torch.Generator().manual_seed(a.seed)
     iters = a.iters

@@ -1,7 +1,7 @@
 // The speedrun's schedules against its PyTorch twin (bench/torch_speedrun.py), in float64, from
 // the fixture tests/parity/make_schedule_fixtures.py wrote (no torch needed): Muon's momentum
-// warmup, the sequence-length warmup and the batch warmup at once, with WSD, on the modern
-// model. Every step's shape and momentum are the twin's, and eight steps through the run's own
+// warmup, the sequence-length warmup and the batch warmup at once, with WSD and weight decay, on
+// the modern model. Every step's shape and momentum are the twin's, and eight steps through the run's own
 // parts (the muon row's optimizer and its before_step, step_shape, the WSD factor in LambdaLR,
 // train::Step) give the twin's losses and weights.
 #include <gtest/gtest.h>
@@ -37,7 +37,8 @@ TrainConfig recipe() {
   c.iters = 8;
   c.optimizer = OptimizerChoice("muon");
   c.schedule = ScheduleChoice("wsd");
-  c.warmup = 0, c.min_lr = 0.0, c.lr = 0.008, c.beta1 = 0.8, c.beta2 = 0.95, c.weight_decay = 0.0, c.grad_clip = 1.0;
+  c.warmup = 0, c.min_lr = 0.0, c.lr = 0.008, c.beta1 = 0.8, c.beta2 = 0.95, c.grad_clip = 1.0;
+  c.weight_decay = 0.1;  // the matrices, the embedding and the head, each at its group's rate
   setting(c, "cooldown") = 0.5;
   setting(c, "muon-lr") = 0.05;
   setting(c, "embed-lr") = 0.3;

@@ -6,7 +6,8 @@
 The speedrun's schedules as its PyTorch twin (bench/torch_speedrun.py) runs them, in float64:
 the twin's ModernLM (vocab 23, 2 layers, 2 heads, 16 wide, block 32, soft-cap 3) with random
 weights, trained ITERS steps with Muon32 for the blocks' matrices and AdamW for the embedding
-(at its own rate) and the head, WSD, gradient clipping, and the three warmups on at once: Muon's
+(at its own rate) and the head, weight decay 0.1 (the matrices, the embedding and the head, each
+at its group's rate), WSD, gradient clipping, and the three warmups on at once: Muon's
 momentum from 0.85 to 0.95 over 5 steps, the sequence length from 8 to 32 over 6 steps and the
 batch from 2 to 4 over 4. Each step goes through the twin's own set_schedules, step_shape and
 train_step. The batches are windows of a fixed token stream at starts drawn here (the two sides'
@@ -39,8 +40,9 @@ ITERS = 8
 RECIPE = dict(layers=2, heads=2, embd=16, mlp_ratio=4, qk_norm=True, norm_gain=False, rope_base=10000.0, softcap=3.0,
               value_embeds=0, unet_skips=False, x0_residual=False,
               block=32, batch=4, warmup=0, cooldown=0.5, muon_lr=0.05, adam_lr=0.008, emb_lr=0.3, beta1=0.8,
-              beta2=0.95, grad_clip=1.0, muon_momentum=0.95, muon_momentum_warmup=5.0, muon_momentum_start=0.85,
-              block_warmup=6, block_start=8, batch_warmup=4, batch_start=2)
+              beta2=0.95, grad_clip=1.0, weight_decay=0.1, muon="float32", muon_momentum=0.95,
+              muon_momentum_warmup=5.0, muon_momentum_start=0.85, block_warmup=6, block_start=8, batch_warmup=4,
+              batch_start=2)
 
 
 def main() -> int:
@@ -56,15 +58,7 @@ def main() -> int:
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=g, dtype=F64) * (0.3 if p.dim() == 2 else 0.1))
     t = {f"param.{n}": p.detach().clone() for n, p in model.named_parameters()}
-    # The twin's optimizers, as its main() makes them.
-    mats = [p for n, p in model.named_parameters() if n.startswith("blocks.") and p.dim() == 2]
-    opt_m = twin.Muon32(mats, lr=a.muon_lr, weight_decay=0.0, momentum=twin.muon_momentum(0, a), nesterov=True)
-    opt_a = torch.optim.AdamW([dict(params=[model.tok_emb.weight], lr=a.emb_lr), dict(params=[model.lm_head.weight], lr=a.adam_lr)],
-                              betas=(a.beta1, a.beta2), eps=1e-8, weight_decay=0.0)
-    opts = [opt_m, opt_a]
-    for o in opts:
-        for grp in o.param_groups:
-            grp["base_lr"] = grp["lr"]
+    opt_m, opts = twin.make_optimizers(model, a)  # the twin's own, as its main() makes them
     stream = torch.randint(0, 23, (200,), generator=g)
     starts = torch.randint(0, 200 - a.block, (ITERS, a.batch), generator=g)
     batch, block, momentum, loss = [], [], [], []
