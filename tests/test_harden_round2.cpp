@@ -276,6 +276,9 @@ TEST(HardenCheckedWrites, ResumeDropsATornLastMetricsLine) {
 TEST(HardenSignals, SighupStopsLikeSigtermUnlessIgnoredByNohup) {
   const std::string got = in_child([] {
     std::string out;
+    // The terminal's default first: a test run started under nohup (or by a runner that ignores
+    // SIGHUP) hands its children SIGHUP ignored, which the guard rightly honours.
+    std::signal(SIGHUP, SIG_DFL);
     {
       train::InterruptGuard g;
       ::raise(SIGHUP);
