@@ -68,7 +68,8 @@ def main():
             if proc.returncode == 0:
                 last = final_eval(os.path.join(a.run_dir, "metrics.jsonl"))
                 row.update({"steps": last["iter"], "run_clock_s": round(last["elapsed_s"], 2),
-                            "budget_share": round(last["elapsed_s"] / a.budget, 4) if a.budget > 0 else None, "val": last["val_loss"],
+                            "budget_share": round(last["elapsed_s"] / a.budget, 4) if a.budget > 0 else None,
+                            "val": last["val_loss"],
                             "train": last["train_loss"],  # 20 random batches: beside val, overfitting shows
                             "ms_per_step": round(last["ms_per_step"], 2)})
             else:

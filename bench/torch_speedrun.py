@@ -494,7 +494,8 @@ def main(argv=None) -> int:
     p.add_argument("--cooldown", type=float, default=0.4)
     p.add_argument("--muon-lr", type=float, default=0.02)
     p.add_argument("--weight-decay", type=float, default=0.0,
-                   help="decoupled weight decay of the Muon matrices, the head and the tables (attograd's --weight-decay)")
+                   help="decoupled weight decay of the Muon matrices, the head and the tables "
+                        "(attograd's --weight-decay)")
     p.add_argument("--muon-momentum", type=float, default=0.95)
     p.add_argument("--muon-momentum-warmup", type=float, default=0.0,
                    help="Muon's momentum rises linearly from --muon-momentum-start to --muon-momentum over this many steps (0: off)")
