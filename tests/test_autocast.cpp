@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "autograd/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/bf16_matrix.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
@@ -91,6 +93,34 @@ TEST(Autocast, LinearTakesBf16OperandsForwardAndBackward) {
   EXPECT_TRUE(equal(b.grad(), sum(c, {0})));
 }
 
+TEST(Autocast, LinearsBiasGradientIsSumsOwnBitsWhenItsColumnsAreSplit) {
+  // Under bf16 the bias gradient is summed in the pass that rounds g, its columns split across
+  // the threads (1024 rows: blocks of 64 columns, so 200 columns make two parts). Each column is
+  // still summed over the rows in order, in double: sum(g, {0})'s bits, on both bf16 paths.
+  TwoThreads two;
+  Generator gen(17);
+  const Tensor x = Tensor::randn({1024, 32}, DType::Float32, gen), w = Tensor::randn({200, 32}, DType::Float32, gen);
+  const Tensor c = Tensor::randn({1024, 200}, DType::Float32, gen);  // the upstream gradient
+  for (auto provider : kernels::kGemmProviders) {
+    if (!kernels::gemm_provider_available(provider)) continue;
+    kernels::GemmProviderGuard use(provider);
+    Tensor b = Tensor::zeros({200}, DType::Float32).requires_grad_(), wl = w.clone().requires_grad_();
+    Tensor xl = x.clone().requires_grad_();
+    {
+      AutocastGuard bf16(Precision::BF16);
+      sum(linear(xl, wl, b) * c).backward();
+    }
+    const char* name = kernels::gemm_provider_name(provider);
+    EXPECT_TRUE(equal(b.grad(), sum(c, {0}))) << name;
+    // g's copy, rounded column block by column block, is the one both GEMMs read (the native
+    // GEMM sums in its own order, hence the tolerance; an unrounded g is 1e-4 away)
+    const Tensor dw = matmul(transpose(rounded(c), 0, 1), rounded(x)), dx = matmul(rounded(c), rounded(w));
+    EXPECT_LT(relative_difference(wl.grad(), dw), 2e-5) << name;
+    EXPECT_LT(relative_difference(xl.grad(), dx), 2e-5) << name;
+    EXPECT_GT(relative_difference(wl.grad(), matmul(transpose(c, 0, 1), rounded(x))), 1e-4) << name;
+  }
+}
+
 TEST(Autocast, BatchedMatmulRoundsInThePoolsThreadsToo) {
   // 16 products of 64³, dealt out to the pool's threads as whole products.
   TwoThreads two;
@@ -134,6 +164,36 @@ TEST(Autocast, AttentionAndTheFusedMlpChangeOnlyAtBf16sScale) {
   EXPECT_LT(relative_difference(att16, att), 1e-2);
   EXPECT_GT(relative_difference(mlp16, mlp), 0.0);
   EXPECT_LT(relative_difference(mlp16, mlp), 1e-2);
+}
+
+TEST(Autocast, FusedMlpsBackwardOnTheOtherBf16PathReadsTheForwardsRoundedH) {
+  // Under bf16 the fused MLP's forward keeps h only as its rounded copy. A backward that cannot
+  // use the forward's copies (the provider changed in between: native bits against the portable
+  // path's values) falls back to ops on float32 tensors, and takes h from that copy.
+  TwoThreads two;
+  std::string why;
+  if (!kernels::gemm_provider_available(kernels::GemmProvider::OneDNN, &why)) GTEST_SKIP() << why;
+  {
+    kernels::GemmProviderGuard onednn(kernels::GemmProvider::OneDNN);
+    if (!kernels::bf16_path_is_native()) GTEST_SKIP() << "oneDNN has no native bf16 GEMM on this CPU";
+  }
+  Generator gen(18);
+  const Tensor x = Tensor::randn({96, 32}, DType::Float32, gen);
+  const Tensor w1 = Tensor::randn({128, 32}, DType::Float32, gen), b1 = Tensor::randn({128}, DType::Float32, gen);
+  const Tensor w2 = Tensor::randn({32, 128}, DType::Float32, gen), b2 = Tensor::randn({32}, DType::Float32, gen);
+  const Tensor c = Tensor::randn({96, 32}, DType::Float32, gen);  // the upstream gradient
+  Tensor xl = x.clone().requires_grad_(), w1l = w1.clone().requires_grad_(), w2l = w2.clone().requires_grad_(), y;
+  {
+    kernels::GemmProviderGuard onednn(kernels::GemmProvider::OneDNN);
+    AutocastGuard bf16(Precision::BF16);
+    y = gelu_mlp(xl, w1l, b1, w2l, b2);
+  }
+  {
+    kernels::GemmProviderGuard openblas(kernels::GemmProvider::OpenBLAS);
+    sum(y * c).backward();
+  }
+  const Tensor h = gelu(linear(rounded(x), rounded(w1), b1));
+  EXPECT_LT(relative_difference(w2l.grad(), matmul(transpose(rounded(c), 0, 1), rounded(h))), 2e-5);
 }
 
 TEST(Autocast, FusedMlpRoundsEachOperandOnceForwardAndBackward) {

@@ -3,10 +3,13 @@
 // and float32, on sizes that split rows across threads; and reproducible per thread count.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/ops.h"
 #include "tests/test_util.h"
@@ -104,4 +107,25 @@ TEST(VecKernels, GeluForwardAndGradEqualsForwardAndBackward) {
   // The same formula, but the compiler may contract g·(Φ + x·φ) differently: within an ulp or two
   // of the terms (Φ and x·φ, each below 1.2), which cancel near x = −0.75.
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(both[i], dx[i], 2.4e-7f) << "x=" << x[i];
+}
+
+TEST(VecKernels, GeluForwardAndGradBf16RoundsWhatTheFloat32KernelWrites) {
+  // The bf16 variants write y rounded (bits, or float32 values) and the same gelu'(x), on every
+  // length: the 64-wide unrolled body and its tail (NaN and ±inf included).
+  for (const int64_t n : {1, 63, 64, 65, 1000}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = -6.0f + 12.0f * static_cast<float>(i) / 999.0f;
+    if (n > 3) x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY;
+    std::vector<float> grad = x, y(x.size()), grad_bits = x, grad_values = x, values(x.size());
+    std::vector<uint16_t> bits(x.size());
+    kernels::vec::gelu_forward_and_grad(grad.data(), y.data(), n);
+    kernels::vec::gelu_forward_and_grad_bf16(grad_bits.data(), bits.data(), n);
+    kernels::vec::gelu_forward_and_grad_bf16(grad_values.data(), values.data(), n);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(bits[i], kernels::bf16_bits(y[i])) << "n=" << n << " x=" << x[i];
+      EXPECT_EQ(std::bit_cast<uint32_t>(values[i]), std::bit_cast<uint32_t>(kernels::round_to_bf16(y[i]))) << x[i];
+      EXPECT_EQ(std::bit_cast<uint32_t>(grad_bits[i]), std::bit_cast<uint32_t>(grad[i])) << x[i];
+      EXPECT_EQ(std::bit_cast<uint32_t>(grad_values[i]), std::bit_cast<uint32_t>(grad[i])) << x[i];
+    }
+  }
 }

@@ -75,6 +75,13 @@ void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1
     round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, values_.data() + r0 * ld_);
 }
 
+void Bf16Matrix::round_columns_summing(const float* src, int64_t ld, int64_t c0, int64_t c1, double* sums) {
+  if (native_)
+    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, bits_.data() + c0, ld_, sums);
+  else
+    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, values_.data() + c0, ld_, sums);
+}
+
 void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {
   reshape(rows, cols, native);
   round_rows(src, ld, 0, rows);
@@ -139,6 +146,19 @@ void round_rows_parallel(Bf16Matrix& r, const float* src, int64_t rows, int64_t 
   // Rounding is bound by memory: blocks of at least 64k values, so small matrices stay on one thread.
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cols, 1));
   parallel::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { r.round_rows(src, ld, r0, r1); });
+}
+
+void round_rows_parallel_summing_columns(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld,
+                                        float* sums) {
+  r.reshape(rows, cols, bf16_path_is_native());
+  // Split by columns, so that each column is still summed over the rows in order (sum()'s bits on
+  // any thread count); blocks of at least 64k values, as round_rows_parallel's.
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(rows, 1));
+  parallel::parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {
+    std::vector<double> acc(static_cast<size_t>(c1 - c0), 0.0);
+    r.round_columns_summing(src, ld, c0, c1, acc.data());
+    for (int64_t c = c0; c < c1; ++c) sums[c] = static_cast<float>(acc[static_cast<size_t>(c - c0)]);
+  });
 }
 
 void gemm_rounded_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,

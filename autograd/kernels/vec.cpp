@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/lanes.h"
 #include "autograd/kernels/multiversion.h"
@@ -13,28 +14,62 @@ namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 using lanes::lane_sum;
+
+// Calls f(i) for i in [0, n), 64 at a time in one unrolled body. GELU's erfc and exp are long
+// chains of dependent operations; four vectors' chains side by side keep the FMA units busy
+// where one vector at a time waits on each result (18% faster on a Zen 5; bench/README). The
+// same operations run on each element, so the results are bit for bit those of a plain loop.
+template <int kBlock = 64, class F>
+inline __attribute__((always_inline)) void interleaved(int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < kBlock; ++j) f(i + j);
+  }
+  for (; i < n; ++i) f(i);
+}
 }  // namespace
 
 AG_MULTIVERSION void gelu_forward(const float* __restrict x, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * (0.5f * erfc_f32(-x[i] * kInvSqrt2));
+  interleaved(n, [&](int64_t i) { y[i] = x[i] * (0.5f * erfc_f32(-x[i] * kInvSqrt2)); });
 }
 
 AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  interleaved(n, [&](int64_t i) {
     const float cdf = 0.5f * erfc_f32(-x[i] * kInvSqrt2);
     const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x[i] * x[i]);
     dx[i] = g[i] * (cdf + x[i] * pdf);
-  }
+  });
 }
 
 AG_MULTIVERSION void gelu_forward_and_grad(float* __restrict x_then_grad, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  interleaved(n, [&](int64_t i) {
     const float x = x_then_grad[i];
     const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
     const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
     y[i] = x * cdf;
     x_then_grad[i] = cdf + x * pdf;
-  }
+  });
+}
+
+AG_MULTIVERSION void gelu_forward_and_grad_bf16(float* __restrict x_then_grad, uint16_t* __restrict y_bits, int64_t n) {
+  interleaved(n, [&](int64_t i) {
+    const float x = x_then_grad[i];
+    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
+    y_bits[i] = bf16_bits(x * cdf);
+    x_then_grad[i] = cdf + x * pdf;
+  });
+}
+
+AG_MULTIVERSION void gelu_forward_and_grad_bf16(float* __restrict x_then_grad, float* __restrict y_rounded, int64_t n) {
+  interleaved(n, [&](int64_t i) {
+    const float x = x_then_grad[i];
+    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
+    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
+    y_rounded[i] = round_to_bf16(x * cdf);
+    x_then_grad[i] = cdf + x * pdf;
+  });
 }
 
 AG_MULTIVERSION void softmax_row(const float* x, float* y, int64_t n) {

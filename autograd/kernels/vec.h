@@ -13,6 +13,11 @@ void gelu_backward(const float* x, const float* g, float* dx, int64_t n);
 // y = gelu(x) and gelu'(x) = Φ(x) + x·φ(x) in one pass, the derivative written over x (the
 // fused MLP's training forward: Φ is evaluated once and the backward needs no GELU at all).
 void gelu_forward_and_grad(float* x_then_grad, float* y, int64_t n);
+// The same with y rounded to bfloat16 as it is written (bf16 bits, or float32 values for the
+// portable path): the fused MLP's forward under bf16 autocast, whose second GEMM and dW2 read
+// only the rounded h, so no float32 h is stored and read back to be rounded.
+void gelu_forward_and_grad_bf16(float* x_then_grad, uint16_t* y_bits, int64_t n);
+void gelu_forward_and_grad_bf16(float* x_then_grad, float* y_rounded, int64_t n);
 
 // One row of n: y = softmax(x) (all −inf -> all 0), and dx = y ⊙ (g − Σ g·y).
 void softmax_row(const float* x, float* y, int64_t n);

@@ -4,7 +4,7 @@
 // that block's hidden activations are still in cache (one pool hand-off instead of four passes),
 // and the backward forms dpre = dh ⊙ gelu'(pre) in place, summing db1 and db2 in the same pass.
 // Memory: x (which the caller keeps anyway), h = gelu(pre) and gelu'(pre) are saved, as the
-// composition keeps pre and h. The training forward evaluates Φ once per hidden value for both
+// composition keeps pre and h; under bf16 autocast h is kept only rounded (GELU writes it so). The training forward evaluates Φ once per hidden value for both
 // h and gelu'(pre), so the backward needs no GELU evaluation; recomputing h there instead
 // would save one (rows, H) buffer per layer for over twice the GELU work (erfc and exp were
 // over a quarter of the default step's time outside the GEMMs).
@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/kernels/elementwise.h"
@@ -55,14 +56,45 @@ void rounded_rows(kernels::Bf16Matrix& a, const float* A, int64_t lda, int64_t r
 void rounded_rows(kernels::Bf16Matrix&, const double*, int64_t, int64_t, int64_t) {
   throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
 }
+// C (r1 − r0, N) = beta·C + rows [r0, r1) of a (rounded already) · op(B).
+void gemm_of_rounded_rows(const kernels::Bf16Matrix& a, int64_t r0, int64_t r1, bool tb, int64_t N, int64_t K,
+                          const kernels::Bf16Matrix& B, float beta, float* C, int64_t ldc) {
+  kernels::gemm_rounded_rows(false, tb, r1 - r0, N, K, 1.0f, a, r0, B, beta, C, ldc);
+}
+void gemm_of_rounded_rows(const kernels::Bf16Matrix&, int64_t, int64_t, bool, int64_t, int64_t,
+                          const kernels::Bf16Matrix&, double, double*, int64_t) {
+  throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
+}
 void rounded_rows_gemm(kernels::Bf16Matrix& a, const float* A, int64_t lda, int64_t r0, int64_t r1, bool tb, int64_t N,
                        int64_t K, const kernels::Bf16Matrix& B, float beta, float* C, int64_t ldc) {
   rounded_rows(a, A, lda, r0, r1);
-  kernels::gemm_rounded_rows(false, tb, r1 - r0, N, K, 1.0f, a, r0, B, beta, C, ldc);
+  gemm_of_rounded_rows(a, r0, r1, tb, N, K, B, beta, C, ldc);
 }
 void rounded_rows_gemm(kernels::Bf16Matrix&, const double*, int64_t, int64_t, int64_t, bool, int64_t, int64_t,
                        const kernels::Bf16Matrix&, double, double*, int64_t) {
   throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
+}
+// Under bf16 autocast when training: row `row` of h = gelu(pre), rounded as it is written, and
+// pre ← gelu'(pre) over n values.
+void gelu_and_grad_rounded_into(float* pre, kernels::Bf16Matrix& h, int64_t row, int64_t n) {
+  if (h.native())
+    kernels::vec::gelu_forward_and_grad_bf16(pre, h.bits_row(row), n);
+  else
+    kernels::vec::gelu_forward_and_grad_bf16(pre, h.values_row(row), n);
+}
+void gelu_and_grad_rounded_into(double*, kernels::Bf16Matrix&, int64_t, int64_t) {
+  throw std::logic_error("gelu_mlp: a float64 operand reached the bf16 path");
+}
+
+// The float32 values a rounded copy holds (rows, cols).
+Tensor values_of(const kernels::Bf16Matrix& m) {
+  Tensor t = Tensor::empty({m.rows(), m.cols()}, DType::Float32);
+  float* p = t.data<float>();
+  for (int64_t r = 0; r < m.rows(); ++r)
+    for (int64_t c = 0; c < m.cols(); ++c)
+      p[r * m.cols() + c] = m.native() ? kernels::bf16_to_float(static_cast<const uint16_t*>(m.at(r, 0))[c])
+                                       : static_cast<const float*>(m.at(r, 0))[c];
+  return t;
 }
 
 // Rows are split into this many parts (each one thread's block of both GEMMs): a function of
@@ -139,14 +171,13 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
             db1[j] += dr[j];
           }
           for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
+          // dpre is rounded whether or not dx is wanted (dW1 reads it), row by row while in cache
+          if (rounded) rounded_rows(dpre_rounded, pd, H, r, r + 1);
         }
         // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
-        if (rounded) {  // dpre is rounded whether or not dx is wanted: dW1 reads it
+        if (rounded) {
           if (gx)
-            rounded_rows_gemm(dpre_rounded, pd, H, r0, r1, false, E, H, *w1r, scalar_t(0),
-                              dx.data<scalar_t>() + r0 * E, E);
-          else
-            rounded_rows(dpre_rounded, pd, H, r0, r1);
+            gemm_of_rounded_rows(dpre_rounded, r0, r1, false, E, H, *w1r, scalar_t(0), dx.data<scalar_t>() + r0 * E, E);
           continue;
         }
         if (gx)
@@ -168,7 +199,8 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
                                  dw1.data<float>(), E);
     }
   } else {
-    if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden);  // (O, H)
+    // (a bf16 forward kept only h's rounded copy: its values, as torch's autocast keeps bf16 h)
+    if (gw2) dw2 = matmul(transpose(reshape(G, {rows, O}), 0, 1), hidden.defined() ? hidden : values_of(*h_rounded));
     if (gw1) dw1 = matmul(transpose(dpre, 0, 1), reshape(X, {rows, E}));  // (H, E)
   }
   // The parts' bias sums, added in part order.
@@ -199,16 +231,17 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
   const bool training = should_record({&x, &w1, &b1, &w2, &b2});
   // (rows, H): pre = x·W1ᵀ + b1; when training it becomes gelu'(pre), kept for the backward
   Tensor pre = Tensor::empty({rows, H}, x.dtype());
-  Tensor hidden = Tensor::empty({rows, H}, x.dtype());  // h = gelu(pre), (rows, H): kept when training
-  Tensor y = Tensor::empty(out_shape, x.dtype());       // (rows, O)
+  Tensor hidden;                                   // h = gelu(pre), (rows, H): kept when training
+  Tensor y = Tensor::empty(out_shape, x.dtype());  // (rows, O)
   const int64_t parts = row_parts(rows, H * E + O * H);
   // Under bf16 autocast when training: x and h rounded once, part by part, and kept for the
-  // weights' gradients (dW1 = dpreᵀ·x, dW2 = gᵀ·h), as torch's autocast keeps its bf16 inputs.
+  // weights' gradients (dW1 = dpreᵀ·x, dW2 = gᵀ·h), as torch's autocast keeps its bf16 inputs;
+  // h is then rounded as GELU writes it, and no float32 h is kept.
   std::shared_ptr<kernels::Bf16Matrix> x_rounded, h_rounded;
   AG_DISPATCH_FLOAT(x.dtype(), "gelu_mlp", [&] {
     const scalar_t *px = X.data<scalar_t>(), *pw1 = W1.data<scalar_t>(), *pw2 = W2.data<scalar_t>();
     const scalar_t *pb1 = B1.defined() ? B1.data<scalar_t>() : nullptr, *pb2 = B2.defined() ? B2.data<scalar_t>() : nullptr;
-    scalar_t *pp = pre.data<scalar_t>(), *py = y.data<scalar_t>(), *ph = hidden.data<scalar_t>();
+    scalar_t *pp = pre.data<scalar_t>(), *py = y.data<scalar_t>();
     // Under bf16 autocast: the weights rounded once per region, not once per part
     const kernels::Bf16Matrix *w1r = autocast_weight(W1), *w2r = autocast_weight(W2);
     if (training && w1r && w2r && w1r->native() == w2r->native()) {  // (never for float64: no weight copies)
@@ -216,12 +249,14 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
       h_rounded = std::make_shared<kernels::Bf16Matrix>();
       x_rounded->reshape(rows, E, w1r->native());
       h_rounded->reshape(rows, H, w1r->native());
+    } else {
+      hidden = Tensor::empty({rows, H}, x.dtype());
     }
+    scalar_t* ph = h_rounded ? nullptr : hidden.data<scalar_t>();
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
         if (n == 0) continue;
-        scalar_t* h = ph + r0 * H;  // this block's gelu(pre), (n, H)
         // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H)
         if (pb1) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
         if (x_rounded)
@@ -230,19 +265,22 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
           kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0),
                         pp + r0 * H, H);
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
-        for (int64_t r = 0; r < n; ++r) {
-          scalar_t* pr = pp + (r0 + r) * H;
-          if (training)
-            gelu_and_grad_into(pr, h + r * H, H);
+        for (int64_t r = r0; r < r1; ++r) {
+          scalar_t* pr = pp + r * H;
+          if (h_rounded)
+            gelu_and_grad_rounded_into(pr, *h_rounded, r, H);
+          else if (training)
+            gelu_and_grad_into(pr, ph + r * H, H);
           else
-            gelu_into(pr, h + r * H, H);
+            gelu_into(pr, ph + r * H, H);
         }
         // y = b2 + h·W2ᵀ  (n, H)·(O, H)ᵀ -> (n, O)
         if (pb2) kernels::fill_rows_with_bias(py + r0 * O, O, pb2, n, O);
         if (h_rounded)
-          rounded_rows_gemm(*h_rounded, ph, H, r0, r1, true, O, H, *w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
+          gemm_of_rounded_rows(*h_rounded, r0, r1, true, O, H, *w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
         else
-          kernels::gemm(false, true, n, O, H, scalar_t(1), h, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
+          kernels::gemm(false, true, n, O, H, scalar_t(1), ph + r0 * H, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0),
+                        py + r0 * O, O);
       }
     });
   });

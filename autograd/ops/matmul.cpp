@@ -206,7 +206,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         const Tensor Gd = kernels::dense(G);
         (void)sX.unpack();  // x itself is not read, but a changed x must still be an error
         kernels::Bf16Matrix g_rounded;  // (rows, out)
-        kernels::round_rows_parallel(g_rounded, Gd.data<float>(), rows, out_f, out_f);
+        if (gb) {  // db = Σ_rows g, summed as g is read for its rounding
+          db = Tensor::empty({out_f}, DType::Float32);
+          kernels::round_rows_parallel_summing_columns(g_rounded, Gd.data<float>(), rows, out_f, out_f,
+                                                       db.data<float>());
+        } else {
+          kernels::round_rows_parallel(g_rounded, Gd.data<float>(), rows, out_f, out_f);
+        }
         if (gx) {
           const Tensor W = sW.unpack();
           kernels::Bf16Matrix w_local;
@@ -223,7 +229,6 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         dw = Tensor::empty({out_f, in_f}, DType::Float32);  // (rows, out)ᵀ·(rows, in)
         kernels::gemm_rows_rounded(true, false, out_f, in_f, rows, 1.0f, g_rounded, *x_rounded, 0.0f, nullptr,
                                    dw.data<float>(), in_f);
-        if (gb) db = sum(G, {0});
         return Grads{dx, dw, db};
       }
       if (gx) dx = reshape(matmul(G, sW.unpack()), x_shape);                          // (rows, in)
