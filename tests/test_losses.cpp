@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "nn/functional.h"
 #include "test_util.h"
 
@@ -164,4 +166,26 @@ TEST(Losses, FusedCrossEntropyGradientOfTheIncomingGradientAndFloat32) {
   const double l64 = F::cross_entropy(x.detach(), t, {.label_smoothing = 0.1}).item();
   const double l32 = F::cross_entropy(x.detach().to(DType::Float32), t, {.label_smoothing = 0.1}).item();
   EXPECT_NEAR(l32, l64, 1e-5);
+}
+
+TEST(Losses, FusedCrossEntropyRowsInParallelGiveOneThreadsBits) {
+  // The fused loss's rows are split across the threads (600 rows of 65 classes: two parts at
+  // two threads); each row's loss is kept in its place and the total summed in row order, so
+  // every reduction has one thread's bits, with label smoothing and an ignored row too (a part
+  // writing its losses at the wrong rows fails here).
+  Generator g(14);
+  const Tensor x = Tensor::randn({600, 65}, DType::Float32, g, 0.0, 3.0);
+  std::vector<int64_t> tv(600);
+  for (int64_t i = 0; i < 600; ++i) tv[static_cast<size_t>(i)] = (i * 7) % 65;
+  tv[5] = -100;
+  const Tensor t = Tensor::from_vector(tv, {600});
+  const int saved = parallel::num_threads();
+  std::vector<Tensor> got[2];
+  for (const int threads : {1, 2}) {
+    parallel::set_num_threads(threads);
+    for (const auto reduction : {F::Reduction::Mean, F::Reduction::Sum, F::Reduction::None})
+      got[threads - 1].push_back(F::cross_entropy(x, t, {.reduction = reduction, .label_smoothing = 0.1}));
+  }
+  parallel::set_num_threads(saved);
+  for (size_t k = 0; k < got[0].size(); ++k) EXPECT_TRUE(equal(got[0][k], got[1][k])) << k;
 }

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd/dims.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "autograd/profiler.h"
 
 namespace ag {
@@ -220,34 +222,42 @@ Tensor cross_entropy_fused(const Tensor& x, const Tensor& t, const CrossEntropyF
   // Forward keeps the softmax probabilities for the backward: (M, C).
   Tensor probs = Tensor::empty({M, C}, x.dtype());
   Tensor rows = o.reduction == Reduction::None ? Tensor::empty({M}, x.dtype()) : Tensor();  // kNone: (M)
-  double total = 0;
+  // Rows in parallel, each loss kept, then summed in row order: the same total on any thread count.
+  std::vector<double> losses(static_cast<size_t>(M));
   AG_DISPATCH_FLOAT(x.dtype(), "cross_entropy", [&] {
     const scalar_t* px = X.data<scalar_t>();
     scalar_t* pp = probs.data<scalar_t>();
-    for (int64_t i = 0; i < M; ++i) {
-      const scalar_t* xr = px + i * C;
-      scalar_t m = -std::numeric_limits<scalar_t>::infinity();
-      for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
-      scalar_t* pr = pp + i * C;
-      for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast(xr[j] - m);  // vectorises
-      double sum_exp = 0;
-      for (int64_t j = 0; j < C; ++j) sum_exp += pr[j];
-      const scalar_t inv = static_cast<scalar_t>(1.0 / sum_exp);
-      for (int64_t j = 0; j < C; ++j) pr[j] *= inv;
-      double loss = 0;
-      if (pt[i] != o.ignore_index) {
-        // loss_i = −log softmax(x)_t = log Σ exp(x − m) + m − x_t
-        loss = std::log(sum_exp) + static_cast<double>(m) - static_cast<double>(xr[pt[i]]);
-        if (eps != 0.0) {  // − ε·x_t + ε·x_t − (ε/C)·Σ_j x_j: the smoothed target's share
-          double sum_x = 0;
-          for (int64_t j = 0; j < C; ++j) sum_x += static_cast<double>(xr[j]);
-          loss += eps * static_cast<double>(xr[pt[i]]) - eps / static_cast<double>(C) * sum_x;
+    // an exp per value: a few dozen operations each, so a smaller grain than element-wise work
+    const int64_t grain = std::max<int64_t>(1, kernels::kParallelGrain / 8 / std::max<int64_t>(C, 1));
+    parallel::parallel_for(M, grain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const scalar_t* xr = px + i * C;
+        scalar_t m = -std::numeric_limits<scalar_t>::infinity();
+        for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
+        scalar_t* pr = pp + i * C;
+        for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast(xr[j] - m);  // vectorises
+        double sum_exp = 0;
+        for (int64_t j = 0; j < C; ++j) sum_exp += pr[j];
+        const scalar_t inv = static_cast<scalar_t>(1.0 / sum_exp);
+        for (int64_t j = 0; j < C; ++j) pr[j] *= inv;
+        double loss = 0;
+        if (pt[i] != o.ignore_index) {
+          // loss_i = −log softmax(x)_t = log Σ exp(x − m) + m − x_t
+          loss = std::log(sum_exp) + static_cast<double>(m) - static_cast<double>(xr[pt[i]]);
+          if (eps != 0.0) {  // − ε·x_t + ε·x_t − (ε/C)·Σ_j x_j: the smoothed target's share
+            double sum_x = 0;
+            for (int64_t j = 0; j < C; ++j) sum_x += static_cast<double>(xr[j]);
+            loss += eps * static_cast<double>(xr[pt[i]]) - eps / static_cast<double>(C) * sum_x;
+          }
         }
+        losses[static_cast<size_t>(i)] = loss;
       }
-      total += loss;
-      if (rows.defined()) rows.data<scalar_t>()[i] = static_cast<scalar_t>(loss);
-    }
+    });
+    if (rows.defined())
+      for (int64_t i = 0; i < M; ++i) rows.data<scalar_t>()[i] = static_cast<scalar_t>(losses[static_cast<size_t>(i)]);
   });
+  double total = 0;
+  for (const double loss : losses) total += loss;
   Tensor out;
   switch (o.reduction) {
     case Reduction::None: out = rows; break;
