@@ -28,6 +28,15 @@ inline __attribute__((always_inline)) void interleaved(int64_t n, F&& f) {
   }
   for (; i < n; ++i) f(i);
 }
+
+// Returns gelu(x) and writes gelu'(x) = Φ(x) + x·φ(x) over x: one evaluation of Φ for both.
+inline __attribute__((always_inline)) float gelu_and_grad(float& x_then_grad) {
+  const float x = x_then_grad;
+  const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
+  const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
+  x_then_grad = cdf + x * pdf;
+  return x * cdf;
+}
 }  // namespace
 
 AG_MULTIVERSION void gelu_forward(const float* __restrict x, float* __restrict y, int64_t n) {
@@ -43,33 +52,15 @@ AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __res
 }
 
 AG_MULTIVERSION void gelu_forward_and_grad(float* __restrict x_then_grad, float* __restrict y, int64_t n) {
-  interleaved(n, [&](int64_t i) {
-    const float x = x_then_grad[i];
-    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
-    y[i] = x * cdf;
-    x_then_grad[i] = cdf + x * pdf;
-  });
+  interleaved(n, [&](int64_t i) { y[i] = gelu_and_grad(x_then_grad[i]); });
 }
 
 AG_MULTIVERSION void gelu_forward_and_grad_bf16(float* __restrict x_then_grad, uint16_t* __restrict y_bits, int64_t n) {
-  interleaved(n, [&](int64_t i) {
-    const float x = x_then_grad[i];
-    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
-    y_bits[i] = bf16_bits(x * cdf);
-    x_then_grad[i] = cdf + x * pdf;
-  });
+  interleaved(n, [&](int64_t i) { y_bits[i] = bf16_bits(gelu_and_grad(x_then_grad[i])); });
 }
 
 AG_MULTIVERSION void gelu_forward_and_grad_bf16(float* __restrict x_then_grad, float* __restrict y_rounded, int64_t n) {
-  interleaved(n, [&](int64_t i) {
-    const float x = x_then_grad[i];
-    const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
-    y_rounded[i] = round_to_bf16(x * cdf);
-    x_then_grad[i] = cdf + x * pdf;
-  });
+  interleaved(n, [&](int64_t i) { y_rounded[i] = round_to_bf16(gelu_and_grad(x_then_grad[i])); });
 }
 
 AG_MULTIVERSION void softmax_row(const float* x, float* y, int64_t n) {

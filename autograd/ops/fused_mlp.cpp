@@ -97,6 +97,9 @@ Tensor values_of(const kernels::Bf16Matrix& m) {
   return t;
 }
 
+// The fused MLP's backward rounds dpre (bf16 autocast) this many rows at a time, just computed.
+constexpr int64_t kRoundRows = 16;
+
 // Rows are split into this many parts (each one thread's block of both GEMMs): a function of
 // the sizes and the thread count only, so the partial bias sums add up the same way each run.
 int64_t row_parts(int64_t rows, int64_t work_per_row) {
@@ -171,8 +174,11 @@ Grads gelu_mlp_backward_kernel(const Tensor& g, const Tensor& x, const Tensor& w
             db1[j] += dr[j];
           }
           for (int64_t j = 0; j < O; ++j) db2[j] += pg[r * O + j];
-          // dpre is rounded whether or not dx is wanted (dW1 reads it), row by row while in cache
-          if (rounded) rounded_rows(dpre_rounded, pd, H, r, r + 1);
+          // dpre is rounded whether or not dx is wanted (dW1 reads it), kRoundRows rows at a time
+          // while they are in cache
+          const int64_t pending = (r - r0) % kRoundRows + 1;  // rows computed since the last rounding
+          if (rounded && (pending == kRoundRows || r + 1 == r1))
+            rounded_rows(dpre_rounded, pd, H, r + 1 - pending, r + 1);
         }
         // dx = dpre·W1  (n, H)·(H, E) -> (n, E)
         if (rounded) {
