@@ -4,10 +4,11 @@
 // that block's hidden activations are still in cache (one pool hand-off instead of four passes),
 // and the backward forms dpre = dh ⊙ gelu'(pre) in place, summing db1 and db2 in the same pass.
 // Memory: x (which the caller keeps anyway), h = gelu(pre) and gelu'(pre) are saved, as the
-// composition keeps pre and h; under bf16 autocast h is kept only rounded (GELU writes it so). The training forward evaluates Φ once per hidden value for both
-// h and gelu'(pre), so the backward needs no GELU evaluation; recomputing h there instead
-// would save one (rows, H) buffer per layer for over twice the GELU work (erfc and exp were
-// over a quarter of the default step's time outside the GEMMs).
+// composition keeps pre and h; under bf16 autocast h is kept only rounded (GELU writes it so).
+// The training forward evaluates Φ once per hidden value for both h and gelu'(pre), so the
+// backward needs no GELU evaluation; recomputing h there instead would save one (rows, H)
+// buffer per layer for over twice the GELU work (erfc and exp were over a quarter of the
+// default step's time outside the GEMMs).
 // The plain composition, linear(gelu(linear(x, W1, b1)), W2, b2) (gelu_mlp_definition), is its
 // reference (tests/test_fused_mlp.cpp holds them equal), the path for degenerate sizes, and the
 // source of its higher derivatives: the backward kernel is the only first derivative written
