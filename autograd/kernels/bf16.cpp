@@ -24,32 +24,36 @@ void round_block_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t l
   }
 }
 
+namespace {
+// The loop of both round_block_to_bf16_summing_columns below (inlined into each clone, so that
+// `round` is a known function and the row still vectorises).
+template <class Dst, class Round>
+inline __attribute__((always_inline)) void round_summing_columns(const float* src, int64_t rows, int64_t cols,
+                                                                 int64_t ld, Dst* dst, int64_t ldd, double* sums,
+                                                                 Round round) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld;
+    Dst* d = dst + r * ldd;
+    for (int64_t c = 0; c < cols; ++c) {
+      sums[c] += s[c];
+      d[c] = round(s[c]);
+    }
+  }
+}
+}  // namespace
+
 // The same block rounded into dst (row stride ldd), each column also added, row by row in
 // order, into sums[c] in double: sum(src, {0})'s order, so the same bits (autograd/ops/reduce.cpp).
 AG_MULTIVERSION
 void round_block_to_bf16_summing_columns(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
                                          int64_t ldd, double* sums) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * ld;
-    uint16_t* d = dst + r * ldd;
-    for (int64_t c = 0; c < cols; ++c) {
-      sums[c] += s[c];
-      d[c] = bf16_bits(s[c]);
-    }
-  }
+  round_summing_columns(src, rows, cols, ld, dst, ldd, sums, [](float v) { return bf16_bits(v); });
 }
 
 AG_MULTIVERSION
 void round_block_to_bf16_summing_columns(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst,
                                          int64_t ldd, double* sums) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * ld;
-    float* d = dst + r * ldd;
-    for (int64_t c = 0; c < cols; ++c) {
-      sums[c] += s[c];
-      d[c] = round_to_bf16(s[c]);
-    }
-  }
+  round_summing_columns(src, rows, cols, ld, dst, ldd, sums, [](float v) { return round_to_bf16(v); });
 }
 
 }  // namespace ag::kernels
