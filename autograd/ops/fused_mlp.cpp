@@ -264,16 +264,20 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
         if (n == 0) continue;
-        // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H)
-        if (pb1) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
+        // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H). Under bf16 the GEMM writes x·W1ᵀ alone
+        // and b1 is added row by row just before GELU reads the row (no pass writing b1 into
+        // all of pre first, no GEMM reading it back): the same sum, acc + b1.
+        if (pb1 && !x_rounded) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
         if (x_rounded)
-          rounded_rows_gemm(*x_rounded, px, E, r0, r1, true, H, E, *w1r, scalar_t(pb1 ? 1 : 0), pp + r0 * H, H);
+          rounded_rows_gemm(*x_rounded, px, E, r0, r1, true, H, E, *w1r, scalar_t(0), pp + r0 * H, H);
         else
           kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0),
                         pp + r0 * H, H);
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
         for (int64_t r = r0; r < r1; ++r) {
           scalar_t* pr = pp + r * H;
+          if (x_rounded && pb1)
+            for (int64_t j = 0; j < H; ++j) pr[j] += pb1[j];
           if (h_rounded)
             gelu_and_grad_rounded_into(pr, *h_rounded, r, H);
           else if (training)
