@@ -35,6 +35,9 @@
 namespace ag::cli {
 
 namespace {
+
+// bench train: rounds of timed steps, each followed by replays of the step's GEMM floor.
+constexpr int64_t kFloorRounds = 3;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -122,11 +125,47 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
     early += static_cast<double>(step.reducer()->last_launched_early());
     backward_ends.push_back(std::chrono::duration<double>(r.backward_end.time_since_epoch()).count());
   };
-  for (int i = 0; i < 3; ++i) one_step();  // warmup
+  // One process: the same step's GEMMs on their own are its floor, the fastest this step could
+  // be on its provider at its precision. They are recorded first (one step on one thread), then
+  // replayed after each of a few rounds of timed steps: this machine's speed drifts (a large
+  // step's floor read 326-451 ms within one hour, bench/README), so each round's steps are set
+  // against the floor of the same minute and step_over_floor is the median of those ratios.
+  const bool with_floor = !step.reducer();
+  std::vector<bench::GemmShape> calls;
+  if (with_floor) calls = bench::record_gemms(one_step);
+  for (int i = 0; i < 3; ++i) one_step();  // warmup (after recording: the pool's threads are new)
   timing = true;
   int64_t steps = 0;
   reset_peak_memory();
-  const double sec = time_steps(one_step, 0, seconds, max_steps, steps, comm);
+  double sec = 0, rss_mb = 0;  // rss: the steps' peak, read before any replay allocates its operands
+  bench::GemmFloor gf;
+  std::vector<double> round_ratios;
+  if (!with_floor) {
+    sec = time_steps(one_step, 0, seconds, max_steps, steps, comm);
+    rss_mb = peak_rss_mb();
+  } else {
+    const int64_t rounds = std::clamp<int64_t>(max_steps, 1, kFloorRounds);
+    double step_seconds = 0, floor_ms = 0;
+    int64_t floor_reps = 0;
+    for (int64_t r = 0; r < rounds; ++r) {
+      int64_t n = 0;
+      const int64_t cap = max_steps / rounds + (r < max_steps % rounds ? 1 : 0);
+      const double per_step = time_steps(one_step, 0, seconds / static_cast<double>(rounds), cap, n, comm);
+      if (r == 0) rss_mb = peak_rss_mb();
+      // replays for about half the round's time, at least one (after replay_gemms's warm-up)
+      const int reps = static_cast<int>(std::clamp(seconds / 2 / static_cast<double>(rounds) / per_step, 1.0, 50.0));
+      const bench::GemmFloor round_floor = bench::replay_gemms(calls, parallel::num_threads(), reps, precision);
+      steps += n;
+      step_seconds += per_step * static_cast<double>(n);
+      floor_ms += round_floor.ms * reps;
+      floor_reps += reps;
+      round_ratios.push_back(per_step * 1e3 / round_floor.ms);
+      gf.calls = round_floor.calls;
+      gf.gflop = round_floor.gflop;
+    }
+    sec = step_seconds / static_cast<double>(steps);
+    gf.ms = floor_ms / static_cast<double>(floor_reps);
+  }
   const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
   const double flops = 3 * model.forward_flops(bc.batch);
   // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
@@ -136,7 +175,7 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
               {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
               {"sgemm_peak_gflops", peak.gflops}, {"mfu", flops / sec / 1e9 / peak.gflops},
               {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},
-              {"peak_rss_mb", peak_rss_mb()}});
+              {"peak_rss_mb", rss_mb}});
   if (const distributed::Reducer* reducer = step.reducer()) {
     // When backward ended on each rank, step by step (one clock on one machine): the time a
     // rank then waits for slower ranks is imbalance, not communication.
@@ -161,13 +200,13 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
                 {"allreduce_exposed_ms", exposed * 1e3},
                 {"allreduce_hidden_fraction", std::clamp(1.0 - exposed / blocking, 0.0, 1.0)}});
   } else {
-    // The same step's GEMMs on their own: the fastest this step could be on its provider, at
-    // its precision.
-    const auto calls = bench::record_gemms(one_step);
-    const int reps = static_cast<int>(std::clamp(seconds / 2 / sec, 3.0, 50.0));
-    const bench::GemmFloor gf = bench::replay_gemms(calls, parallel::num_threads(), reps, precision);
+    std::vector<double> sorted = round_ratios;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t k = sorted.size();
+    const double median = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
     out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
-                {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}});
+                {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}, {"step_over_floor", median},
+                {"step_over_floor_rounds", round_ratios}});
   }
   if (!profile_dir.empty()) {  // after the timing, so the numbers above are the unprofiled step's
     // Every rank steps (the step's collectives need them all); rank 0 records.
