@@ -18,8 +18,9 @@ using lanes::lane_sum;
 // Calls f(i) for i in [0, n), 64 at a time in one unrolled body. GELU's erfc and exp are long
 // chains of dependent operations; four vectors' chains side by side give the core independent
 // work to overlap (GELU forward and backward at (768, 512): 426–471 µs before, 308–327 after on
-// a Zen 5; bench/README). The same operations run on each element, so the results are bit for
-// bit those of a plain loop.
+// a Zen 5; bench/README). The compiler may fuse a multiply and an add differently in the
+// unrolled body than in a plain loop: gelu_forward and gelu_forward_and_grad kept their bits;
+// gelu_backward changed by rounding (tests/test_fused_mlp.cpp holds it to the fused kernel's).
 template <int kBlock = 64, class F>
 inline __attribute__((always_inline)) void interleaved(int64_t n, F&& f) {
   int64_t i = 0;
@@ -46,9 +47,9 @@ AG_MULTIVERSION void gelu_forward(const float* __restrict x, float* __restrict y
 
 AG_MULTIVERSION void gelu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, int64_t n) {
   interleaved(n, [&](int64_t i) {
-    const float cdf = 0.5f * erfc_f32(-x[i] * kInvSqrt2);
-    const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x[i] * x[i]);
-    dx[i] = g[i] * (cdf + x[i] * pdf);
+    float grad = x[i];
+    gelu_and_grad(grad);  // gelu'(x) (gelu(x), returned, is not wanted here)
+    dx[i] = g[i] * grad;
   });
 }
 

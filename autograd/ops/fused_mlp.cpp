@@ -259,16 +259,18 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
     } else {
       hidden = Tensor::empty({rows, H}, x.dtype());
     }
-    scalar_t* ph = h_rounded ? nullptr : hidden.data<scalar_t>();
+    const bool rounded = x_rounded != nullptr;  // x and h both rounded (bf16 autocast, training)
+    scalar_t* ph = rounded ? nullptr : hidden.data<scalar_t>();
     parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       for (int64_t part = p0; part < p1; ++part) {
         const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts, n = r1 - r0;
         if (n == 0) continue;
         // pre = b1 + x·W1ᵀ  (n, E)·(H, E)ᵀ -> (n, H). Under bf16 the GEMM writes x·W1ᵀ alone
         // and b1 is added row by row just before GELU reads the row (no pass writing b1 into
-        // all of pre first, no GEMM reading it back): the same sum, acc + b1.
-        if (pb1 && !x_rounded) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
-        if (x_rounded)
+        // all of pre first, no GEMM reading it back). b1 then comes after the products rather
+        // than before them; at the default and large models' widths the bits are the same.
+        if (pb1 && !rounded) kernels::fill_rows_with_bias(pp + r0 * H, H, pb1, n, H);
+        if (rounded)
           rounded_rows_gemm(*x_rounded, px, E, r0, r1, true, H, E, *w1r, scalar_t(0), pp + r0 * H, H);
         else
           kernels::gemm(false, true, n, H, E, scalar_t(1), px + r0 * E, E, pw1, E, w1r, scalar_t(pb1 ? 1 : 0),
@@ -276,9 +278,9 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         // h = gelu(pre) (and pre ← gelu'(pre) when training) row by row, in cache
         for (int64_t r = r0; r < r1; ++r) {
           scalar_t* pr = pp + r * H;
-          if (x_rounded && pb1)
+          if (rounded && pb1)
             for (int64_t j = 0; j < H; ++j) pr[j] += pb1[j];
-          if (h_rounded)
+          if (rounded)
             gelu_and_grad_rounded_into(pr, *h_rounded, r, H);
           else if (training)
             gelu_and_grad_into(pr, ph + r * H, H);
@@ -287,7 +289,7 @@ Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tenso
         }
         // y = b2 + h·W2ᵀ  (n, H)·(O, H)ᵀ -> (n, O)
         if (pb2) kernels::fill_rows_with_bias(py + r0 * O, O, pb2, n, O);
-        if (h_rounded)
+        if (rounded)
           gemm_of_rounded_rows(*h_rounded, r0, r1, true, O, H, *w2r, scalar_t(pb2 ? 1 : 0), py + r0 * O, O);
         else
           kernels::gemm(false, true, n, O, H, scalar_t(1), ph + r0 * H, H, pw2, H, w2r, scalar_t(pb2 ? 1 : 0),
