@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "autograd/autocast.h"
+#include "autograd/buffer_cache.h"
 #include "autograd/kernels/bf16.h"
+#include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/kernels/onednn.h"
@@ -247,6 +249,36 @@ TEST(Bf16, SingleGemmsAtAStrideRoundOnlyTheirOwnElements) {
   AutocastGuard bf16(Precision::BF16);
   kernels::gemm(false, false, 2, 2, 2, 1.0f, A, 3, B, 2, 0.0f, C, 2);
   EXPECT_EQ(std::vector<float>(C, C + 4), (std::vector<float>{1, 2, 3, 4}));  // 1 + 2^-9 rounded to 1
+}
+
+TEST(Bf16, ARoundedCopysStorageComesBackFromTheBufferCacheUnzeroed) {
+  // A step rounds the same sizes every step: a copy's storage goes back to the buffer cache
+  // when the copy goes, and the next copy of that size takes it (no memset, no page faults).
+  constexpr int64_t rows = 509, cols = 1009;  // an odd size, held by nothing else
+  const size_t bytes = (rows * cols * sizeof(uint16_t) + 63) / 64 * 64;
+  const std::vector<float> src(rows * cols, 1.0f + 0x1p-9f);
+  {
+    void* probe = buffer_cache::allocate(bytes);
+    buffer_cache::release(probe, bytes);
+    if (buffer_cache::cached_bytes() == 0) GTEST_SKIP() << "the buffer cache is off (AddressSanitizer)";
+    buffer_cache::clear();
+  }
+  const int64_t before = buffer_cache::cached_bytes();  // 0
+  const void* first = nullptr;
+  {
+    kernels::Bf16Matrix m;
+    m.round(src.data(), rows, cols, cols, true);
+    first = m.data();
+    kernels::Bf16Matrix moved = std::move(m);  // one owner: released once, by `moved`
+    EXPECT_EQ(moved.data(), first);
+  }
+  EXPECT_EQ(buffer_cache::cached_bytes(), before + static_cast<int64_t>(bytes));
+  kernels::Bf16Matrix again;
+  again.round(src.data(), rows, cols, cols, true);
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(buffer_cache::cached_bytes(), before);
+  const auto* bits = static_cast<const uint16_t*>(again.data());
+  EXPECT_EQ(bits[rows * cols - 1], kernels::bf16_bits(1.0f));  // 1 + 2^-9 rounds to 1
 }
 
 TEST(Bf16, ThePathIsNativeOnlyWhereOneDnnRunsItsBf16Gemm) {

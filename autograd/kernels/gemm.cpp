@@ -56,42 +56,6 @@ bool fits(const Bf16Matrix* b, bool tb, int64_t N, int64_t K, bool native) {
 
 }  // namespace
 
-void Bf16Matrix::reshape(int64_t rows, int64_t cols, bool native) {
-  rows_ = rows, cols_ = cols, ld_ = std::max<int64_t>(cols, 1), native_ = native;
-  const size_t n = static_cast<size_t>(rows * cols);
-  if (native) {
-    if (bits_.size() < n) bits_.resize(n);
-    data_ = bits_.data();
-  } else {
-    if (values_.size() < n) values_.resize(n);
-    data_ = values_.data();
-  }
-}
-
-void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1) {
-  if (native_)
-    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, bits_.data() + r0 * ld_);
-  else
-    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, values_.data() + r0 * ld_);
-}
-
-void Bf16Matrix::round_columns_summing(const float* src, int64_t ld, int64_t c0, int64_t c1, double* sums) {
-  if (native_)
-    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, bits_.data() + c0, ld_, sums);
-  else
-    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, values_.data() + c0, ld_, sums);
-}
-
-void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {
-  reshape(rows, cols, native);
-  round_rows(src, ld, 0, rows);
-}
-
-const void* Bf16Matrix::at(int64_t r, int64_t c) const {
-  return native_ ? static_cast<const void*>(bits_.data() + r * ld_ + c)
-                 : static_cast<const void*>(values_.data() + r * ld_ + c);
-}
-
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const GemmProvider p = gemm_provider();
