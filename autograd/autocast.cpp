@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/kernels/bf16_matrix.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/tensor.h"
 
@@ -39,7 +40,7 @@ const kernels::Bf16Matrix* autocast_weight(const Tensor& w) {
   }
   if (!w.is_leaf() || !w.requires_grad()) return nullptr;  // only weights are kept
   auto rounded = std::make_unique<kernels::Bf16Matrix>();
-  rounded->round(data, rows, cols, cols, native);
+  kernels::round_rows_parallel(*rounded, data, rows, cols, cols);  // for `native`, the current path
   t_weights.push_back({w, data, rows, cols, w.version(), std::move(rounded)});
   return t_weights.back().rounded.get();
 }

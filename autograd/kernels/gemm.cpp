@@ -105,10 +105,16 @@ void gemm_rows_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
 
 bool bf16_path_is_native() { return bf16_path(gemm_provider()) == Bf16Path::Native; }
 
+namespace {
+// Rounding is bound by memory: a matrix of fewer than 2·kRoundGrain values stays on one thread.
+// (64k had kept a default model's weights and its c_proj gradients serial: 50–60 µs each on a
+// Zen 4, several times the pool's hand-off.)
+constexpr int64_t kRoundGrain = int64_t(1) << 14;
+}  // namespace
+
 void round_rows_parallel(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld) {
   r.reshape(rows, cols, bf16_path_is_native());
-  // Rounding is bound by memory: blocks of at least 64k values, so small matrices stay on one thread.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cols, 1));
+  const int64_t grain = std::max<int64_t>(1, kRoundGrain / std::max<int64_t>(cols, 1));
   parallel::parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { r.round_rows(src, ld, r0, r1); });
 }
 
@@ -116,8 +122,8 @@ void round_rows_parallel_summing_columns(Bf16Matrix& r, const float* src, int64_
                                         float* sums) {
   r.reshape(rows, cols, bf16_path_is_native());
   // Split by columns, so that each column is still summed over the rows in order (sum()'s bits on
-  // any thread count); blocks of at least 64k values, as round_rows_parallel's.
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(rows, 1));
+  // any thread count); the same grain in values as round_rows_parallel's.
+  const int64_t grain = std::max<int64_t>(1, kRoundGrain / std::max<int64_t>(rows, 1));
   parallel::parallel_for(cols, grain, [&](int64_t c0, int64_t c1) {
     std::vector<double> acc(static_cast<size_t>(c1 - c0), 0.0);
     r.round_columns_summing(src, ld, c0, c1, acc.data());
