@@ -30,6 +30,10 @@ std::vector<GemmShapeNT> step_gemm_shapes(const models::ParamTable& table, int64
   return out;
 }
 
+namespace {
+constexpr int kTurns = 5;  // each provider's turns in time_gemm_providers
+}  // namespace
+
 GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision precision) {
   int64_t a_max = 1, b_max = 1, c_max = 1;
   double flop = 0;
@@ -57,12 +61,16 @@ GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision
     }
     return flop / std::max(best, 1e-9) / 1e9;
   };
-  // Alternating, so that a machine growing busier does not favour the one measured first.
+  // Alternating, so that a machine growing busier does not favour the one measured first, and
+  // kTurns times: where the two are within a few percent, each turn's best still moves by about
+  // that much (on a Zen 4, oneDNN 102-108 and OpenBLAS 91-100 GFLOP/s at the default model's
+  // shapes), and two turns had once kept OpenBLAS at 4% for a machine where oneDNN's GEMMs run
+  // the step's 10% faster.
   GemmTiming t;
-  t.openblas_gflops = time_one(kernels::GemmProvider::OpenBLAS);
-  t.onednn_gflops = time_one(kernels::GemmProvider::OneDNN);
-  t.openblas_gflops = std::max(t.openblas_gflops, time_one(kernels::GemmProvider::OpenBLAS));
-  t.onednn_gflops = std::max(t.onednn_gflops, time_one(kernels::GemmProvider::OneDNN));
+  for (int turn = 0; turn < kTurns; ++turn) {
+    t.openblas_gflops = std::max(t.openblas_gflops, time_one(kernels::GemmProvider::OpenBLAS));
+    t.onednn_gflops = std::max(t.onednn_gflops, time_one(kernels::GemmProvider::OneDNN));
+  }
   return t;
 }
 
@@ -87,7 +95,9 @@ GemmDecision decide_auto(Precision precision, const models::ParamTable& table, i
   }
   rows = std::clamp<int64_t>(rows, 1, 512);
   const auto shapes = step_gemm_shapes(table, rows);
-  std::string sig = "gemm auto | " + this_machine(precision).text() + " | rows " + std::to_string(rows) + " |";
+  // (The turns are in the key: a choice kept from a measurement of fewer is measured again.)
+  std::string sig = "gemm auto | " + this_machine(precision).text() + " | rows " + std::to_string(rows) + " | " +
+                    std::to_string(kTurns) + " turns |";
   for (const auto& s : shapes) sig += " " + std::to_string(s.N) + "x" + std::to_string(s.K);
   const kernels::GemmProviderGuard restore(kernels::gemm_provider());
   GemmTiming t;

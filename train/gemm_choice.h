@@ -26,7 +26,8 @@ std::vector<GemmShapeNT> step_gemm_shapes(const models::ParamTable& table, int64
 struct GemmTiming {
   double openblas_gflops = 0, onednn_gflops = 0;  // per thread, over the shapes
 };
-// Single-threaded, thread CPU time, the best of a few rounds, under the given precision.
+// Single-threaded, thread CPU time, under the given precision: each provider the best of its
+// rounds, over five turns taken in alternation.
 GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision precision);
 
 struct GemmDecision {
