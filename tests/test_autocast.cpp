@@ -43,10 +43,13 @@ double relative_difference(const Tensor& a, const Tensor& ref) {
 }
 
 // The pool at two threads for a test (the work is split, so a worker runs part of it).
-struct TwoThreads {
+struct Threads {  // the pool at n threads while it lives
   int saved = parallel::num_threads();
-  TwoThreads() { parallel::set_num_threads(2); }
-  ~TwoThreads() { parallel::set_num_threads(saved); }
+  explicit Threads(int n) { parallel::set_num_threads(n); }
+  ~Threads() { parallel::set_num_threads(saved); }
+};
+struct TwoThreads : Threads {
+  TwoThreads() : Threads(2) {}
 };
 
 }  // namespace
@@ -93,31 +96,57 @@ TEST(Autocast, LinearTakesBf16OperandsForwardAndBackward) {
   EXPECT_TRUE(equal(b.grad(), sum(c, {0})));
 }
 
-TEST(Autocast, LinearsBiasGradientIsSumsOwnBitsWhenItsColumnsAreSplit) {
-  // Under bf16 the bias gradient is summed in the pass that rounds g, its columns split across
-  // the threads (1024 rows: blocks of 64 columns, so 200 columns make two parts). Each column is
-  // still summed over the rows in order, in double: sum(g, {0})'s bits, on both bf16 paths.
-  TwoThreads two;
+// Σ_rows c (rows, cols) as the bf16 linear's backward sums its bias gradient on `parts` threads:
+// each part's rows (rows·p/parts to rows·(p+1)/parts) down each column in double, the parts added
+// in order.
+Tensor bias_sum_in_parts(const Tensor& c, int64_t parts) {
+  const int64_t rows = c.size(0), cols = c.size(1);
+  const float* pc = c.data<float>();
+  Tensor out = Tensor::empty({cols}, DType::Float32);
+  for (int64_t j = 0; j < cols; ++j) {
+    double total = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      double part = 0;
+      for (int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) part += pc[r * cols + j];
+      total += part;
+    }
+    out.data<float>()[j] = static_cast<float>(total);
+  }
+  return out;
+}
+
+TEST(Autocast, LinearsBiasGradientIsSummedByRowPartsInTheRoundingPass) {
+  // Under bf16 the bias gradient is summed in the pass that rounds g, its rows split across the
+  // threads (1024 rows of 200: above the 2 x 16k values that split it): each part sums its rows
+  // in double, the parts are added in order, on both bf16 paths. On one thread that is
+  // sum(g, {0}) itself; on two, within a float's rounding of it.
   Generator gen(17);
   const Tensor x = Tensor::randn({1024, 32}, DType::Float32, gen), w = Tensor::randn({200, 32}, DType::Float32, gen);
   const Tensor c = Tensor::randn({1024, 200}, DType::Float32, gen);  // the upstream gradient
-  for (auto provider : kernels::kGemmProviders) {
-    if (!kernels::gemm_provider_available(provider)) continue;
-    kernels::GemmProviderGuard use(provider);
-    Tensor b = Tensor::zeros({200}, DType::Float32).requires_grad_(), wl = w.clone().requires_grad_();
-    Tensor xl = x.clone().requires_grad_();
-    {
-      AutocastGuard bf16(Precision::BF16);
-      sum(linear(xl, wl, b) * c).backward();
+  for (int threads : {1, 2}) {
+    const Threads use_threads(threads);
+    for (auto provider : kernels::kGemmProviders) {
+      if (!kernels::gemm_provider_available(provider)) continue;
+      kernels::GemmProviderGuard use(provider);
+      Tensor b = Tensor::zeros({200}, DType::Float32).requires_grad_(), wl = w.clone().requires_grad_();
+      Tensor xl = x.clone().requires_grad_();
+      {
+        AutocastGuard bf16(Precision::BF16);
+        sum(linear(xl, wl, b) * c).backward();
+      }
+      const std::string name = std::string(kernels::gemm_provider_name(provider)) + ", threads " + std::to_string(threads);
+      EXPECT_TRUE(equal(b.grad(), bias_sum_in_parts(c, threads))) << name;
+      if (threads == 1) {
+        EXPECT_TRUE(equal(b.grad(), sum(c, {0}))) << name;
+      }
+      EXPECT_LT(relative_difference(b.grad(), sum(c, {0})), 1e-6) << name;
+      // g's copy, rounded part by part, is the one both GEMMs read (the native GEMM sums in its
+      // own order, hence the tolerance; an unrounded g is 1e-4 away)
+      const Tensor dw = matmul(transpose(rounded(c), 0, 1), rounded(x)), dx = matmul(rounded(c), rounded(w));
+      EXPECT_LT(relative_difference(wl.grad(), dw), 2e-5) << name;
+      EXPECT_LT(relative_difference(xl.grad(), dx), 2e-5) << name;
+      EXPECT_GT(relative_difference(wl.grad(), matmul(transpose(c, 0, 1), rounded(x))), 1e-4) << name;
     }
-    const char* name = kernels::gemm_provider_name(provider);
-    EXPECT_TRUE(equal(b.grad(), sum(c, {0}))) << name;
-    // g's copy, rounded column block by column block, is the one both GEMMs read (the native
-    // GEMM sums in its own order, hence the tolerance; an unrounded g is 1e-4 away)
-    const Tensor dw = matmul(transpose(rounded(c), 0, 1), rounded(x)), dx = matmul(rounded(c), rounded(w));
-    EXPECT_LT(relative_difference(wl.grad(), dw), 2e-5) << name;
-    EXPECT_LT(relative_difference(xl.grad(), dx), 2e-5) << name;
-    EXPECT_GT(relative_difference(wl.grad(), matmul(transpose(c, 0, 1), rounded(x))), 1e-4) << name;
   }
 }
 

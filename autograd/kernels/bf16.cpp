@@ -43,7 +43,7 @@ inline __attribute__((always_inline)) void round_summing_columns(const float* sr
 }  // namespace
 
 // The same block rounded into dst (row stride ldd), each column also added, row by row in
-// order, into sums[c] in double: sum(src, {0})'s order, so the same bits (autograd/ops/reduce.cpp).
+// order, into sums[c] in double: over one block of rows, sum(src, {0})'s order (autograd/ops/reduce.cpp).
 AG_MULTIVERSION
 void round_block_to_bf16_summing_columns(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
                                          int64_t ldd, double* sums) {

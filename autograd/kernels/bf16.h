@@ -33,7 +33,7 @@ inline float round_to_bf16(float f) { return bf16_to_float(bf16_bits(f)); }
 void round_block_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst);
 void round_block_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst);
 // The same into dst at row stride ldd, adding each column into sums[c] (double, rows in order):
-// a bias gradient Σ_rows g read in the pass that rounds g, with sum(g, {0})'s bits.
+// a bias gradient Σ_rows g read in the pass that rounds g.
 void round_block_to_bf16_summing_columns(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
                                          int64_t ldd, double* sums);
 void round_block_to_bf16_summing_columns(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst,

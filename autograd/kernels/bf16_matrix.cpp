@@ -50,11 +50,11 @@ void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1
     round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, values_row(r0));
 }
 
-void Bf16Matrix::round_columns_summing(const float* src, int64_t ld, int64_t c0, int64_t c1, double* sums) {
+void Bf16Matrix::round_rows_summing(const float* src, int64_t ld, int64_t r0, int64_t r1, double* sums) {
   if (native_)
-    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, bits_row(0) + c0, ld_, sums);
+    round_block_to_bf16_summing_columns(src + r0 * ld, r1 - r0, cols_, ld, bits_row(r0), ld_, sums);
   else
-    round_block_to_bf16_summing_columns(src + c0, rows_, c1 - c0, ld, values_row(0) + c0, ld_, sums);
+    round_block_to_bf16_summing_columns(src + r0 * ld, r1 - r0, cols_, ld, values_row(r0), ld_, sums);
 }
 
 void Bf16Matrix::round(const float* src, int64_t rows, int64_t cols, int64_t ld, bool native) {

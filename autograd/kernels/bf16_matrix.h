@@ -31,10 +31,10 @@ class Bf16Matrix {
   // gradient of its output) is so rounded once, in parallel, and kept.
   void reshape(int64_t rows, int64_t cols, bool native);
   void round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1);
-  // Columns [c0, c1) of every row of src (after reshape()), each column also added row by row
-  // into sums[c − c0] (double): threads can so round disjoint columns of the gradient of a
-  // linear's output and sum its bias gradient in the same read.
-  void round_columns_summing(const float* src, int64_t ld, int64_t c0, int64_t c1, double* sums);
+  // round_rows(), each column c of those rows also added row by row into sums[c] (double):
+  // threads can so round disjoint rows of the gradient of a linear's output and sum its bias
+  // gradient in the same read.
+  void round_rows_summing(const float* src, int64_t ld, int64_t r0, int64_t r1, double* sums);
   // Element (r, c)'s address, as the provider's bf16 path reads it (bits or values).
   const void* at(int64_t r, int64_t c) const;
   // Row r's storage (after reshape()), for a kernel that rounds as it computes a row (the fused

@@ -66,8 +66,9 @@ void gemm_rows_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
 //     equal gemm_rows's under autocast; with bias (N) each row starts at it and beta must be 1.
 bool bf16_path_is_native();  // the current provider's bf16 path: oneDNN's bf16 GEMM, not portable
 void round_rows_parallel(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld);
-// round_rows_parallel, and sums (cols) = Σ_rows src with sum(src, {0})'s bits, in the same read:
-// a linear's bias gradient from the pass that rounds the gradient of its output.
+// round_rows_parallel, and sums (cols) = Σ_rows src in the same read: a linear's bias gradient
+// from the pass that rounds the gradient of its output. Each thread's rows are summed in double
+// and the parts added in order: the same bits for a thread count, sum(src, {0})'s on one thread.
 void round_rows_parallel_summing_columns(Bf16Matrix& r, const float* src, int64_t rows, int64_t cols, int64_t ld,
                                          float* sums);
 void gemm_rows_rounded(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const Bf16Matrix& A,
