@@ -40,7 +40,7 @@ const kernels::Bf16Matrix* autocast_weight(const Tensor& w) {
   }
   if (!w.is_leaf() || !w.requires_grad()) return nullptr;  // only weights are kept
   auto rounded = std::make_unique<kernels::Bf16Matrix>();
-  kernels::round_rows_parallel(*rounded, data, rows, cols, cols);  // for `native`, the current path
+  kernels::round_rows_parallel(*rounded, data, rows, cols, cols);  // for the current provider's path (`native`)
   t_weights.push_back({w, data, rows, cols, w.version(), std::move(rounded)});
   return t_weights.back().rounded.get();
 }

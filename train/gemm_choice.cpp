@@ -64,8 +64,8 @@ GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision
   // Alternating, so that a machine growing busier does not favour the one measured first, and
   // kTurns times: where the two are within a few percent, each turn's best still moves by about
   // that much (on a Zen 4, oneDNN 102-108 and OpenBLAS 91-100 GFLOP/s at the default model's
-  // shapes), and two turns had once kept OpenBLAS at 4% for a machine where oneDNN's GEMMs run
-  // the step's 10% faster.
+  // shapes), and two turns had once kept OpenBLAS at 4% on a machine where oneDNN runs the
+  // step's linear GEMMs 10% faster.
   GemmTiming t;
   for (int turn = 0; turn < kTurns; ++turn) {
     t.openblas_gflops = std::max(t.openblas_gflops, time_one(kernels::GemmProvider::OpenBLAS));

@@ -27,7 +27,7 @@ struct GemmTiming {
   double openblas_gflops = 0, onednn_gflops = 0;  // per thread, over the shapes
 };
 // Single-threaded, thread CPU time, under the given precision: each provider the best of its
-// rounds, over five turns taken in alternation.
+// rounds, over several turns taken in alternation (kTurns in gemm_choice.cpp).
 GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision precision);
 
 struct GemmDecision {

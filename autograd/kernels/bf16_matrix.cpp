@@ -38,7 +38,7 @@ void Bf16Matrix::reshape(int64_t rows, int64_t cols, bool native) {
   if (bytes <= capacity_) return;
   // Grows only; what it held is not kept (nothing is rounded yet after a reshape).
   buffer_cache::release(storage_, capacity_);
-  storage_ = nullptr, capacity_ = 0;
+  storage_ = nullptr, capacity_ = 0;  // (still consistent if allocate throws)
   storage_ = buffer_cache::allocate(bytes);
   capacity_ = bytes;
 }
