@@ -42,8 +42,8 @@ double relative_difference(const Tensor& a, const Tensor& ref) {
   return std::sqrt(num / den);
 }
 
-// The pool at two threads for a test (the work is split, so a worker runs part of it).
-struct Threads {  // the pool at n threads while it lives
+// The pool at n threads while it lives, for a test (the work is split, so a worker runs part of it).
+struct Threads {
   int saved = parallel::num_threads();
   explicit Threads(int n) { parallel::set_num_threads(n); }
   ~Threads() { parallel::set_num_threads(saved); }
