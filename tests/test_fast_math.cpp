@@ -36,3 +36,15 @@ TEST(FastMath, ErfcRelativeErrorIsSmall) {
   EXPECT_EQ(erfc_f32(-INFINITY), 2.0f);
   EXPECT_EQ(erfc_f32(INFINITY), 0.0f);
 }
+
+TEST(FastMath, ErfcxPolynomialInTIsWithinAFewUlpOfLibm) {
+  // erfcx_of_t(1/(1 + z/2)) = erfc(z)·exp(z²) over the z the bf16 GELU reaches before exp(−z²)
+  // underflows (|x| up to 14, so z up to 10); a wrong coefficient is far off (1e-3 and more).
+  double worst = 0;
+  for (float z = 0.0f; z <= 10.0f; z += 0.0009765625f) {
+    const double zd = z, ref = std::erfc(zd) * std::exp(zd * zd);
+    const float t = 1.0f / (1.0f + 0.5f * z);
+    worst = std::max(worst, std::fabs(ag::kernels::erfcx_of_t(t) - ref) / ref);
+  }
+  EXPECT_LT(worst, 3e-7);
+}

@@ -9,6 +9,7 @@
 //             error below 1.2e-7 in exact arithmetic), reflected for z < 0. In float the
 //             relative error stays below 1e-6 for |z| < 3 and 1e-5 beyond, where the rounding of
 //             z² dominates; GELU's output moves by at most that fraction.
+//   erfcx_of_t erfc(z)·exp(z²) from the same t, without an exp (the bf16 GELU's one-exp form).
 // tests/test_fast_math.cpp holds both to libm over their ranges (llm.c style: a reference
 // beside the fast kernel).
 #pragma once
@@ -58,6 +59,24 @@ inline float erfc_f32(float x) {
   p = p * t - 1.26551223f;
   const float r = t * exp_f32(-z * z + p);
   return x >= 0.0f ? r : 2.0f - r;
+}
+
+// erfcx(z) = erfc(z)·exp(z²) for z >= 0, as a degree-9 polynomial in t = 1/(1 + z/2) (fitted
+// to libm's erfc by least squares reweighted towards minimax: relative error 6.4e-8 in exact
+// arithmetic for z in [0, 10]). erfc(z) = erfcx_of_t(t)·exp(−z²) then needs one exp, which a
+// caller that also wants exp(−z²) for something else (GELU's φ) shares: see vec.cpp.
+inline float erfcx_of_t(float t) {
+  float p = -0.055051744f;
+  p = p * t + 0.2639054f;
+  p = p * t - 0.4414827f;
+  p = p * t + 0.22119716f;
+  p = p * t + 0.017072976f;
+  p = p * t + 0.18125214f;
+  p = p * t + 0.24979281f;
+  p = p * t + 0.28109854f;
+  p = p * t + 0.28222138f;
+  p = p * t - 6.0107304e-06f;
+  return p;
 }
 
 // exp for either float type: the fast kernel for float, libm for double.
