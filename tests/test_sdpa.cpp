@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/kernels/flash.h"
@@ -101,6 +103,35 @@ TEST(Sdpa, RowsThatSeeNoKeyGiveZerosAndZeroGradient) {
   const Result none = run({1, 4, 3, 2, 2, true, -10}, DType::Float32, true);
   for (const Tensor& t : {none.out, none.dq, none.dk, none.dv})
     for (double x : t.to_double_vector()) EXPECT_EQ(x, 0.0);
+}
+
+TEST(Sdpa, SoftmaxGradRoundedGivesTheBitsOfSoftmaxGradThenARounding) {
+  // Under bf16 autocast the backward computes each block's P and dS rounded as it writes them
+  // (flash.h): the same bits as softmax_grad_block followed by a rounding of each, on both bf16
+  // forms, for a block with a masked corner (−inf scores), a row that sees no key (lse = −inf),
+  // a length off the vector width (37 columns) and a row stride wider than the block.
+  const int64_t rows = 5, n = 37, ld = 40;
+  Generator gen(21);
+  const Tensor scores = Tensor::randn({rows, ld}, DType::Float32, gen), dprobs = Tensor::randn({rows, ld}, DType::Float32, gen);
+  std::vector<float> s(scores.data<float>(), scores.data<float>() + rows * ld);
+  std::vector<float> dp(dprobs.data<float>(), dprobs.data<float>() + rows * ld);
+  kernels::flash::mask_block(s.data(), rows, n, ld, 0, 3, 0);  // key j > row i + 0 hidden, from key 3
+  std::vector<float> lse(rows), drow(rows);
+  for (int64_t r = 0; r < rows; ++r) lse[r] = 1.5f + 0.25f * r, drow[r] = 0.1f * r - 0.2f;
+  lse[2] = -INFINITY;
+  for (const bool native : {true, false}) {
+    std::vector<float> s_ref = s, dp_ref = dp;
+    kernels::flash::softmax_grad_block(s_ref.data(), dp_ref.data(), rows, n, ld, lse.data(), drow.data());
+    kernels::Bf16Matrix p_ref, ds_ref, p, ds;
+    p_ref.round(s_ref.data(), rows, n, ld, native);
+    ds_ref.round(dp_ref.data(), rows, n, ld, native);
+    kernels::flash::softmax_grad_block_rounded(s.data(), dp.data(), rows, n, ld, lse.data(), drow.data(), p, ds, native);
+    ASSERT_EQ(p.rows(), rows);
+    ASSERT_EQ(ds.cols(), n);
+    const size_t bytes = static_cast<size_t>(rows * n) * (native ? 2 : 4);
+    EXPECT_EQ(std::memcmp(p.data(), p_ref.data(), bytes), 0) << "P, native " << native;
+    EXPECT_EQ(std::memcmp(ds.data(), ds_ref.data(), bytes), 0) << "dS, native " << native;
+  }
 }
 
 TEST(Sdpa, DefaultScaleIsOneOverSqrtDAndBatchDimsAreKept) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/autocast.h"
+#include "autograd/kernels/bf16.h"
 #include "autograd/kernels/bf16_matrix.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/gemm.h"
@@ -94,6 +95,40 @@ inline void softmax_grad_block_ref(T* s, T* dp, int64_t rows, int64_t n, int64_t
     }
   }
 }
+
+// softmax_grad_block under bf16 autocast, where only the rounded P and dS are read after it (by
+// the GEMMs): each P_ij and dS_ij rounded as it is computed, into p and ds (rows, n) tight, as
+// bf16 bits or float32 values (Out). The same values as softmax_grad_block then a rounding of
+// each (tests/test_sdpa.cpp holds them bit for bit), without writing P and dS back over s and
+// dp and reading them again to round them.
+template <class Out>
+inline void softmax_grad_block_rounded_ref(const float* s, const float* dp, int64_t rows, int64_t n, int64_t ld,
+                                           const float* lse, const float* drow, Out* p, Out* ds) {
+  auto round = [](float v) {
+    if constexpr (std::is_same_v<Out, uint16_t>)
+      return bf16_bits(v);
+    else
+      return round_to_bf16(v);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* sr = s + r * ld;
+    const float* dr_in = dp + r * ld;
+    Out *pr = p + r * n, *dsr = ds + r * n;
+    if (lse[r] == -std::numeric_limits<float>::infinity()) {  // no key visible: P = dS = 0
+      std::fill(pr, pr + n, round(0.0f));
+      std::fill(dsr, dsr + n, round(0.0f));
+      continue;
+    }
+    const float lr = lse[r], dr = drow[r];
+    for (int64_t j = 0; j < n; ++j) {
+      const float pj = exp_fast(sr[j] - lr);
+      pr[j] = round(pj);
+      dsr[j] = round(pj * (dr_in[j] - dr));
+    }
+  }
+}
+void softmax_grad_block_rounded(const float* s, const float* dp, int64_t rows, int64_t n, int64_t ld, const float* lse,
+                                const float* drow, Bf16Matrix& p, Bf16Matrix& ds, bool native);
 
 // The block kernels on doubles are the reference code itself; float32 goes to the run-time
 // dispatched clones of the same code (flash_vec.cpp), with the vectorised exp_f32.
@@ -231,9 +266,7 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
         if (r && d.Dv > 0 && d.D > 0) {
           gemm_rounded_blocks(false, true, ni, nj, d.Dv, 1.0f, r->dout.at(i0, 0), r->dout.ld(), r->v.at(j0, 0),
                               r->v.ld(), r->native, 0.0f, dp, kTileK);
-          softmax_grad_block(s, dp, ni, nj, kTileK, lse + i0, drow + i0);  // s = P, dp = dS
-          r->p.round(s, ni, nj, kTileK, r->native);
-          r->ds.round(dp, ni, nj, kTileK, r->native);
+          softmax_grad_block_rounded(s, dp, ni, nj, kTileK, lse + i0, drow + i0, r->p, r->ds, r->native);  // P, dS
           // dv_j += Pᵀ·dO_i,  dq_i += scale · dS·k_j,  dk_j += scale · dSᵀ·q_i  (as below)
           if (dv)
             gemm_rounded_blocks(true, false, nj, d.Dv, ni, 1.0f, r->p.data(), r->p.ld(), r->dout.at(i0, 0),
