@@ -1,5 +1,6 @@
 #include "autograd/parallel.h"
 
+#include "autograd/async_signals.h"
 #include "autograd/autocast.h"
 #include "autograd/profiler.h"
 
@@ -119,6 +120,9 @@ class Pool {
 
   void loop() {
     t_inside = true;
+    // A worker needs no signal (one sent to the process goes to a thread that does not hold
+    // it), and holding them for life spares each oneDNN GEMM here its two rt_sigprocmask calls.
+    hold_async_signals_for_this_thread();
     uint64_t seen = 0;
     for (;;) {
       // Spin a little, then sleep until the generation changes.

@@ -4,14 +4,19 @@
 // operands rounded to bf16 whichever path runs it.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <sys/time.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "autograd/async_signals.h"
 #include "autograd/autocast.h"
 #include "autograd/buffer_cache.h"
 #include "autograd/kernels/bf16.h"
@@ -19,6 +24,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/kernels/onednn.h"
+#include "autograd/parallel.h"
 
 using namespace ag;
 using kernels::GemmProvider;
@@ -172,6 +178,60 @@ TEST(GemmProvider, OneDnnGemmsSurviveSignalsHandledDuringThem) {
         ASSERT_LE(relative_difference(product(shapes[i], A[i], B[i]), ref[i]), 1e-5) << "round " << round;
   }
   EXPECT_GT(g_alarms, 0) << "no SIGALRM arrived during " << gemms << " GEMMs: the test tested nothing";
+}
+
+namespace {
+bool sigint_blocked_here() {
+  sigset_t now;
+  pthread_sigmask(SIG_BLOCK, nullptr, &now);
+  return sigismember(&now, SIGINT) == 1;
+}
+}  // namespace
+
+TEST(AsyncSignals, HeldScopesNestAndReleaseOnlyWhatTheyHeld) {
+  ASSERT_FALSE(sigint_blocked_here()) << "the test runner's thread should not hold SIGINT";
+  {
+    const AsyncSignalsHeld outer;
+    EXPECT_TRUE(sigint_blocked_here());
+    { const AsyncSignalsHeld inner; }  // a GEMM inside a held scope: no early release
+    EXPECT_TRUE(sigint_blocked_here());
+    EXPECT_TRUE(async_signals_held());
+    // faults stay deliverable
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    EXPECT_EQ(sigismember(&now, SIGSEGV), 0);
+  }
+  EXPECT_FALSE(sigint_blocked_here());
+  EXPECT_FALSE(async_signals_held());
+}
+
+TEST(AsyncSignals, PoolWorkersHoldThemForLifeAndTheCallersThreadDoesNot) {
+  // Both chunks wait until the other has started, so two threads run them: the caller's and a
+  // worker's. A oneDNN GEMM on the worker then needs no rt_sigprocmask (async_signals.h), and
+  // a signal sent to the process goes to the caller's thread.
+  const int threads = parallel::num_threads();
+  parallel::set_num_threads(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> started{0};
+  std::atomic<bool> worker_holds{false}, worker_seen{false}, caller_holds{true}, timed_out{false};
+  parallel::parallel_for(2, 1, [&](int64_t, int64_t) {
+    started.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 2 && !timed_out.load())
+      if (std::chrono::steady_clock::now() > deadline) timed_out = true;
+    if (std::this_thread::get_id() == caller) {
+      caller_holds = sigint_blocked_here();
+    } else {
+      worker_seen = true;
+      worker_holds = sigint_blocked_here() && async_signals_held();
+    }
+  });
+  parallel::set_num_threads(threads);
+  ASSERT_FALSE(timed_out.load()) << "the pool's worker never took its chunk";
+  ASSERT_TRUE(worker_seen.load());
+  EXPECT_TRUE(worker_holds.load());
+  EXPECT_FALSE(caller_holds.load());
+  EXPECT_FALSE(sigint_blocked_here());
 }
 
 TEST(Bf16, RoundsToNearestTiesToEven) {

@@ -7,7 +7,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 
-#include <csignal>
+#include "autograd/async_signals.h"
 
 // Exported by libdnnl (with DNNL_API) since 1.x but declared only in its internal headers; the
 // bfloat16_t there is a struct of one uint16_t, so the bits pass as they are.
@@ -42,24 +42,10 @@ void one_thread_per_call() {
 // dnnl_sgemm (attograd's Ctrl-C flag, Python's SIGINT handler, any handler of the caller's)
 // overwrites it, and glibc then reports a corrupted heap or the process faults. Found as
 // mpirun's SIGTERM after a Ctrl-C aborting the ranks; tests/test_gemm_provider.cpp holds
-// GEMMs under a stream of SIGALRM. So every call runs with the asynchronous signals held: one
-// that arrives meanwhile is delivered when the call returns (two rt_sigprocmask calls per GEMM,
-// well under a microsecond). Faults stay deliverable, so a crash inside still reports itself.
-class AsyncSignalsHeld {
- public:
-  AsyncSignalsHeld() {
-    sigset_t held;
-    sigfillset(&held);
-    for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&held, fault);
-    pthread_sigmask(SIG_BLOCK, &held, &old_);
-  }
-  ~AsyncSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  AsyncSignalsHeld(const AsyncSignalsHeld&) = delete;
-  AsyncSignalsHeld& operator=(const AsyncSignalsHeld&) = delete;
-
- private:
-  sigset_t old_;
-};
+// GEMMs under a stream of SIGALRM. So every call runs with the asynchronous signals held
+// (autograd/async_signals.h): one that arrives meanwhile is delivered when the call returns.
+// The pool's workers hold them for life, so only a GEMM on a thread of the caller's pays the
+// two rt_sigprocmask calls.
 
 void check(dnnl_status_t s, const char* what) {
   if (s != dnnl_success) throw std::runtime_error(std::string("oneDNN ") + what + " failed (dnnl_status_t " + std::to_string(static_cast<int>(s)) + ")");
