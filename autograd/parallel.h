@@ -12,7 +12,9 @@
 // per core on first use, and its OpenBLAS settings are left as they are.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -47,6 +49,45 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
   auto trampoline = [](void* ctx, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F>*>(ctx))(b, e); };
   detail::run(n, grain, trampoline, &f);
+}
+
+// Items [0, n) that are independent and may take uneven time on the threads (attention's
+// slices: a thread whose core is busier, or that reads the other core's cache, runs slower).
+// f(next) runs once on each thread taking part, and next() hands out that thread's next item,
+// or −1 when none is left. Each thread first takes its own share, the part parallel_for would
+// give it, in order (so it reads the rows the ops before wrote on its own core), and then
+// helps with the other shares from their ends, so a slower thread takes fewer items instead
+// of the others waiting for it. Only for items whose results do not depend on which thread
+// computes them; f keeps its per-thread scratch across its items. Parallel when n ≥ 2·grain.
+template <class F>
+void parallel_for_claimed(int64_t n, int64_t grain, F&& f) {
+  if (n <= 0) return;
+  if (n >= (int64_t(1) << 32)) throw std::length_error("parallel_for_claimed: 2^32 items or more");
+  const int64_t parts = n >= 2 * std::max<int64_t>(grain, 1) ? num_threads() : 1;
+  // Per share: (next unclaimed item << 32) | its end; its owner takes from the front, a helper
+  // from the back, both by compare-and-swap, until the two meet.
+  std::vector<std::atomic<uint64_t>> share(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p)
+    share[static_cast<size_t>(p)].store(static_cast<uint64_t>(n * p / parts) << 32 | static_cast<uint64_t>(n * (p + 1) / parts));
+  auto take = [&](int64_t p, bool front) -> int64_t {
+    std::atomic<uint64_t>& s = share[static_cast<size_t>(p)];
+    uint64_t v = s.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t lo = v >> 32, hi = v & 0xffffffffu;
+      if (lo >= hi) return -1;
+      const uint64_t next = front ? (lo + 1) << 32 | hi : lo << 32 | (hi - 1);
+      if (s.compare_exchange_weak(v, next, std::memory_order_relaxed)) return static_cast<int64_t>(front ? lo : hi - 1);
+    }
+  };
+  parallel_for(parts, 1, [&](int64_t own, int64_t) {
+    auto next = [&, own]() -> int64_t {
+      if (const int64_t i = take(own, true); i >= 0) return i;
+      for (int64_t k = 1; k < parts; ++k)  // the others' shares, from their ends
+        if (const int64_t i = take((own + k) % parts, false); i >= 0) return i;
+      return -1;
+    };
+    f(next);
+  });
 }
 
 // Element-wise work over many arrays (a model's parameters, their gradients) as one index range

@@ -218,6 +218,42 @@ TEST(HardenThreads, ManyShortJobsRunEachChunkExactlyOnce) {
   parallel::set_num_threads(saved);
 }
 
+// parallel_for_claimed hands each item to exactly one thread, and a slower thread takes fewer:
+// here the caller's items take 5 ms each and a worker's none, so the workers claim most.
+TEST(HardenThreads, ClaimedItemsRunOnceAndASlowThreadTakesFewer) {
+  const int saved = parallel::num_threads();
+  for (int n : {1, 2, 3}) {
+    parallel::set_num_threads(n);
+    std::vector<std::atomic<int>> hits(40);
+    std::atomic<int> on_caller{0}, bodies{0};
+    const std::thread::id caller = std::this_thread::get_id();
+    parallel::parallel_for_claimed(40, 1, [&](auto next) {
+      ++bodies;
+      for (int64_t i = next(); i >= 0; i = next()) {
+        ++hits[static_cast<size_t>(i)];
+        if (std::this_thread::get_id() == caller) {
+          ++on_caller;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << n << " threads";
+    EXPECT_EQ(bodies.load(), n);
+    if (n > 1) {
+      EXPECT_LT(on_caller.load(), 20) << "the slow caller took a fixed half or more";
+    }
+  }
+  // below twice the grain: one body on the calling thread takes every item
+  std::atomic<int> bodies{0}, items{0};
+  parallel::parallel_for_claimed(5, 3, [&](auto next) {
+    ++bodies;
+    for (int64_t i = next(); i >= 0; i = next()) ++items;
+  });
+  EXPECT_EQ(bodies.load(), 1);
+  EXPECT_EQ(items.load(), 5);
+  parallel::set_num_threads(saved);
+}
+
 TEST(HardenThreads, NestedCallsRunInlineAndCoverEverything) {
   const int saved = parallel::num_threads();
   parallel::set_num_threads(3);

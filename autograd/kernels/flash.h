@@ -210,11 +210,13 @@ void forward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, c
   // Work items per thread: enough multiply-adds that a split pays for itself.
   const int64_t work = std::min(kTileQ, d.L) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
   const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
-  parallel::parallel_for(d.BH * tiles, grain, [&](int64_t w0, int64_t w1) {
+  // Each pair's output rows are its own: claimed one at a time (parallel.h), so that a slower
+  // thread takes fewer pairs rather than the other waiting for it.
+  parallel::parallel_for_claimed(d.BH * tiles, grain, [&](auto next) {
     std::vector<T> scratch(static_cast<size_t>(kTileQ * kTileK + 3 * kTileQ));
     T* s = scratch.data();
     T *m = s + kTileQ * kTileK, *l = m + kTileQ, *alpha = l + kTileQ;
-    for (int64_t w = w0; w < w1; ++w) {
+    for (int64_t w = next(); w >= 0; w = next()) {
       const int64_t b = w / tiles, i0 = (w % tiles) * kTileQ;
       forward_block(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
                     lse + b * d.L, i0, std::min(kTileQ, d.L - i0), s, m, l, alpha);
@@ -298,7 +300,9 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
 }
 
 // dq, dk, dv (each slices like q, k, v, or null) from dO, parallel over slices (each owns its
-// rows of dq, dk, dv: no two threads write one row).
+// rows of dq, dk, dv: no two threads write one row), claimed one at a time (parallel.h): in
+// the large model's backward one thread had finished its fixed half 1.9 ms (10%) before the
+// other (bench/README).
 template <class T>
 void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
               const Slices& sv, const T* o, const Slices& so, const T* dout, const Slices& sdo, const T* lse, T* dq,
@@ -307,12 +311,12 @@ void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, 
   const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
   // Under bf16 autocast (float32 with both head widths nonzero): each chunk's rounded copies.
   const bool rounded = std::is_same_v<T, float> && is_autocast_enabled() && d.D > 0 && d.Dv > 0;
-  parallel::parallel_for(d.BH, grain, [&](int64_t b0, int64_t b1) {
+  parallel::parallel_for_claimed(d.BH, grain, [&](auto next) {
     std::vector<T> scratch(static_cast<size_t>(2 * kTileQ * kTileK + d.L));
     T *s = scratch.data(), *dp = s + kTileQ * kTileK, *drow = dp + kTileQ * kTileK;
     RoundedSlice r;
     r.native = bf16_path_is_native();
-    for (int64_t b = b0; b < b1; ++b)
+    for (int64_t b = next(); b >= 0; b = next())
       backward_slice(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
                      dout + sdo.off[b], sdo.ld, lse + b * d.L, dq ? dq + sdq.off[b] : nullptr, sdq.ld,
                      dk ? dk + sdk.off[b] : nullptr, sdk.ld, dv ? dv + sdv.off[b] : nullptr, sdv.ld, drow, s, dp,
