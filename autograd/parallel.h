@@ -67,8 +67,10 @@ void parallel_for_claimed(int64_t n, int64_t grain, F&& f) {
   // Per share: (next unclaimed item << 32) | its end; its owner takes from the front, a helper
   // from the back, both by compare-and-swap, until the two meet.
   std::vector<std::atomic<uint64_t>> share(static_cast<size_t>(parts));
-  for (int64_t p = 0; p < parts; ++p)
-    share[static_cast<size_t>(p)].store(static_cast<uint64_t>(n * p / parts) << 32 | static_cast<uint64_t>(n * (p + 1) / parts));
+  for (int64_t p = 0; p < parts; ++p) {
+    const uint64_t begin = static_cast<uint64_t>(n * p / parts), end = static_cast<uint64_t>(n * (p + 1) / parts);
+    share[static_cast<size_t>(p)].store(begin << 32 | end);
+  }
   auto take = [&](int64_t p, bool front) -> int64_t {
     std::atomic<uint64_t>& s = share[static_cast<size_t>(p)];
     uint64_t v = s.load(std::memory_order_relaxed);

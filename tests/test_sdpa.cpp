@@ -112,7 +112,8 @@ TEST(Sdpa, SoftmaxGradRoundedGivesTheBitsOfSoftmaxGradThenARounding) {
   // a length off the vector width (37 columns) and a row stride wider than the block.
   const int64_t rows = 5, n = 37, ld = 40;
   Generator gen(21);
-  const Tensor scores = Tensor::randn({rows, ld}, DType::Float32, gen), dprobs = Tensor::randn({rows, ld}, DType::Float32, gen);
+  const Tensor scores = Tensor::randn({rows, ld}, DType::Float32, gen);
+  const Tensor dprobs = Tensor::randn({rows, ld}, DType::Float32, gen);
   std::vector<float> s(scores.data<float>(), scores.data<float>() + rows * ld);
   std::vector<float> dp(dprobs.data<float>(), dprobs.data<float>() + rows * ld);
   kernels::flash::mask_block(s.data(), rows, n, ld, 0, 3, 0);  // key j > row i + 0 hidden, from key 3
