@@ -3,7 +3,14 @@
 // and the comparison with PyTorch see `attograd bench` and `make bench`.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "autograd/async_signals.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/onednn.h"
+#include "autograd/kernels/vec.h"
 #include "autograd/ops.h"
 
 using namespace ag;
@@ -29,6 +36,65 @@ void BM_GeluForwardBackward(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * x.numel());
 }
 BENCHMARK(BM_GeluForwardBackward)->Unit(benchmark::kMicrosecond);
+
+// The fused MLP's GELU pass on one thread, one row of the large model's hidden width at a
+// time: the float32 kernel (Φ through erfc's exp and φ through a second) against the bf16
+// autocast one (both from one exp, h rounded as it is written). The hidden values are
+// restored before each pass (the kernel writes gelu'(pre) over them), outside the timing.
+void gelu_pass(benchmark::State& st, bool bf16) {
+  const int64_t rows = st.range(0), H = 1536;
+  const Tensor pre = Tensor::randn({rows, H}, DType::Float32, gen());
+  std::vector<float> work(static_cast<size_t>(rows * H)), h(work.size());
+  std::vector<uint16_t> bits(work.size());
+  for (auto _ : st) {
+    st.PauseTiming();
+    std::copy(pre.data<float>(), pre.data<float>() + rows * H, work.begin());
+    st.ResumeTiming();
+    for (int64_t r = 0; r < rows; ++r) {
+      if (bf16)
+        kernels::vec::gelu_forward_and_grad_bf16(work.data() + r * H, bits.data() + r * H, H);
+      else
+        kernels::vec::gelu_forward_and_grad(work.data() + r * H, h.data() + r * H, H);
+    }
+    benchmark::DoNotOptimize(bits.data());
+    benchmark::DoNotOptimize(h.data());
+  }
+  st.SetItemsProcessed(st.iterations() * rows * H);
+}
+void BM_GeluForwardAndGradFloat32(benchmark::State& st) { gelu_pass(st, false); }
+void BM_GeluForwardAndGradBf16(benchmark::State& st) { gelu_pass(st, true); }
+BENCHMARK(BM_GeluForwardAndGradFloat32)->Arg(128)->Arg(2048)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GeluForwardAndGradBf16)->Arg(128)->Arg(2048)->Unit(benchmark::kMicrosecond);
+
+// What holding the asynchronous signals around a oneDNN GEMM costs (autograd/async_signals.h):
+// a scope on a thread that does not hold them (two rt_sigprocmask calls, as on the caller's
+// thread), one on a thread that does (a pool worker's: nothing), and the attention's 64×64×32
+// bf16 tile GEMM it wraps.
+void BM_AsyncSignalsHeldScope(benchmark::State& st) {
+  for (auto _ : st) {
+    const AsyncSignalsHeld held;
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_AsyncSignalsHeldScope);
+void BM_AsyncSignalsHeldScopeInsideAHeldOne(benchmark::State& st) {
+  const AsyncSignalsHeld outer;
+  for (auto _ : st) {
+    const AsyncSignalsHeld held;
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_AsyncSignalsHeldScopeInsideAHeldOne);
+void BM_OneDnnBf16GemmAttentionTile(benchmark::State& st) {
+  if (!kernels::onednn::bf16_gemm_runs()) {
+    st.SkipWithError("oneDNN has no bf16 GEMM here");
+    return;
+  }
+  std::vector<uint16_t> a(64 * 32, 0x3f80), b(64 * 32, 0x3f80);  // bf16 1.0
+  std::vector<float> c(64 * 64);
+  for (auto _ : st) kernels::onednn::gemm_bf16(false, true, 64, 64, 32, 1.0f, a.data(), 32, b.data(), 32, 0.0f, c.data(), 64);
+}
+BENCHMARK(BM_OneDnnBf16GemmAttentionTile);
 
 void BM_LayerNormForwardBackward(benchmark::State& st) {
   const Tensor x = Tensor::randn({768, 128}, DType::Float32, gen()).requires_grad_();
