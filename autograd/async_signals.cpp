@@ -7,7 +7,8 @@
 namespace ag {
 
 namespace {
-thread_local bool t_held = false;  // this thread holds them (a scope of its, or for life)
+thread_local bool t_in_scope = false;  // inside an AsyncSignalsHeld that holds them
+thread_local bool t_for_life = false;  // held until the thread ends
 
 sigset_t async_signals() {
   sigset_t s;
@@ -18,25 +19,25 @@ sigset_t async_signals() {
 }  // namespace
 
 AsyncSignalsHeld::AsyncSignalsHeld() {
-  if (t_held) return;
+  if (async_signals_held()) return;
   const sigset_t held = async_signals();
   pthread_sigmask(SIG_BLOCK, &held, &old_);
-  t_held = held_here_ = true;
+  t_in_scope = held_here_ = true;
 }
 
 AsyncSignalsHeld::~AsyncSignalsHeld() {
   if (!held_here_) return;
-  t_held = false;
-  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  t_in_scope = false;
+  if (!t_for_life) pthread_sigmask(SIG_SETMASK, &old_, nullptr);  // (held for life meanwhile: kept)
 }
 
 void hold_async_signals_for_this_thread() {
-  if (t_held) return;
+  if (t_for_life) return;
   const sigset_t held = async_signals();
   pthread_sigmask(SIG_BLOCK, &held, nullptr);
-  t_held = true;
+  t_for_life = true;
 }
 
-bool async_signals_held() { return t_held; }
+bool async_signals_held() { return t_in_scope || t_for_life; }
 
 }  // namespace ag

@@ -203,6 +203,17 @@ TEST(AsyncSignals, HeldScopesNestAndReleaseOnlyWhatTheyHeld) {
   }
   EXPECT_FALSE(sigint_blocked_here());
   EXPECT_FALSE(async_signals_held());
+  // held for life from inside a scope: the scope's end keeps them held (on a thread of its own,
+  // so that the test runner's thread keeps its signals)
+  bool held_after = false;
+  std::thread([&] {
+    {
+      const AsyncSignalsHeld scope;
+      hold_async_signals_for_this_thread();
+    }
+    held_after = sigint_blocked_here() && async_signals_held();
+  }).join();
+  EXPECT_TRUE(held_after);
 }
 
 TEST(AsyncSignals, PoolWorkersHoldThemForLifeAndTheCallersThreadDoesNot) {

@@ -300,9 +300,9 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
 }
 
 // dq, dk, dv (each slices like q, k, v, or null) from dO, parallel over slices (each owns its
-// rows of dq, dk, dv: no two threads write one row), claimed one at a time (parallel.h): in
-// the large model's backward one thread had finished its fixed half 1.9 ms (10%) before the
-// other (bench/README).
+// rows of dq, dk, dv: no two threads write one row), claimed one at a time (parallel.h): with
+// fixed halves, one thread had finished 1.9 ms (10%) before the other in one of the large
+// model's attention backward ops, 1.5-3.3 ms per step (bench/README).
 template <class T>
 void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
               const Slices& sv, const T* o, const Slices& so, const T* dout, const Slices& sdo, const T* lse, T* dq,

@@ -5,7 +5,6 @@
 #ifdef ATTOGRAD_WITH_ONEDNN
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
-#include <pthread.h>
 
 #include "autograd/async_signals.h"
 
