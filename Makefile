@@ -5,8 +5,10 @@ BUILD_ASAN   ?= build-asan
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS  ?=
 # ccache, when the machine has it, makes rebuilds (and the three builds of CI) much faster;
-# results are the same with or without it.
-LAUNCHER     := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# results are the same with or without it. scripts/setup-deps.sh installs it, so that on a fresh
+# machine ctest's python.pip_install takes most of its objects from make build's. Expanded when
+# a recipe runs (=, not :=): after deps, so that the first build of a fresh machine uses it too.
+LAUNCHER      = $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 

@@ -8,6 +8,7 @@ packages=(cmake make g++ pkg-config libopenblas-dev libdnnl-dev libcxxopts-dev l
           libprotobuf-dev protobuf-compiler libboost-dev libboost-stacktrace-dev tmux
           libopenmpi-dev openmpi-bin
           iproute2  # ip, tc: the multi-host test bed (tests/multihost/testbed.sh)
+          ccache  # CI's builds: python.pip_install reuses make build's objects (python/tests/pip_install_check.sh)
           chromium chromium-driver python3-selenium)  # the explore page's browser test (tests/cli/explore_page.py)
 [ "${ATTOGRAD_EXTRA_PACKAGES:-}" ] && read -r -a extra <<<"$ATTOGRAD_EXTRA_PACKAGES" && packages+=("${extra[@]}")
 missing=()
