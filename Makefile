@@ -9,6 +9,9 @@ CMAKE_FLAGS  ?=
 # machine ctest's python.pip_install takes most of its objects from make build's. Expanded when
 # a recipe runs (=, not :=): after deps, so that the first build of a fresh machine uses it too.
 LAUNCHER      = $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# The folder a compiler runs in stays out of ccache's hash (as pip_install_check.sh sets for
+# pip's build): with it in (the default, where -g is on), build/ and build-pip/ never share.
+export CCACHE_NOHASHDIR = 1
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
