@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "autograd/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/bf16.h"
 #include "autograd/kernels/bf16_matrix.h"
+#include "autograd/kernels/flash.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/ops.h"
@@ -376,4 +378,57 @@ TEST(Autocast, AWeightIsRoundedOncePerRegionAndAgainWhenWritten) {
   const float got = next->native() ? kernels::bf16_to_float(static_cast<const uint16_t*>(next->data())[5])
                                    : static_cast<const float*>(next->data())[5];
   EXPECT_EQ(got, kernels::round_to_bf16(0.3f));
+}
+
+TEST(Autocast, SelfAttentionRoundsQkvOnceWithTheBitsOfRoundingPerTile) {
+  // Under bf16 autocast, self_attention_qkv's forward rounds each head's q, k and v once
+  // (flash::RoundedHeads) and its backward reads them from there, where each forward tile GEMM
+  // had rounded its own tiles and the backward each slice again: the same operands at the same
+  // row strides, so the same bits as the flash kernels without them. On every provider's bf16
+  // path, two query tiles (the second partial), causal and not, two threads; and a backward on
+  // the other path (native bits against float32 values) rounds for itself, as before.
+  using namespace kernels::flash;
+  TwoThreads two;
+  const int64_t N = 2, H = 3, hd = 8, E = H * hd, L = kTileQ + 9;
+  Generator gen(23);
+  const Tensor x = Tensor::randn({N, L, 3 * E}, DType::Float32, gen), c = Tensor::randn({N, L, E}, DType::Float32, gen);
+  auto slices = [&](int64_t width, int64_t col0) {
+    Slices s;
+    s.ld = width;
+    for (int64_t b = 0; b < N * H; ++b) s.off.push_back((b / H) * L * width + col0 + (b % H) * hd);
+    return s;
+  };
+  const Slices sq = slices(3 * E, 0), sk = slices(3 * E, E), sv = slices(3 * E, 2 * E), so = slices(E, 0);
+  const float scale = 1 / std::sqrt(static_cast<float>(hd));
+  auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return a.numel() == b.numel() && std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0;
+  };
+  std::vector<kernels::GemmProvider> providers;
+  for (auto provider : kernels::kGemmProviders)
+    if (kernels::gemm_provider_available(provider)) providers.push_back(provider);
+  for (auto forward_provider : providers)
+    for (auto backward_provider : providers)
+      for (bool causal : {false, true}) {
+        Dims d;
+        d.BH = N * H, d.L = L, d.S = L, d.D = hd, d.Dv = hd, d.causal = causal;
+        const std::string name = std::string(kernels::gemm_provider_name(forward_provider)) + " then " +
+                                 kernels::gemm_provider_name(backward_provider) + (causal ? ", causal" : "");
+        AutocastGuard bf16(Precision::BF16);
+        Tensor xl = x.clone().requires_grad_(), o;
+        Tensor o_ref = Tensor::empty({N, L, E}, DType::Float32), lse = Tensor::empty({N * H, L}, DType::Float32);
+        {
+          kernels::GemmProviderGuard use(forward_provider);
+          o = self_attention_qkv(xl, H, causal);
+          forward<float>(d, scale, x.data<float>(), sq, x.data<float>(), sk, x.data<float>(), sv, o_ref.data<float>(),
+                         so, lse.data<float>());
+        }
+        EXPECT_TRUE(same_bits(o, o_ref)) << name;
+        kernels::GemmProviderGuard use(backward_provider);
+        const Tensor dx = grad({sum(mul(o, c))}, {xl})[0];
+        Tensor dx_ref = Tensor::empty({N, L, 3 * E}, DType::Float32);
+        float* p = dx_ref.data<float>();
+        backward<float>(d, scale, x.data<float>(), sq, x.data<float>(), sk, x.data<float>(), sv, o_ref.data<float>(), so,
+                        c.data<float>(), so, lse.data<float>(), p, sq, p, sk, p, sv);
+        EXPECT_TRUE(same_bits(dx, dx_ref)) << name;
+      }
 }

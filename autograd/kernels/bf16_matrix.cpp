@@ -44,10 +44,14 @@ void Bf16Matrix::reshape(int64_t rows, int64_t cols, bool native) {
 }
 
 void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1) {
+  round_block_into_rows(src + r0 * ld, ld, r0, r1);
+}
+
+void Bf16Matrix::round_block_into_rows(const float* block, int64_t ld, int64_t r0, int64_t r1) {
   if (native_)
-    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, bits_row(r0));
+    round_block_to_bf16(block, r1 - r0, cols_, ld, bits_row(r0));
   else
-    round_block_to_bf16(src + r0 * ld, r1 - r0, cols_, ld, values_row(r0));
+    round_block_to_bf16(block, r1 - r0, cols_, ld, values_row(r0));
 }
 
 void Bf16Matrix::round_rows_summing(const float* src, int64_t ld, int64_t r0, int64_t r1, double* sums) {

@@ -31,6 +31,9 @@ class Bf16Matrix {
   // gradient of its output) is so rounded once, in parallel, and kept.
   void reshape(int64_t rows, int64_t cols, bool native);
   void round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1);
+  // The same for a block whose first row is `block` (row stride ld): its rows become rows
+  // [r0, r1) here. Several blocks of one source (a packed qkv's heads) so fill one matrix.
+  void round_block_into_rows(const float* block, int64_t ld, int64_t r0, int64_t r1);
   // round_rows(), each column c of those rows also added row by row into sums[c] (double):
   // threads can so round disjoint rows of the gradient of a linear's output and sum its bias
   // gradient in the same read.

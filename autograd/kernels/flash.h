@@ -150,12 +150,49 @@ inline void mask_block(T* s, int64_t rows, int64_t n, int64_t ld, int64_t i0, in
       s[r * ld + j] = -std::numeric_limits<T>::infinity();
 }
 
-// Under bf16 autocast, the backward of one slice reads its q, k, v and dO rounded once (not once
-// per tile GEMM: each tile of k is read by every query tile), and each block's P and dS rounded
-// once (dS feeds two GEMMs). The GEMMs see the same operands as when each rounds its own.
-struct RoundedSlice {
-  Bf16Matrix q, k, v, dout, p, ds;
+// One slice's operand rounded to bf16 as a tight (rows, cols) block, wherever it is kept: in a
+// Bf16Matrix of the slice's own, or inside one that holds every head (RoundedHeads).
+struct RoundedBlock {
+  const void* base = nullptr;  // element (0, 0): bf16 bits (native) or float32 values
+  int64_t ld = 0;
   bool native = false;
+  static RoundedBlock of(const Bf16Matrix& m, int64_t row0 = 0) { return {m.at(row0, 0), m.ld(), m.native()}; }
+  const void* at(int64_t r, int64_t c) const {
+    return static_cast<const char*>(base) + (r * ld + c) * static_cast<int64_t>(native ? sizeof(uint16_t) : sizeof(float));
+  }
+};
+
+// Under bf16 autocast, the GEMMs of one slice read its q, k, v and dO rounded once (not once per
+// tile GEMM: each tile of k is read by every query tile), and each block's P and dS rounded once
+// (dS feeds two GEMMs). The GEMMs see the same operands, at the same row strides, as when each
+// rounds its own tiles: the same products. q, k, v come from the forward's RoundedHeads when it
+// kept them, else they are rounded into own_q, own_k, own_v.
+struct RoundedSlice {
+  RoundedBlock q, k, v, dout;
+  bool qkv_given = false;  // q, k, v already point into rounded storage
+  Bf16Matrix own_q, own_k, own_v, own_dout, p, ds;
+  bool native = false;
+};
+
+// Self-attention's q, k and v rounded once under bf16 autocast, by the forward (each slice's by
+// the thread that then reads them) and kept for the backward: each head's q, k and v as a tight
+// (L, hd) block, so that every tile GEMM of both reads its rounded operand from here. Part 0, 1,
+// 2 (q, k, v) of slice b is block part·BH + b, rows (part·BH + b)·L onwards.
+struct RoundedHeads {
+  Bf16Matrix m;  // (3·BH·L, hd)
+  int64_t BH = 0, L = 0;
+  // Storage for d's slices (self-attention: S == L and D == Dv), contents undefined.
+  void reshape(const Dims& d, bool native) {
+    BH = d.BH, L = d.L;
+    m.reshape(3 * d.BH * d.L, d.D, native);
+  }
+  // Slice b's q, k, v (each (L, hd) at its row stride) rounded into their blocks.
+  void round_slice(int64_t b, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv) {
+    m.round_block_into_rows(q, ldq, b * L, (b + 1) * L);
+    m.round_block_into_rows(k, ldk, (BH + b) * L, (BH + b + 1) * L);
+    m.round_block_into_rows(v, ldv, (2 * BH + b) * L, (2 * BH + b + 1) * L);
+  }
+  RoundedBlock slice(int part, int64_t b) const { return RoundedBlock::of(m, (part * BH + b) * L); }
 };
 
 // s (ni, nj) = scale · q_i (ni, D) @ k_j (nj, D)ᵀ, masked where the block crosses the diagonal.
@@ -165,8 +202,8 @@ inline void scores_block(const Dims& d, T scale, const T* q, int64_t ldq, const 
                          int64_t ni, int64_t j0, int64_t nj, T* s, int64_t lds, const RoundedSlice* r = nullptr) {
   if (d.D > 0 && r) {
     if constexpr (std::is_same_v<T, float>)
-      gemm_rounded_blocks(false, true, ni, nj, d.D, scale, r->q.at(i0, 0), r->q.ld(), r->k.at(j0, 0), r->k.ld(),
-                          r->native, 0.0f, s, lds);
+      gemm_rounded_blocks(false, true, ni, nj, d.D, scale, r->q.at(i0, 0), r->q.ld, r->k.at(j0, 0), r->k.ld, r->native,
+                          0.0f, s, lds);
   } else if (d.D > 0) {
     gemm(false, true, ni, nj, d.D, scale, q, ldq, k, ldk, T(0), s, lds);
   } else {
@@ -175,37 +212,70 @@ inline void scores_block(const Dims& d, T scale, const T* q, int64_t ldq, const 
   if (d.causal && j0 + nj - 1 > i0 + d.offset) mask_block(s, ni, nj, lds, i0, j0, d.offset);
 }
 
-// Forward of query rows [i0, i0 + ni) of one slice: o rows (ni, Dv) and lse (ni).
+// Forward of query rows [i0, i0 + ni) of one slice: o rows (ni, Dv) and lse (ni). With r (bf16
+// autocast, float32 only), the GEMMs read q, k, v from r and each block's P rounded into r->p.
 template <class T>
 void forward_block(const Dims& d, T scale, const T* q, int64_t ldq, const T* k, int64_t ldk, const T* v, int64_t ldv,
-                   T* o, int64_t ldo, T* lse, int64_t i0, int64_t ni, T* s, T* m, T* l, T* alpha) {
-  for (int64_t r = 0; r < ni; ++r) {
-    std::fill(o + (i0 + r) * ldo, o + (i0 + r) * ldo + d.Dv, T(0));
-    m[r] = -std::numeric_limits<T>::infinity();
-    l[r] = 0;
+                   T* o, int64_t ldo, T* lse, int64_t i0, int64_t ni, T* s, T* m, T* l, T* alpha,
+                   RoundedSlice* r = nullptr) {
+  for (int64_t row = 0; row < ni; ++row) {
+    std::fill(o + (i0 + row) * ldo, o + (i0 + row) * ldo + d.Dv, T(0));
+    m[row] = -std::numeric_limits<T>::infinity();
+    l[row] = 0;
   }
   const int64_t kend = d.visible(i0 + ni - 1);  // the last row sees the most keys
   for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
     const int64_t nj = std::min(kTileK, kend - j0);
-    scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK);
+    scores_block(d, scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, i0, ni, j0, nj, s, kTileK, r);
     online_softmax_block(s, ni, nj, kTileK, m, l, alpha);
-    for (int64_t r = 0; r < ni; ++r)
-      if (alpha[r] != T(1))
-        for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + r) * ldo + c] *= alpha[r];
+    for (int64_t row = 0; row < ni; ++row)
+      if (alpha[row] != T(1))
+        for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + row) * ldo + c] *= alpha[row];
     // o_i (ni, Dv) += p (ni, nj) @ v_j (nj, Dv)
+    if constexpr (std::is_same_v<T, float>) {
+      if (r && d.Dv > 0) {  // p rounded as gemm() rounds its A: a tight (ni, nj) block
+        r->p.round(s, ni, nj, kTileK, r->native);
+        gemm_rounded_blocks(false, false, ni, d.Dv, nj, 1.0f, r->p.data(), r->p.ld(), r->v.at(j0, 0), r->v.ld,
+                            r->native, 1.0f, o + i0 * ldo, ldo);
+        continue;
+      }
+    }
     if (d.Dv > 0) gemm(false, false, ni, d.Dv, nj, T(1), s, kTileK, v + j0 * ldv, ldv, T(1), o + i0 * ldo, ldo);
   }
-  for (int64_t r = 0; r < ni; ++r) {
-    const T inv = l[r] > 0 ? T(1) / l[r] : T(0);  // no visible key: o = 0, as attention_probs gives
-    for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + r) * ldo + c] *= inv;
-    lse[i0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : -std::numeric_limits<T>::infinity();
+  for (int64_t row = 0; row < ni; ++row) {
+    const T inv = l[row] > 0 ? T(1) / l[row] : T(0);  // no visible key: o = 0, as attention_probs gives
+    for (int64_t c = 0; c < d.Dv; ++c) o[(i0 + row) * ldo + c] *= inv;
+    lse[i0 + row] = l[row] > 0 ? m[row] + std::log(l[row]) : -std::numeric_limits<T>::infinity();
   }
 }
 
-// O (BH slices of (L, Dv)) and lse (BH, L), parallel over (slice, query tile) pairs.
+// O (BH slices of (L, Dv)) and lse (BH, L), parallel over (slice, query tile) pairs. With heads
+// (bf16 autocast, float32 self-attention, heads->reshape(d) done), over slices: each first
+// rounds its q, k, v into heads, which its GEMMs then read and the backward keeps.
 template <class T>
 void forward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
-             const Slices& sv, T* o, const Slices& so, T* lse) {
+             const Slices& sv, T* o, const Slices& so, T* lse, RoundedHeads* heads = nullptr) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (heads) {
+      const int64_t work = std::max<int64_t>(d.L, 1) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
+      const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
+      parallel::parallel_for_claimed(d.BH, grain, [&](auto next) {
+        std::vector<float> scratch(static_cast<size_t>(kTileQ * kTileK + 3 * kTileQ));
+        float* s = scratch.data();
+        float *m = s + kTileQ * kTileK, *l = m + kTileQ, *alpha = l + kTileQ;
+        RoundedSlice r;
+        r.native = heads->m.native();
+        for (int64_t b = next(); b >= 0; b = next()) {
+          heads->round_slice(b, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld);
+          r.q = heads->slice(0, b), r.k = heads->slice(1, b), r.v = heads->slice(2, b);
+          for (int64_t i0 = 0; i0 < d.L; i0 += kTileQ)
+            forward_block(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b],
+                          so.ld, lse + b * d.L, i0, std::min(kTileQ, d.L - i0), s, m, l, alpha, &r);
+        }
+      });
+      return;
+    }
+  }
   const int64_t tiles = (d.L + kTileQ - 1) / kTileQ;
   // Work items per thread: enough multiply-adds that a split pays for itself.
   const int64_t work = std::min(kTileQ, d.L) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
@@ -241,10 +311,14 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
                     int64_t lddk, T* dv, int64_t lddv, T* drow, T* s, T* dp, RoundedSlice* r = nullptr) {
   if constexpr (std::is_same_v<T, float>) {
     if (r) {
-      r->q.round(q, d.L, d.D, ldq, r->native);
-      r->k.round(k, d.S, d.D, ldk, r->native);
-      r->v.round(v, d.S, d.Dv, ldv, r->native);
-      r->dout.round(dout, d.L, d.Dv, lddo, r->native);
+      if (!r->qkv_given) {
+        r->own_q.round(q, d.L, d.D, ldq, r->native);
+        r->own_k.round(k, d.S, d.D, ldk, r->native);
+        r->own_v.round(v, d.S, d.Dv, ldv, r->native);
+        r->q = RoundedBlock::of(r->own_q), r->k = RoundedBlock::of(r->own_k), r->v = RoundedBlock::of(r->own_v);
+      }
+      r->own_dout.round(dout, d.L, d.Dv, lddo, r->native);
+      r->dout = RoundedBlock::of(r->own_dout);
     }
   }
   // D_i = Σ_j P_ij dP_ij = Σ_c dO_ic O_ic: the row term of softmax's backward, from O alone
@@ -266,18 +340,18 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
       // dp (ni, nj) = dO_i (ni, Dv) @ v_j (nj, Dv)ᵀ
       if constexpr (std::is_same_v<T, float>) {
         if (r && d.Dv > 0 && d.D > 0) {
-          gemm_rounded_blocks(false, true, ni, nj, d.Dv, 1.0f, r->dout.at(i0, 0), r->dout.ld(), r->v.at(j0, 0),
-                              r->v.ld(), r->native, 0.0f, dp, kTileK);
+          gemm_rounded_blocks(false, true, ni, nj, d.Dv, 1.0f, r->dout.at(i0, 0), r->dout.ld, r->v.at(j0, 0), r->v.ld,
+                              r->native, 0.0f, dp, kTileK);
           softmax_grad_block_rounded(s, dp, ni, nj, kTileK, lse + i0, drow + i0, r->p, r->ds, r->native);  // P, dS
           // dv_j += Pᵀ·dO_i,  dq_i += scale · dS·k_j,  dk_j += scale · dSᵀ·q_i  (as below)
           if (dv)
-            gemm_rounded_blocks(true, false, nj, d.Dv, ni, 1.0f, r->p.data(), r->p.ld(), r->dout.at(i0, 0),
-                                r->dout.ld(), r->native, 1.0f, dv + j0 * lddv, lddv);
+            gemm_rounded_blocks(true, false, nj, d.Dv, ni, 1.0f, r->p.data(), r->p.ld(), r->dout.at(i0, 0), r->dout.ld,
+                                r->native, 1.0f, dv + j0 * lddv, lddv);
           if (dq)
-            gemm_rounded_blocks(false, false, ni, d.D, nj, scale, r->ds.data(), r->ds.ld(), r->k.at(j0, 0), r->k.ld(),
+            gemm_rounded_blocks(false, false, ni, d.D, nj, scale, r->ds.data(), r->ds.ld(), r->k.at(j0, 0), r->k.ld,
                                 r->native, 1.0f, dq + i0 * lddq, lddq);
           if (dk)
-            gemm_rounded_blocks(true, false, nj, d.D, ni, scale, r->ds.data(), r->ds.ld(), r->q.at(i0, 0), r->q.ld(),
+            gemm_rounded_blocks(true, false, nj, d.D, ni, scale, r->ds.data(), r->ds.ld(), r->q.at(i0, 0), r->q.ld,
                                 r->native, 1.0f, dk + j0 * lddk, lddk);
           continue;
         }
@@ -302,11 +376,13 @@ void backward_slice(const Dims& d, T scale, const T* q, int64_t ldq, const T* k,
 // dq, dk, dv (each slices like q, k, v, or null) from dO, parallel over slices (each owns its
 // rows of dq, dk, dv: no two threads write one row), claimed one at a time (parallel.h): with
 // fixed halves, one thread had finished 1.9 ms (10%) before the other in one of the large
-// model's attention backward ops, 1.5-3.3 ms per step (bench/README).
+// model's attention backward ops, 1.5-3.3 ms per step (bench/README). Under bf16 autocast, q, k
+// and v are read from heads (the forward's, when it kept them for this path) or rounded here.
 template <class T>
 void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, const Slices& sk, const T* v,
               const Slices& sv, const T* o, const Slices& so, const T* dout, const Slices& sdo, const T* lse, T* dq,
-              const Slices& sdq, T* dk, const Slices& sdk, T* dv, const Slices& sdv) {
+              const Slices& sdq, T* dk, const Slices& sdk, T* dv, const Slices& sdv,
+              const RoundedHeads* heads = nullptr) {
   const int64_t work = std::max<int64_t>(d.L, 1) * std::max<int64_t>(d.S, 1) * (d.D + d.Dv);
   const int64_t grain = std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(work, 1));
   // Under bf16 autocast (float32 with both head widths nonzero): each chunk's rounded copies.
@@ -316,11 +392,14 @@ void backward(const Dims& d, T scale, const T* q, const Slices& sq, const T* k, 
     T *s = scratch.data(), *dp = s + kTileQ * kTileK, *drow = dp + kTileQ * kTileK;
     RoundedSlice r;
     r.native = bf16_path_is_native();
-    for (int64_t b = next(); b >= 0; b = next())
+    r.qkv_given = heads && heads->m.native() == r.native;
+    for (int64_t b = next(); b >= 0; b = next()) {
+      if (r.qkv_given) r.q = heads->slice(0, b), r.k = heads->slice(1, b), r.v = heads->slice(2, b);
       backward_slice(d, scale, q + sq.off[b], sq.ld, k + sk.off[b], sk.ld, v + sv.off[b], sv.ld, o + so.off[b], so.ld,
                      dout + sdo.off[b], sdo.ld, lse + b * d.L, dq ? dq + sdq.off[b] : nullptr, sdq.ld,
                      dk ? dk + sdk.off[b] : nullptr, sdk.ld, dv ? dv + sdv.off[b] : nullptr, sdv.ld, drow, s, dp,
                      rounded ? &r : nullptr);
+    }
   });
 }
 

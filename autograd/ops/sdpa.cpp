@@ -5,8 +5,10 @@
 // merges heads. The higher derivatives come from the definition with ops, matmul(attention_probs(q,
 // k), v), which materialises P (fused_backward.h).
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
@@ -168,17 +170,28 @@ Tensor self_attention_qkv(const Tensor& qkv, int64_t H, bool is_causal, std::opt
                sv = head_slices(N, H, L, 3 * E, 2 * E, hd), so = head_slices(N, H, L, E, 0, hd);
   Tensor O = Tensor::empty({N, L, E}, qkv.dtype());  // (N, L, E)
   const Tensor lse = Tensor::empty({N * H, L}, qkv.dtype());
+  // Under bf16 autocast, q, k and v rounded once, head by head, by the forward, for every tile
+  // GEMM of the forward and (kept with the graph) of the backward: each GEMM had rounded its own
+  // tiles, and the backward each slice again. (N·L·3E bf16 values held per layer until then.)
+  std::shared_ptr<kernels::flash::RoundedHeads> heads;
   {
     const Tensor X = kernels::dense(qkv);
     dispatch(qkv.dtype(), op, [&](auto zero) {
       using T = decltype(zero);
       const T* x = X.data<T>();
-      kernels::flash::forward<T>(d, static_cast<T>(scale), x, sq, x, sk, x, sv, O.data<T>(), so, lse.data<T>());
+      if constexpr (std::is_same_v<T, float>) {
+        if (is_autocast_enabled() && hd > 0) {
+          heads = std::make_shared<kernels::flash::RoundedHeads>();
+          heads->reshape(d, kernels::bf16_path_is_native());
+        }
+      }
+      kernels::flash::forward<T>(d, static_cast<T>(scale), x, sq, x, sk, x, sv, O.data<T>(), so, lse.data<T>(),
+                                 heads.get());
     });
   }
   if (should_record({&qkv})) {
     record(O, op, {qkv}, [sx = SavedTensor::save(qkv), sO = SavedTensor::save_output(O), lse, d, scale, N, H, L, E, hd,
-                          sq, sk, sv, so](const Tensor& g) {
+                          sq, sk, sv, so, heads](const Tensor& g) {
       // the backward of scaled_dot_product_attention per head, read from and written into the
       // packed columns of qkv (N, L, 3E)
       auto definition = [d, scale, N, H, L, E, hd](const std::vector<Tensor>& in) {  // split heads, attention, merge
@@ -196,7 +209,7 @@ Tensor self_attention_qkv(const Tensor& qkv, int64_t H, bool is_causal, std::opt
           const T* x = X.data<T>();
           T* dxp = dx.data<T>();
           kernels::flash::backward<T>(d, static_cast<T>(scale), x, sq, x, sk, x, sv, O.data<T>(), so, G.data<T>(), so,
-                                      lse.data<T>(), dxp, sq, dxp, sk, dxp, sv);
+                                      lse.data<T>(), dxp, sq, dxp, sk, dxp, sv, heads.get());
         });
         return Grads{dx};
       });
