@@ -105,6 +105,24 @@ void BM_LayerNormForwardBackward(benchmark::State& st) {
 }
 BENCHMARK(BM_LayerNormForwardBackward)->Unit(benchmark::kMicrosecond);
 
+// layer_norm's float32 backward kernel on one thread, over one thread's share of the large
+// model's rows (4096 rows of 384 on two threads): x, g and dx (2.4 MB each) out of L2, as in the
+// step. Arg 0: all three gradients (dx, dw, db); 1: dx only.
+void BM_LayerNormBackwardKernel(benchmark::State& st) {
+  const int64_t rows = 2048, C = 384;
+  const Tensor x = Tensor::randn({rows, C}, DType::Float32, gen()), g = Tensor::randn({rows, C}, DType::Float32, gen());
+  const Tensor w = Tensor::randn({C}, DType::Float32, gen());
+  std::vector<float> mean(rows, 0.1f), rstd(rows, 1.3f), dx(static_cast<size_t>(rows * C)), dw(C), db(C);
+  const bool all = st.range(0) == 0;
+  for (auto _ : st) {
+    kernels::vec::layer_norm_backward(x.data<float>(), w.data<float>(), mean.data(), rstd.data(), g.data<float>(),
+                                      dx.data(), all ? dw.data() : nullptr, all ? db.data() : nullptr, rows, C);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  st.SetItemsProcessed(st.iterations() * rows * C);
+}
+BENCHMARK(BM_LayerNormBackwardKernel)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 void BM_AttentionProbsForwardBackward(benchmark::State& st) {  // (B·H, T, hd) = (48, T, 32), causal
   const int64_t T = st.range(0);
   const Tensor q = Tensor::randn({48, T, 32}, DType::Float32, gen()).requires_grad_();
