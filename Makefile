@@ -51,8 +51,9 @@ test: build
 # Unit tests under AddressSanitizer (with LeakSanitizer) + UndefinedBehaviorSanitizer; any report fails.
 # -O1 and line tables only (-g1), as the sanitizers' own documentation builds: on a 2-core Zen 4,
 # without ccache, the build took 808 s against about 1880 s at -O2 -g (the stage of a local CI
-# run, less its tests), and the tests ran as fast (122 against 123 s). GCC's -Wmaybe-uninitialized reports false positives in libstdc++'s <regex> at -O1
-# (through cxxopts); the Release build keeps that warning.
+# run, less its tests), and the tests ran as fast (122 against 123 s). GCC's
+# -Wmaybe-uninitialized reports false positives in libstdc++'s <regex> at -O1 (through
+# cxxopts); the Release build keeps that warning.
 SANITIZE_FLAGS ?= -O1 -g1 -DNDEBUG -Wno-maybe-uninitialized
 test-sanitize: deps
 	@scripts/check-build-dir.sh $(BUILD_ASAN) .

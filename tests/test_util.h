@@ -34,8 +34,8 @@ inline Tensor leaf(const std::vector<double>& values, Shape shape = {}) {
   return Tensor::from_vector(values, shape, DType::Float64).requires_grad_();
 }
 
-// Removes the folders temp_dir() made during a test when the test ends, if it passed (a failing
-// test's are kept to be looked at). Without it, every `make test` left some 60 folders, up to
+// Removes the folders temp_dir() made during a test when the test ends, unless it failed (a
+// failing test's are kept to be looked at). Without it, every `make test` left some 60 folders, up to
 // 1.2 MB each, in the temp folder.
 class TempDirRemover : public ::testing::EmptyTestEventListener {
  public:
@@ -50,7 +50,7 @@ class TempDirRemover : public ::testing::EmptyTestEventListener {
   void add(const std::filesystem::path& d) { dirs_.push_back(d); }
   void OnTestEnd(const ::testing::TestInfo& info) override {
     namespace fs = std::filesystem;
-    if (info.result() && info.result()->Passed())
+    if (info.result() && !info.result()->Failed())
       for (const fs::path& d : dirs_) {
         std::error_code ec;
         fs::permissions(d, fs::perms::owner_all, fs::perm_options::add, ec);  // in case a test made it read-only
@@ -64,7 +64,7 @@ class TempDirRemover : public ::testing::EmptyTestEventListener {
 };
 
 // A fresh, empty scratch folder under the system temp folder, unique to this process; removed
-// when the test ends (if it passed).
+// when the test ends, unless it failed.
 inline std::filesystem::path temp_dir(const std::string& name) {
   namespace fs = std::filesystem;
   fs::path d = fs::temp_directory_path() / ("attograd_test_" + name + "_" + std::to_string(::getpid()));
