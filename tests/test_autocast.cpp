@@ -392,13 +392,8 @@ TEST(Autocast, SelfAttentionRoundsQkvOnceWithTheBitsOfRoundingPerTile) {
   const int64_t N = 2, H = 3, hd = 8, E = H * hd, L = kTileQ + 9;
   Generator gen(23);
   const Tensor x = Tensor::randn({N, L, 3 * E}, DType::Float32, gen), c = Tensor::randn({N, L, E}, DType::Float32, gen);
-  auto slices = [&](int64_t width, int64_t col0) {
-    Slices s;
-    s.ld = width;
-    for (int64_t b = 0; b < N * H; ++b) s.off.push_back((b / H) * L * width + col0 + (b % H) * hd);
-    return s;
-  };
-  const Slices sq = slices(3 * E, 0), sk = slices(3 * E, E), sv = slices(3 * E, 2 * E), so = slices(E, 0);
+  const Slices sq = head_slices(N, H, L, 3 * E, 0, hd), sk = head_slices(N, H, L, 3 * E, E, hd),
+               sv = head_slices(N, H, L, 3 * E, 2 * E, hd), so = head_slices(N, H, L, E, 0, hd);
   const float scale = 1 / std::sqrt(static_cast<float>(hd));
   auto same_bits = [](const Tensor& a, const Tensor& b) {
     return a.numel() == b.numel() && std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0;

@@ -46,6 +46,17 @@ struct Slices {
   int64_t ld = 0;
 };
 
+// Head h of batch n (slice n·H + h) inside a contiguous (N, L, W) tensor: columns col0 + h·hd ..
+// + hd, row stride W (self_attention_qkv's q, k, v in a packed (N, L, 3E), its context in (N, L, E)).
+inline Slices head_slices(int64_t N, int64_t H, int64_t L, int64_t W, int64_t col0, int64_t hd) {
+  Slices s;
+  s.ld = W;
+  s.off.resize(static_cast<size_t>(N * H));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h) s.off[static_cast<size_t>(n * H + h)] = n * L * W + col0 + h * hd;
+  return s;
+}
+
 namespace detail {
 using lanes::lane_max;
 using lanes::lane_sum;

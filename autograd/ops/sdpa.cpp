@@ -23,6 +23,7 @@ namespace ag {
 namespace {
 using kernels::flash::Dims;
 using kernels::flash::Slices;
+using kernels::flash::head_slices;
 
 // t itself when the kernels can read it in place (rows contiguous, rows not overlapping), else a
 // dense copy (data only: the node's inputs stay the caller's tensors).
@@ -56,15 +57,6 @@ Slices batch_slices(const Tensor& t) {
   return s;
 }
 
-// Head h of batch n inside a contiguous (N, L, W) tensor: columns col0 + h·hd .. + hd, row stride W.
-Slices head_slices(int64_t N, int64_t H, int64_t L, int64_t W, int64_t col0, int64_t hd) {
-  Slices s;
-  s.ld = W;
-  s.off.resize(static_cast<size_t>(N * H));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t h = 0; h < H; ++h) s.off[static_cast<size_t>(n * H + h)] = n * L * W + col0 + h * hd;
-  return s;
-}
 
 template <class F>
 void dispatch(DType dt, const char* op, F&& f) {
