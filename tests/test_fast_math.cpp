@@ -1,12 +1,15 @@
 // The vectorisable float32 exp/erfc kernels against libm (reference beside the fast kernel).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "autograd/kernels/fast_math.h"
 
 using ag::kernels::erfc_f32;
 using ag::kernels::exp_f32;
+using ag::kernels::exp_f32_nonpositive;
 
 TEST(FastMath, ExpWithinTwoUlpOfLibm) {
   double worst = 0;
@@ -21,6 +24,28 @@ TEST(FastMath, ExpWithinTwoUlpOfLibm) {
   EXPECT_EQ(exp_f32(-100.0f), 0.0f);
   EXPECT_EQ(exp_f32(100.0f), INFINITY);
   EXPECT_TRUE(std::isnan(exp_f32(NAN)));
+}
+
+// The softmax's and GELU's exp (arguments never positive) against exp_f32 itself, bit for bit,
+// over a spread of every float from −inf to 88 (the two differ only in how they scale by 2^n).
+TEST(FastMath, ExpOfNonpositiveGivesTheBitsOfExpUpTo88) {
+  auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+  int64_t checked = 0;
+  // Negative floats: bit patterns 0x80000000 (−0) up to 0xff800000 (−inf).
+  for (uint64_t u = 0x80000000u; u <= 0xff800000u; u += 1009) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(u));
+    ASSERT_EQ(bits(exp_f32_nonpositive(x)), bits(exp_f32(x))) << "x = " << x;
+    ++checked;
+  }
+  for (uint32_t u = 0; std::bit_cast<float>(u) <= 88.0f; u += 1009) {
+    const float x = std::bit_cast<float>(u);
+    ASSERT_EQ(bits(exp_f32_nonpositive(x)), bits(exp_f32(x))) << "x = " << x;
+    ++checked;
+  }
+  for (float x : {-INFINITY, -87.33654f, -87.33655f, -87.0f, -0.0f, 0.0f, 1e-30f, 87.9f, 88.0f})
+    EXPECT_EQ(bits(exp_f32_nonpositive(x)), bits(exp_f32(x))) << "x = " << x;
+  EXPECT_TRUE(std::isnan(exp_f32_nonpositive(NAN)));
+  EXPECT_GT(checked, 3'000'000);
 }
 
 TEST(FastMath, ErfcRelativeErrorIsSmall) {

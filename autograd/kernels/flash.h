@@ -78,8 +78,8 @@ inline void online_softmax_block_ref(T* s, int64_t rows, int64_t n, int64_t ld, 
       alpha[r] = 1;
       continue;
     }
-    for (int64_t j = 0; j < n; ++j) row[j] = exp_fast(row[j] - mx);  // −inf (masked) gives exactly 0
-    alpha[r] = m[r] == ninf ? T(0) : exp_fast(m[r] - mx);
+    for (int64_t j = 0; j < n; ++j) row[j] = exp_fast_nonpositive(row[j] - mx);  // −inf (masked) gives exactly 0
+    alpha[r] = m[r] == ninf ? T(0) : exp_fast_nonpositive(m[r] - mx);
     l[r] = alpha[r] * l[r] + detail::lane_sum(row, n);
     m[r] = mx;
   }
@@ -101,7 +101,7 @@ inline void softmax_grad_block_ref(T* s, T* dp, int64_t rows, int64_t n, int64_t
     }
     const T lr = lse[r], dr = drow[r];
     for (int64_t j = 0; j < n; ++j) {
-      p[j] = exp_fast(p[j] - lr);
+      p[j] = exp_fast_nonpositive(p[j] - lr);
       d[j] = p[j] * (d[j] - dr);
     }
   }
@@ -132,7 +132,7 @@ inline void softmax_grad_block_rounded_ref(const float* s, const float* dp, int6
     }
     const float lr = lse[r], dr = drow[r];
     for (int64_t j = 0; j < n; ++j) {
-      const float pj = exp_fast(sr[j] - lr);
+      const float pj = exp_fast_nonpositive(sr[j] - lr);
       pr[j] = round(pj);
       dsr[j] = round(pj * (dr_in[j] - dr));
     }

@@ -20,7 +20,7 @@ void softmax_row(const T* x, T* y, int64_t n) {
     std::fill(y, y + n, T(0));
     return;
   }
-  for (int64_t j = 0; j < n; ++j) y[j] = exp_fast(x[j] - m);  // vectorises; −inf gives exactly 0
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_fast_nonpositive(x[j] - m);  // vectorises; −inf gives exactly 0
   T s = 0;
   for (int64_t j = 0; j < n; ++j) s += y[j];
   const T inv = T(1) / s;

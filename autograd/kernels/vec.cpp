@@ -35,7 +35,7 @@ inline __attribute__((always_inline)) void interleaved(int64_t n, F&& f) {
 inline __attribute__((always_inline)) float gelu_and_grad(float& x_then_grad) {
   const float x = x_then_grad;
   const float cdf = 0.5f * erfc_f32(-x * kInvSqrt2);
-  const float pdf = kInvSqrt2Pi * exp_f32(-0.5f * x * x);
+  const float pdf = kInvSqrt2Pi * exp_f32_nonpositive(-0.5f * x * x);
   x_then_grad = cdf + x * pdf;
   return x * cdf;
 }
@@ -50,7 +50,7 @@ inline __attribute__((always_inline)) float gelu_and_grad(float& x_then_grad) {
 // keeps gelu_and_grad: its bits are what `make train` ends on.
 inline __attribute__((always_inline)) float gelu_and_grad_one_exp(float& x_then_grad) {
   const float x = x_then_grad;
-  const float e = exp_f32(-0.5f * x * x);                          // exp(−x²/2) = exp(−z²)
+  const float e = exp_f32_nonpositive(-0.5f * x * x);                         // exp(−x²/2) = exp(−z²)
   const float t = 1.0f / (1.0f + 0.5f * (std::fabs(x) * kInvSqrt2));  // z = |x|/√2
   const float tail = 0.5f * erfcx_of_t(t) * e;                     // Φ(−|x|) = erfc(z)/2
   const float cdf = x >= 0.0f ? 1.0f - tail : tail;                // Φ(x)
@@ -90,7 +90,7 @@ AG_MULTIVERSION void softmax_row(const float* x, float* y, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
     return;
   }
-  for (int64_t j = 0; j < n; ++j) y[j] = exp_f32(x[j] - m);
+  for (int64_t j = 0; j < n; ++j) y[j] = exp_f32_nonpositive(x[j] - m);
   const float inv = 1.0f / lane_sum(y, n);
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }

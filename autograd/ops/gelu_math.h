@@ -30,7 +30,7 @@ template <class T> T gelu_grad(T x, bool approx) {
     const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluC) * x * x);
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
   }
-  const T pdf = T(kInvSqrt2Pi) * kernels::exp_fast(T(-0.5) * x * x);  // φ(x)
+  const T pdf = T(kInvSqrt2Pi) * kernels::exp_fast_nonpositive(T(-0.5) * x * x);  // φ(x)
   return normal_cdf(x) + x * pdf;                                     // Φ(x) + x·φ(x)
 }
 

@@ -235,7 +235,7 @@ Tensor cross_entropy_fused(const Tensor& x, const Tensor& t, const CrossEntropyF
         scalar_t m = -std::numeric_limits<scalar_t>::infinity();
         for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
         scalar_t* pr = pp + i * C;
-        for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast(xr[j] - m);  // vectorises
+        for (int64_t j = 0; j < C; ++j) pr[j] = kernels::exp_fast_nonpositive(xr[j] - m);  // vectorises
         double sum_exp = 0;
         for (int64_t j = 0; j < C; ++j) sum_exp += pr[j];
         const scalar_t inv = static_cast<scalar_t>(1.0 / sum_exp);

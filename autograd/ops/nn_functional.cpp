@@ -113,7 +113,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
       scalar_t m = -std::numeric_limits<scalar_t>::infinity();
       for (int64_t j = 0; j < C; ++j) m = std::max(m, xr[j]);
       double s = 0;
-      for (int64_t j = 0; j < C; ++j) s += kernels::exp_fast(xr[j] - m);
+      for (int64_t j = 0; j < C; ++j) s += kernels::exp_fast_nonpositive(xr[j] - m);
       const scalar_t lse = m + static_cast<scalar_t>(std::log(s));
       for (int64_t j = 0; j < C; ++j) yr[j] = xr[j] - lse;
     }
