@@ -9,6 +9,7 @@
 
 #include "autograd/async_signals.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/flash.h"
 #include "autograd/kernels/onednn.h"
 #include "autograd/kernels/vec.h"
 #include "autograd/ops.h"
@@ -65,6 +66,35 @@ void BM_GeluForwardAndGradFloat32(benchmark::State& st) { gelu_pass(st, false); 
 void BM_GeluForwardAndGradBf16(benchmark::State& st) { gelu_pass(st, true); }
 BENCHMARK(BM_GeluForwardAndGradFloat32)->Arg(128)->Arg(2048)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GeluForwardAndGradBf16)->Arg(128)->Arg(2048)->Unit(benchmark::kMicrosecond);
+
+// The blockwise attention's softmax passes on one (128, 128) tile of scores, one thread: the
+// forward's online softmax (max, exp, sum; flash.h) and the backward's P and dS (exp, then
+// P ⊙ (dP − D)), the parts of its time outside the GEMMs that grow with L·S. The scores are
+// restored before each pass (both kernels write over them), outside the timing.
+void softmax_tile(benchmark::State& st, bool backward) {
+  constexpr int64_t kT = 128;
+  const Tensor scores = Tensor::randn({kT, kT}, DType::Float32, gen()), dp0 = Tensor::randn({kT, kT}, DType::Float32, gen());
+  std::vector<float> s(kT * kT), dp(kT * kT), m(kT), l(kT), alpha(kT), lse(kT, 5.0f), drow(kT, 0.1f);
+  for (auto _ : st) {
+    st.PauseTiming();
+    std::copy(scores.data<float>(), scores.data<float>() + kT * kT, s.begin());
+    std::copy(dp0.data<float>(), dp0.data<float>() + kT * kT, dp.begin());
+    std::fill(m.begin(), m.end(), -1.0f);
+    std::fill(l.begin(), l.end(), 1.0f);
+    st.ResumeTiming();
+    if (backward)
+      kernels::flash::softmax_grad_block(s.data(), dp.data(), kT, kT, kT, lse.data(), drow.data());
+    else
+      kernels::flash::online_softmax_block(s.data(), kT, kT, kT, m.data(), l.data(), alpha.data());
+    benchmark::DoNotOptimize(s.data());
+    benchmark::DoNotOptimize(dp.data());
+  }
+  st.SetItemsProcessed(st.iterations() * kT * kT);
+}
+void BM_OnlineSoftmaxTile(benchmark::State& st) { softmax_tile(st, false); }
+void BM_SoftmaxGradTile(benchmark::State& st) { softmax_tile(st, true); }
+BENCHMARK(BM_OnlineSoftmaxTile)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SoftmaxGradTile)->Unit(benchmark::kMicrosecond);
 
 // What holding the asynchronous signals around a oneDNN GEMM costs (autograd/async_signals.h):
 // a scope on a thread that does not hold them (two rt_sigprocmask calls, as on the caller's
