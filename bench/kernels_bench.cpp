@@ -73,7 +73,8 @@ BENCHMARK(BM_GeluForwardAndGradBf16)->Arg(128)->Arg(2048)->Unit(benchmark::kMicr
 // restored before each pass (both kernels write over them), outside the timing.
 void softmax_tile(benchmark::State& st, bool backward) {
   constexpr int64_t kT = 128;
-  const Tensor scores = Tensor::randn({kT, kT}, DType::Float32, gen()), dp0 = Tensor::randn({kT, kT}, DType::Float32, gen());
+  const Tensor scores = Tensor::randn({kT, kT}, DType::Float32, gen());
+  const Tensor dp0 = Tensor::randn({kT, kT}, DType::Float32, gen());
   std::vector<float> s(kT * kT), dp(kT * kT), m(kT), l(kT), alpha(kT), lse(kT, 5.0f), drow(kT, 0.1f);
   for (auto _ : st) {
     st.PauseTiming();

@@ -4,8 +4,6 @@
 
 namespace ag::kernels {
 
-// Branch-free per element, so that each clone vectorises the row (16 lanes with AVX-512): the
-// GEMMs of attention round small tiles, where a scalar loop would cost more than the product.
 namespace {
 // Rows this many ahead are asked for while one is rounded. A head's (L, hd) block inside a
 // packed (N, L, 3E) projection has its rows 3E floats apart (4.6 KB on the large model): each
@@ -17,6 +15,8 @@ inline void prefetch_row(const float* row, int64_t cols) {
 }
 }  // namespace
 
+// Branch-free per element, so that each clone vectorises the row (16 lanes with AVX-512): the
+// GEMMs of attention round small tiles, where a scalar loop would cost more than the product.
 AG_MULTIVERSION
 void round_block_to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
   for (int64_t r = 0; r < rows; ++r) {

@@ -56,8 +56,8 @@ inline float exp_f32(float x) {
 
 // exp_f32 for the arguments that are never positive: softmax's s − max, GELU's −x²/2, erfc's
 // −z² + P(t). For every x ≤ 88 it gives exp_f32's bits (the same e^r; p·2^n rounds once either
-// way) with 9 fewer vector operations of some 35: n ≤ 127 there, so 2^n is one float factor
-// instead of two, and nothing above needs a case of its own. Not for x > 88 (it gives e^88).
+// way) in fewer operations: n ≤ 127 there, so 2^n is one float factor instead of two, and
+// nothing above needs a case of its own. Not for x > 88 (it gives e^88).
 inline float exp_f32_nonpositive(float x) {
   const float lo = -87.33654f, top = 88.0f;
   const float xc = x > lo ? (x < top ? x : top) : lo;  // NaN -> lo, as in exp_f32

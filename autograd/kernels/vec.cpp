@@ -50,7 +50,7 @@ inline __attribute__((always_inline)) float gelu_and_grad(float& x_then_grad) {
 // keeps gelu_and_grad: its bits are what `make train` ends on.
 inline __attribute__((always_inline)) float gelu_and_grad_one_exp(float& x_then_grad) {
   const float x = x_then_grad;
-  const float e = exp_f32_nonpositive(-0.5f * x * x);                         // exp(−x²/2) = exp(−z²)
+  const float e = exp_f32_nonpositive(-0.5f * x * x);              // exp(−x²/2) = exp(−z²)
   const float t = 1.0f / (1.0f + 0.5f * (std::fabs(x) * kInvSqrt2));  // z = |x|/√2
   const float tail = 0.5f * erfcx_of_t(t) * e;                     // Φ(−|x|) = erfc(z)/2
   const float cdf = x >= 0.0f ? 1.0f - tail : tail;                // Φ(x)
