@@ -102,10 +102,9 @@ inline float erfcx_of_t(float t) {
   return p;
 }
 
-// exp for either float type: the fast kernel for float, libm for double.
-inline float exp_fast(float x) { return exp_f32(x); }
-inline double exp_fast(double x) { return std::exp(x); }
-// The same for arguments that are never positive (x ≤ 88 for float: see exp_f32_nonpositive).
+// exp of an argument that is never positive (every exp the templated kernels take: softmax's
+// s − max, GELU's −x²/2), for either float type: the fast kernel for float (x ≤ 88: see
+// exp_f32_nonpositive), libm for double.
 inline float exp_fast_nonpositive(float x) { return exp_f32_nonpositive(x); }
 inline double exp_fast_nonpositive(double x) { return std::exp(x); }
 

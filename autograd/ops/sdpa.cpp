@@ -57,7 +57,6 @@ Slices batch_slices(const Tensor& t) {
   return s;
 }
 
-
 template <class F>
 void dispatch(DType dt, const char* op, F&& f) {
   AG_DISPATCH_FLOAT(dt, op, [&] { f(scalar_t(0)); });
