@@ -352,6 +352,55 @@ TEST(Bf16, ARoundedCopysStorageComesBackFromTheBufferCacheUnzeroed) {
   EXPECT_EQ(bits[rows * cols - 1], kernels::bf16_bits(1.0f));  // 1 + 2^-9 rounds to 1
 }
 
+TEST(Bf16, ClaimingRowsZeroesThoseRowsAndNoOthers) {
+  for (const bool native : {true, false}) {
+    SCOPED_TRACE(native ? "bf16 bits" : "float32 values");
+    constexpr int64_t rows = 7, cols = 33;
+    const std::vector<float> src(rows * cols, 3.0f);
+    kernels::Bf16Matrix m;
+    m.round(src.data(), rows, cols, cols, native);
+    m.claim_rows(2, 5);
+    m.claim_rows(6, 6);  // an empty range claims nothing
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = native ? kernels::bf16_to_float(static_cast<const uint16_t*>(m.at(r, c))[0])
+                               : static_cast<const float*>(m.at(r, c))[0];
+        EXPECT_EQ(v, r >= 2 && r < 5 ? 0.0f : 3.0f) << "row " << r << ", column " << c;
+      }
+  }
+}
+
+TEST(Bf16, RoundingAGradientInPartsGivesEachValueRoundedAndTheColumnSums) {
+  // round_rows_parallel_summing_columns claims each part's rows before it writes them (so the
+  // storage's old contents, here a larger matrix's, must not show) and sums the columns.
+  constexpr int64_t rows = 601, cols = 70, ld = 75;  // two parts or more: 601 ≥ 2 · (2^14 / 70) rows
+  std::vector<float> src(rows * ld);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+  for (const bool native : {true, false}) {
+    SCOPED_TRACE(native ? "bf16 bits" : "float32 values");
+    if (native && !kernels::onednn::bf16_gemm_runs()) continue;  // (the native path is what gemm picks)
+    const kernels::GemmProviderGuard provider(native ? GemmProvider::OneDNN : GemmProvider::OpenBLAS);
+    kernels::Bf16Matrix m;
+    const std::vector<float> old(rows * ld, 7.0f);
+    m.round(old.data(), rows, ld, ld, native);
+    std::vector<float> sums(cols);
+    kernels::round_rows_parallel_summing_columns(m, src.data(), rows, cols, ld, sums.data());
+    ASSERT_EQ(m.rows(), rows);
+    ASSERT_EQ(m.cols(), cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      double want = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float v = src[r * ld + c];
+        want += v;
+        const float got = native ? kernels::bf16_to_float(static_cast<const uint16_t*>(m.at(r, c))[0])
+                                 : static_cast<const float*>(m.at(r, c))[0];
+        ASSERT_EQ(got, kernels::round_to_bf16(v)) << "row " << r << ", column " << c;
+      }
+      EXPECT_NEAR(sums[c], want, 1e-5 * (1 + std::abs(want))) << "column " << c;
+    }
+  }
+}
+
 TEST(Bf16, ThePathIsNativeOnlyWhereOneDnnRunsItsBf16Gemm) {
   EXPECT_EQ(kernels::bf16_path(GemmProvider::OpenBLAS), kernels::Bf16Path::Portable);
   const bool native = kernels::onednn::bf16_gemm_runs();

@@ -1,6 +1,7 @@
 #include "autograd/kernels/bf16_matrix.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "autograd/buffer_cache.h"
@@ -41,6 +42,13 @@ void Bf16Matrix::reshape(int64_t rows, int64_t cols, bool native) {
   storage_ = nullptr, capacity_ = 0;  // (still consistent if allocate throws)
   storage_ = buffer_cache::allocate(bytes);
   capacity_ = bytes;
+}
+
+void Bf16Matrix::claim_rows(int64_t r0, int64_t r1) {
+  if (r1 <= r0) return;
+  const size_t element = native_ ? sizeof(uint16_t) : sizeof(float);
+  std::memset(static_cast<char*>(storage_) + static_cast<size_t>(r0 * ld_) * element, 0,
+              static_cast<size_t>((r1 - r0) * ld_) * element);
 }
 
 void Bf16Matrix::round_rows(const float* src, int64_t ld, int64_t r0, int64_t r1) {

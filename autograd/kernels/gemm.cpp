@@ -131,8 +131,11 @@ void round_rows_parallel_summing_columns(Bf16Matrix& r, const float* src, int64_
   const int64_t parts = rows >= 2 * grain ? std::min<int64_t>(parallel::num_threads(), rows) : 1;
   std::vector<double> partial(static_cast<size_t>(parts * cols), 0.0);  // (parts, cols)
   parallel::parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t part = p0; part < p1; ++part)
-      r.round_rows_summing(src, ld, rows * part / parts, rows * (part + 1) / parts, partial.data() + part * cols);
+    for (int64_t part = p0; part < p1; ++part) {
+      const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+      r.claim_rows(r0, r1);
+      r.round_rows_summing(src, ld, r0, r1, partial.data() + part * cols);
+    }
   });
   for (int64_t c = 0; c < cols; ++c) {
     double s = 0;
