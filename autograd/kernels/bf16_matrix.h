@@ -45,7 +45,8 @@ class Bf16Matrix {
   // writes whole lines without fetching them. Half of the default model's 768×128 gradient, on
   // a Zen 4: rounding alone 40 µs, this and then the rounding 29, when the two vCPUs shared an
   // L3 (a 60 ns round trip between them); 222 against 74 when they did not (320 ns).
-  // The rounding functions above call it; a kernel writing rows itself calls it first.
+  // Only where it was measured to pay: before every rounding (weights, q/k/v tiles, GELU's h)
+  // the extra pass cost more than it saved. round_rows_parallel_summing_columns calls it.
   void claim_rows(int64_t r0, int64_t r1);
   // Element (r, c)'s address, as the provider's bf16 path reads it (bits or values).
   const void* at(int64_t r, int64_t c) const;
