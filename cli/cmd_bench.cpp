@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
@@ -20,6 +21,7 @@
 #include "bench/gemm_floor.h"
 #include "cli/bench_sample.h"
 #include "cli/bench_allreduce.h"
+#include "cli/bench_core_round_trip.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
@@ -139,7 +141,7 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
   reset_peak_memory();
   double sec = 0, rss_mb = 0;  // rss: the steps' peak, read before any replay allocates its operands
   bench::GemmFloor gf;
-  std::vector<double> round_ratios;
+  std::vector<double> round_ratios, round_trips_ns;  // per round: step/floor, and the threads' placement
   if (!with_floor) {
     sec = time_steps(one_step, 0, seconds, max_steps, steps, comm);
     rss_mb = peak_rss_mb();
@@ -148,6 +150,10 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
     double step_seconds = 0, floor_ms = 0;
     int64_t floor_reps = 0;
     for (int64_t r = 0; r < rounds; ++r) {
+      // The pool's worker spins for a while after a job before it sleeps; the probe's partner
+      // thread would share its core with it until then.
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      round_trips_ns.push_back(core_round_trip_ns());
       int64_t n = 0;
       const int64_t cap = max_steps / rounds + (r < max_steps % rounds ? 1 : 0);
       const double per_step = time_steps(one_step, 0, seconds / static_cast<double>(rounds), cap, n, comm);
@@ -206,7 +212,7 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
     const double median = k % 2 ? sorted[k / 2] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
     out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
                 {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}, {"step_over_floor", median},
-                {"step_over_floor_rounds", round_ratios}});
+                {"step_over_floor_rounds", round_ratios}, {"core_round_trip_ns_rounds", round_trips_ns}});
   }
   if (!profile_dir.empty()) {  // after the timing, so the numbers above are the unprofiled step's
     // Every rank steps (the step's collectives need them all); rank 0 records.

@@ -1,0 +1,46 @@
+#include "cli/bench_core_round_trip.h"
+
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <thread>
+
+namespace ag::cli {
+
+double core_round_trip_ns(int round_trips) {
+  const double not_measured = std::numeric_limits<double>::quiet_NaN();
+  if (std::thread::hardware_concurrency() < 2 || round_trips < 1) return not_measured;
+  using Clock = std::chrono::steady_clock;
+  // The ball: odd values are this thread's serves, even ones the partner's returns. alignas
+  // keeps it on a line of its own, as the pool's job counters are.
+  alignas(64) std::atomic<int> ball{0};
+  alignas(64) std::atomic<bool> stop{false};
+  std::thread partner([&] {
+    for (int seen = 0;;) {
+      int v;
+      while ((v = ball.load(std::memory_order_acquire)) == seen)
+        if (stop.load(std::memory_order_relaxed)) return;
+      ball.store(v + 1, std::memory_order_release);
+      seen = v + 1;
+    }
+  });
+  const auto start = Clock::now(), deadline = start + std::chrono::milliseconds(50);
+  int done = 0;
+  bool late = false;
+  for (; done < round_trips; ++done) {
+    const int serve = 2 * done + 1;
+    ball.store(serve, std::memory_order_release);
+    for (int spins = 0; ball.load(std::memory_order_acquire) != serve + 1;)
+      if (++spins % 1024 == 0 && Clock::now() > deadline) {  // the partner was not scheduled
+        late = true;
+        break;
+      }
+    if (late) break;
+  }
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+  stop.store(true, std::memory_order_relaxed);
+  partner.join();
+  return late ? not_measured : ns / done;
+}
+
+}  // namespace ag::cli

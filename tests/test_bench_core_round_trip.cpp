@@ -1,0 +1,26 @@
+// `attograd bench train`'s placement probe (cli/bench_core_round_trip.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "cli/bench_core_round_trip.h"
+
+using namespace ag;
+
+// `bench train`'s placement probe (cli/bench_core_round_trip.h), recorded beside each round's
+// step/floor ratio: a positive time per round trip where two CPUs run the two threads.
+TEST(CoreRoundTrip, ReadsAPositiveTimeWhereTwoCpusRunTheTwoThreads) {
+  if (std::thread::hardware_concurrency() < 2) {
+    EXPECT_TRUE(std::isnan(cli::core_round_trip_ns())) << "one CPU: not measured";
+    GTEST_SKIP() << "one CPU";
+  }
+  // Under a loaded machine (ctest in parallel) the partner thread may not be running within the
+  // probe's 50 ms: that reading is NaN. Of five tries, one must complete.
+  double ns = std::nan("");
+  for (int i = 0; i < 5 && std::isnan(ns); ++i) ns = cli::core_round_trip_ns(2000);
+  ASSERT_FALSE(std::isnan(ns));
+  EXPECT_GT(ns, 0.0);
+  EXPECT_LT(ns, 1e7);  // one round trip under 10 ms: the two threads ran side by side
+  EXPECT_TRUE(std::isnan(cli::core_round_trip_ns(0))) << "no round trips asked: nothing measured";
+}
