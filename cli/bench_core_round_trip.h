@@ -1,6 +1,6 @@
 // `bench train`'s reading of where the machine placed its two busiest threads: how long a
 // cache line takes to go from one thread to another and back. On the 2-vCPU Zen 4 VMs of
-// bench/README.md it reads either about 50 ns (the two vCPUs share an L3) or about 330 ns
+// bench/README.md it reads either about 40-120 ns (the two vCPUs share an L3) or about 330 ns
 // (they do not), switching within a process, and the default model's step follows it
 // (16.1–16.6 ms against 20.3–20.7 at bf16): every pool hand-off and every line one thread
 // writes and the other then reads or writes pays it. Each round of `bench train` records it,

@@ -8,8 +8,8 @@
 
 using namespace ag;
 
-// `bench train`'s placement probe (cli/bench_core_round_trip.h), recorded beside each round's
-// step/floor ratio: a positive time per round trip where two CPUs run the two threads.
+// Recorded beside each round's step/floor ratio: a positive time per round trip where two CPUs
+// run the two threads.
 TEST(CoreRoundTrip, ReadsAPositiveTimeWhereTwoCpusRunTheTwoThreads) {
   if (std::thread::hardware_concurrency() < 2) {
     EXPECT_TRUE(std::isnan(cli::core_round_trip_ns())) << "one CPU: not measured";

@@ -371,8 +371,9 @@ TEST(Bf16, ClaimingRowsZeroesThoseRowsAndNoOthers) {
 }
 
 TEST(Bf16, RoundingAGradientInPartsGivesEachValueRoundedAndTheColumnSums) {
-  // round_rows_parallel_summing_columns claims each part's rows before it writes them (so the
-  // storage's old contents, here a larger matrix's, must not show) and sums the columns.
+  // round_rows_parallel_summing_columns: each part zeroes its own rows (claim_rows) and rounds
+  // into them, summing the columns. A part zeroing rows not its own would show here as zeros
+  // where the other part had already rounded; the storage held a larger matrix before.
   constexpr int64_t rows = 601, cols = 70, ld = 75;  // two parts or more: 601 ≥ 2 · (2^14 / 70) rows
   std::vector<float> src(rows * ld);
   for (size_t i = 0; i < src.size(); ++i) src[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
