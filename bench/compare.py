@@ -435,6 +435,11 @@ def main() -> int:
             ratio = ra.get("step_over_floor", ra["ms_per_step"] / ra["gemm_floor_ms"])
             line += (f"; the fastest step ({ra['threads']} thr, {ra['ms_per_step']:.1f} ms) is "
                      f"{ratio:.2f}x its floor ({ra['gemm_floor_ms']:.1f} ms)")
+            # Where the host ran the threads (bench/README.md: on a 2-vCPU VM the default step has
+            # one speed when they share an L3, about 40-120 ns a round trip, and another at 330).
+            trips = [t for t in ra.get("core_round_trip_ns_rounds", []) if t is not None]
+            if trips:
+                line += f"; its rounds began at {'/'.join(f'{t:.0f}' for t in trips)} ns round trips between its threads"
         say(line)
     samples = [r for r in lines if r.get("bench") == "sample" and "batch" in r and not r.get("error")]
     if samples:
