@@ -439,7 +439,7 @@ def main() -> int:
             # one speed when they share an L3, about 40-120 ns a round trip, and another at 330).
             trips = [t for t in ra.get("core_round_trip_ns_rounds", []) if t is not None]
             if trips:
-                line += f"; its rounds began at {'/'.join(f'{t:.0f}' for t in trips)} ns round trips between its threads"
+                line += f"; its rounds began at {'/'.join(f'{t:.0f}' for t in trips)} ns round trips between threads"
         say(line)
     samples = [r for r in lines if r.get("bench") == "sample" and "batch" in r and not r.get("error")]
     if samples:

@@ -20,7 +20,9 @@ for i in $(seq 1 "$pairs"); do
         --json > "$d/bench.json" 2> /dev/null
     python3 "$here/trace_ops.py" "$d/trace.json" > "$d/ops.txt"
     # the two threads' round trip before each timed round (bench train's placement probe)
-    trips=$(python3 -c 'import json,sys; print(" ".join("%.0f" % v if v is not None else "-" for v in json.load(open(sys.argv[1])).get("core_round_trip_ns_rounds", [])))' "$d/bench.json")
+    trips=$(python3 -c 'import json, sys
+print(" ".join("%.0f" % v if v is not None else "-"
+               for v in json.load(open(sys.argv[1])).get("core_round_trip_ns_rounds", [])))' "$d/bench.json")
     echo "$side $i: step $(head -1 "$d/ops.txt" | awk '{print $5}') ms;" \
          "$(grep TOTAL "$d/ops.txt" | awk '{print "GEMMs "$3", outside GEMMs "$5" thread-ms"}');" \
          "round trips ${trips:-?} ns"
