@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/onednn.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
@@ -22,6 +24,7 @@
 #include "cli/bench_sample.h"
 #include "cli/bench_allreduce.h"
 #include "cli/bench_core_round_trip.h"
+#include "cli/bench_fma_peak.h"
 #include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
@@ -67,6 +70,17 @@ BenchConfig config_named(const std::string& name) {
   if (name == "default") return {name, gpt(4, 4, 128, 64), 12};
   if (name == "large") return {name, gpt(6, 6, 384, 256), 16};  // as configs/large.toml
   throw UsageError("--config must be default or large, got '" + name + "'");
+}
+
+// The core's limit for the multiply-add the step's GEMMs are built on: oneDNN's native bf16
+// GEMM issues AVX512_BF16's dot product (on AMX it uses tiles, which are not measured: NaN);
+// every other GEMM, float32 FMAs (the portable bf16 path's too: sgemm on rounded values).
+FmaPeak gemm_instruction_peak(Precision precision) {
+  if (precision == Precision::BF16 && kernels::bf16_path_is_native()) {
+    if (kernels::onednn::isa().find("amx") != std::string::npos) return {std::nan(""), ""};
+    return bf16_dot_peak();
+  }
+  return fp32_fma_peak();
 }
 
 // Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
@@ -213,6 +227,13 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
     out.update({{"gemm_calls", gf.calls}, {"gemm_gflop", gf.gflop}, {"gemm_floor_ms", gf.ms},
                 {"gemm_floor_tokens_per_s", tokens / (gf.ms / 1e3)}, {"step_over_floor", median},
                 {"step_over_floor_rounds", round_ratios}, {"core_round_trip_ns_rounds", round_trips_ns}});
+    // The floor against the cores' own limit: how far the provider's GEMMs are from it at these
+    // shapes, and the tokens/s of a step that were nothing but its GEMMs at that limit.
+    const FmaPeak fma = gemm_instruction_peak(precision);
+    const double fma_gflops = fma.gflops * parallel::num_threads();  // NaN when not measured
+    out.update({{"fma_peak", fma.what}, {"fma_peak_gflops", fma_gflops},
+                {"floor_of_fma_peak", gf.gflop / (gf.ms / 1e3) / fma_gflops},
+                {"fma_ceiling_tokens_per_s", tokens / (gf.gflop / fma_gflops)}});
   }
   if (!profile_dir.empty()) {  // after the timing, so the numbers above are the unprofiled step's
     // Every rank steps (the step's collectives need them all); rank 0 records.

@@ -173,9 +173,10 @@ set_tests_properties(cli.train.interrupt PROPERTIES PASS_REGULAR_EXPRESSION "PAS
 # is computed from, 3 × 1,321,402,368 for the default model, plus the scores Q·Kᵀ that the
 # blockwise attention backward recomputes: 4 layers × 2·(12·4 heads)·64·64·32 = 50,331,648.
 # Two steps make two rounds of steps, each set against a replay of the floor right after it, and
-# each preceded by a reading of the two threads' round trip (null where it could not be read).
+# each preceded by a reading of the two threads' round trip (null where it could not be read);
+# the floor is set against the cores' multiply-add peak (null on a CPU without FMA).
 attograd_cli_test(cli.bench.train_smoke EXIT 0
-                  STDOUT "\"bench\":\"train\".*\"core_round_trip_ns_rounds\":\\[[0-9n][^],]*,[0-9n][^],]*\\].*\"gemm_floor_ms\":[0-9].*\"gemm_gflop\":4\\.0145387.*\"step_over_floor\":[0-9][^,]*,\"step_over_floor_rounds\":\\[[0-9][^],]*,[0-9][^],]*\\].*\"tokens_per_s\""
+                  STDOUT "\"bench\":\"train\".*\"core_round_trip_ns_rounds\":\\[[0-9n][^],]*,[0-9n][^],]*\\].*\"floor_of_fma_peak\":[0-9n].*\"fma_ceiling_tokens_per_s\":[0-9n].*\"fma_peak\":\"[^\"]*\",\"fma_peak_gflops\":[0-9n].*\"gemm_floor_ms\":[0-9].*\"gemm_gflop\":4\\.0145387.*\"step_over_floor\":[0-9][^,]*,\"step_over_floor_rounds\":\\[[0-9][^],]*,[0-9][^],]*\\].*\"tokens_per_s\""
                   COMMAND ${AG} bench train --max-steps 2 --seconds 0.01 --json)
 # bench train times the run's own optimizer, whichever --optimizer builds (Muon's Newton–Schulz
 # GEMMs join the step's).
