@@ -2,6 +2,7 @@
 # Two builds' training steps profiled in turn, pair by pair, so that a change's effect on one op
 # can be told from the machine's drift (which moves whole steps by 10-20% between minutes here):
 #   bench/paired_profiles.sh OUT_DIR CONFIG PRECISION PAIRS BUILD_A/attograd BUILD_B/attograd
+# (GEMM=openblas in the environment profiles that provider; oneDNN otherwise)
 # Prints each profile's step time and its totals (bench/trace_ops.py), and the two threads' round
 # trip that each of the run's timed rounds began with (on a VM it tells where the host placed
 # them: bench/README.md); keeps each table in OUT_DIR/<config>_<precision>_<A|B>_<pair>/ops.txt
@@ -16,7 +17,7 @@ for i in $(seq 1 "$pairs"); do
     bin=$a; [ "$side" = B ] && bin=$b
     d=$out/${cfg}_${prec}_${side}_$i
     mkdir -p "$d"
-    "$bin" bench train --config "$cfg" --threads 2 --seconds 2 --precision "$prec" --gemm onednn --profile="$d" \
+    "$bin" bench train --config "$cfg" --threads 2 --seconds 2 --precision "$prec" --gemm "${GEMM:-onednn}" --profile="$d" \
         --json > "$d/bench.json" 2> /dev/null
     python3 "$here/trace_ops.py" "$d/trace.json" > "$d/ops.txt"
     # the two threads' round trip before each timed round (bench train's placement probe)
