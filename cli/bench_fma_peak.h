@@ -3,9 +3,9 @@
 // vectors the CPU has. `bench train` sets its GEMM floor against it (the floor is what the
 // provider's GEMMs reach at the step's shapes; this is what the core could), so that a step's
 // distance from "the machine's matmul limit" reads in two parts: the provider's, then the step's.
-// Measured on a 2-vCPU Zen 4 (bench/README.md): 117 GFLOP/s float32 (32 a cycle: two 256-bit
-// FMA pipes, a 512-bit FMA taking both) and 232-235 with AVX512_BF16's dot product (two
-// multiply-adds a lane per instruction).
+// Measured on a 2-vCPU Zen 4 (bench/README.md): 118 GFLOP/s float32 per thread (32 flop a
+// cycle: two 256-bit FMA pipes, a 512-bit FMA taking both) and 236 with AVX512_BF16's dot
+// product (two multiply-adds a lane per instruction).
 #pragma once
 
 #include <string>

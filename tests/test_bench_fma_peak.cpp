@@ -2,6 +2,7 @@
 // set against.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cli/bench_fma_peak.h"
@@ -36,11 +37,13 @@ TEST(FmaPeak, IsMeasuredExactlyWhereTheCpuHasTheInstruction) {
 // The limit bounds every GEMM from above: a single-threaded float32 GEMM through the provider
 // (either library, whatever its kernels) never passes the FMA peak of the same thread. A peak
 // that counted too few flop (half the lanes, say) falls below it. Both in thread CPU time, so a
-// busy machine slows neither figure.
+// busy machine slows neither figure; where a core's sibling thread (SMT) may have been busy
+// during one reading of the peak, the best of up to four readings is taken.
 TEST(FmaPeak, NoGemmPassesTheFloat32Peak) {
-  const cli::FmaPeak f = cli::fp32_fma_peak();
-  if (std::isnan(f.gflops)) GTEST_SKIP() << "no FMA on this CPU";
+  double peak = cli::fp32_fma_peak().gflops;
+  if (std::isnan(peak)) GTEST_SKIP() << "no FMA on this CPU";
   const double gemm = train::sgemm_gflops(384, 1, 2, 3, train::SgemmClock::ThreadCpu);
-  EXPECT_LT(gemm, 1.1 * f.gflops) << "a GEMM at " << gemm << " GFLOP/s, the peak at " << f.gflops;
+  for (int i = 0; i < 3 && gemm >= 1.1 * peak; ++i) peak = std::max(peak, cli::fp32_fma_peak().gflops);
+  EXPECT_LT(gemm, 1.1 * peak) << "a GEMM at " << gemm << " GFLOP/s, the peak at " << peak;
   EXPECT_GT(gemm, 0.0);
 }
