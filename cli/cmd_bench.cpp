@@ -296,15 +296,19 @@ int bench_command(int argc, char** argv) {
                         {"threads", parallel::num_threads()}};
   Generator gen(1337);
   // The provider (--gemm; auto measured at the configuration's shapes) and the precision, for
-  // every benchmark of a model; the sgemm benchmark is OpenBLAS's own, multithreaded.
+  // every benchmark of a model; the sgemm benchmark is OpenBLAS's own, multithreaded. Sampling
+  // resolves auto as `attograd sample` does, at one row per GEMM (a decode step's): there the
+  // providers' order can be the other way round (on a Zen 4, oneDNN at the training step's
+  // shapes but OpenBLAS at a decode step's, twice as fast there).
   if (what != "sgemm") {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
-    const int64_t rows = bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1);
+    const int64_t rows =
+        what == "sample" ? 1 : bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1);
     const train::GemmDecision d =
         train::apply_gemm_choice(pf.gemm, pf.precision, models::find_model(bc.model.name).parameters(bc.model), rows);
     out.update({{"gemm", kernels::gemm_provider_name(d.provider)},
                 {"gemm_provider", kernels::gemm_provider_description(d.provider)},
-                {"gemm_chosen", d.how},
+                {"gemm_chosen", d.how}, {"gemm_chosen_at_rows", rows},
                 {"precision", precision_name(pf.precision)},
                 {"bf16_path", pf.precision == Precision::BF16 ? kernels::bf16_path_description(d.provider) : ""}});
   }

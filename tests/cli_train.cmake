@@ -189,7 +189,8 @@ attograd_cli_test(cli.bench.bad_config EXIT 2 STDERR "--config must be default o
                   COMMAND ${AG} bench train --config huge)
 attograd_cli_test(cli.bench.attention_smoke EXIT 0 STDOUT "\"ms_fwd_bwd\""
                   COMMAND ${AG} bench attention --len 32 --max-steps 2 --seconds 0.01 --json)
-attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\""
+# Sampling resolves --gemm auto at a decode step's one row per GEMM, as `attograd sample` does.
+attograd_cli_test(cli.bench.sample_smoke EXIT 0 STDOUT "\"bench\":\"sample\".*\"gemm_chosen_at_rows\":1[,}]"
                   COMMAND ${AG} bench sample --tokens 5 --json)
 attograd_cli_test(cli.bench.sample_bad_batch EXIT 2 STDERR "--batch takes positive batch sizes like 1,8, got '0'"
                   COMMAND ${AG} bench sample --batch 1,0)
