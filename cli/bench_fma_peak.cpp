@@ -1,21 +1,14 @@
 #include "cli/bench_fma_peak.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
+#include "train/peak_flops.h"
+
 namespace ag::cli {
 
 namespace {
-
-// The calling thread's CPU time: a busy machine delays the probe, not its cycles.
-double thread_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Independent chains, so that every cycle can start one: an FMA's latency (4-6 cycles) times
 // the vector pipes of the cores seen needs at most 12. The loops are written in assembly, so that
@@ -41,12 +34,13 @@ constexpr int kOutFloats = kChains512 * 16;
 #define AG_CLOBBERS "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
                     "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory"
 
-// The seconds of `loop(kIterations)` in this thread's CPU time.
+// The seconds of `loop(kIterations)` in this thread's CPU time (a busy machine delays the
+// probe, not its cycles), as the GEMM peak is timed.
 template <class Loop>
 double timed(Loop loop) {
-  const double t0 = thread_seconds();
+  const double t0 = train::thread_cpu_seconds();
   loop(kIterations);
-  return thread_seconds() - t0;
+  return train::thread_cpu_seconds() - t0;
 }
 
 const float kA = 0.999999f, kB = 1e-6f;

@@ -17,7 +17,7 @@ struct FmaPeak {
   std::string what;  // "avx512 fma fp32", "avx2 fma fp32", "avx512_bf16 dot", or "" when not measured
 };
 
-// float32 multiply-adds (vfmadd231ps) on the widest vectors the CPU has: AVX-512, else AVX2.
+// float32 multiply-adds (vfmadd213ps) on the widest vectors the CPU has: AVX-512, else AVX2.
 FmaPeak fp32_fma_peak();
 // AVX512_BF16's dot product (vdpbf16ps: bf16 pairs into float32), as oneDNN's avx512_core_bf16
 // GEMM issues it. Not the limit of an AMX GEMM (tiles), which is not measured here.
