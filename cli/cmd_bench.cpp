@@ -17,6 +17,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/onednn.h"
+#include "autograd/kernels/openblas_core.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
@@ -25,7 +26,6 @@
 #include "cli/bench_allreduce.h"
 #include "cli/bench_core_round_trip.h"
 #include "cli/bench_fma_peak.h"
-#include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
 #include "models/registry.h"
@@ -292,7 +292,7 @@ int bench_command(int argc, char** argv) {
   const int64_t max_steps = r["max-steps"].as<int64_t>();
   if (!(seconds > 0) || max_steps < 1) throw UsageError("--seconds and --max-steps must be positive");
   const bool json = r.count("json") > 0;
-  nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", openblas_core_name()}, {"blas_config", openblas_config()},
+  nlohmann::json out = {{"side", "attograd"}, {"bench", what}, {"blas_core", kernels::openblas_core_name()}, {"blas_config", kernels::openblas_config()},
                         {"threads", parallel::num_threads()}};
   Generator gen(1337);
   // The provider (--gemm; auto measured at the configuration's shapes) and the precision, for

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "autograd/kernels/openblas_core.h"
 #include "cli/harness/gradcheck_cases.h"
 #include "autograd/ops.h"
-#include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
 #include "nn/attention.h"
@@ -70,7 +70,7 @@ void print_order(const Order& o) {
 void print_criterion(const GradcheckOptions& o) {
   // The last digits of the errors depend on the BLAS kernels (summation order), so say which.
   std::printf("float64, central differences (f(x+eps) - f(x-eps)) / 2eps with eps %g; OpenBLAS kernels %s\n", o.eps,
-              openblas_core_name());
+              kernels::openblas_core_name());
   std::printf("an entry passes when |analytic - numeric| <= atol + rtol*|numeric|, atol %g, rtol %g\n\n", o.atol,
               o.rtol);
 }

@@ -17,10 +17,10 @@
 
 #include "autograd/blas_buffers.h"
 #include "autograd/kernels/gemm_provider.h"
+#include "autograd/kernels/openblas_core.h"
 #include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "distributed/comm.h"
-#include "cli/blas_core.h"
 #include "cli/commands.h"
 #include "cli/suggest.h"
 #include "cli/utf8_args.h"
@@ -215,7 +215,7 @@ bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& 
 namespace {
 
 int run_main(int argc, char** argv) {
-  ag::cli::ensure_fast_openblas_core(argv);  // may re-execute this program once (see blas_core.h)
+  ag::kernels::use_fast_openblas_core();  // before any BLAS call (autograd/kernels/openblas_core.h)
   ag::train::install_process_signal_handlers();  // SIGPIPE and SIGXFSZ become failed writes (train/interrupt.h)
   std::set_terminate(on_terminate);
   try {
@@ -230,7 +230,7 @@ int run_main(int argc, char** argv) {
   const std::string first = argv[1];
   if (first == "--version") {
     std::printf("attograd %s (commit %s), OpenBLAS core %s\n", ATTOGRAD_VERSION, ATTOGRAD_GIT_COMMIT,
-                ag::cli::openblas_core_name());
+                ag::kernels::openblas_core_name());
     // The GEMM providers of --gemm, and how --precision bf16 would run on each here.
     for (const auto p : ag::kernels::kGemmProviders) {
       std::string why;

@@ -4,9 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/kernels/onednn.h"
-
-extern "C" char* openblas_get_corename(void);
-extern "C" char* openblas_get_config(void);
+#include "autograd/kernels/openblas_core.h"
 
 namespace ag::kernels {
 
@@ -45,7 +43,7 @@ std::string gemm_provider_description(GemmProvider p) {
     if (!onednn::built_with()) return "onednn (not built)";
     return "onednn " + onednn::version() + " (JIT for " + onednn::isa() + ")";
   }
-  return std::string("openblas (") + openblas_get_config() + ", " + openblas_get_corename() + " kernels)";
+  return std::string("openblas (") + openblas_config() + ", " + openblas_core_name() + " kernels)";
 }
 
 std::string bf16_path_description(GemmProvider p) {

@@ -46,3 +46,25 @@ def test_bad_names_and_arguments_are_refused(provider_restored):
         if why is not None:
             with pytest.raises(RuntimeError, match="cannot run here"):
                 backends.set_gemm_provider(name)
+
+
+def test_openblas_runs_the_kernels_the_command_runs():
+    # On a CPU newer than the OpenBLAS (Debian's 0.3.21 falls back to its SSE3 "Prescott" kernels
+    # on an Intel family 6, model 207), the command and the module both switch it to the kernels
+    # the CPU can run (autograd/kernels/openblas_core.h); elsewhere both keep OpenBLAS's own.
+    import os
+    import subprocess
+    import sys
+
+    cli = os.environ.get("ATTOGRAD_CLI")
+    if not cli:
+        pytest.skip("ATTOGRAD_CLI (the attograd program) is not set; ctest sets it")
+    version = subprocess.run([cli, "--version"], check=True, stdout=subprocess.PIPE, text=True).stdout
+    command_core = version.splitlines()[0].rsplit("OpenBLAS core ", 1)[1]
+    probe = ("import ctypes, attograd\n"
+             "lib = ctypes.CDLL('libopenblas.so.0')\n"
+             "lib.openblas_get_corename.restype = ctypes.c_char_p\n"
+             "print(lib.openblas_get_corename().decode())\n")
+    module_core = subprocess.run([sys.executable, "-c", probe], check=True, stdout=subprocess.PIPE,
+                                 text=True).stdout.strip()
+    assert module_core == command_core

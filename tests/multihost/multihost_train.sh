@@ -91,7 +91,9 @@ fault_ends_job() {
   for _ in $(seq 600); do grep -q '^eval  iter  *[1-9]' "$work/job.log" && break; sleep 0.1; done  # a checkpoint after iter 0
   sleep "$((RANDOM % 2)).$((RANDOM % 10))"
   local rank_pid; rank_pid=$(bed_pids "$victim" | xargs -r ps -o pid=,comm= -p | awk '$2 == "attograd" {print $1}')
-  [ -n "$rank_pid" ] || fail "no attograd process on $victim"
+  # (By its name: the program once re-executed itself to choose OpenBLAS's kernels, which renamed
+  # every rank "exe" on CPUs newer than OpenBLAS; the processes are listed when none is found.)
+  [ -n "$rank_pid" ] || fail "no attograd process on $victim; processes: $(leftovers)"
   t0=$(date +%s.%N)
   case $fault in
     cut) bed_cut "$victim" ;;

@@ -1,25 +1,23 @@
-#include "cli/blas_core.h"
+#include "autograd/kernels/openblas_core.h"
 
-#include <unistd.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <string>
 
 extern "C" char* openblas_get_corename(void);
 extern "C" char* openblas_get_config(void);
 
-namespace ag::cli {
+namespace ag::kernels {
 
 const char* openblas_core_name() { return openblas_get_corename(); }
 const char* openblas_config() { return openblas_get_config(); }
 
-void ensure_fast_openblas_core(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("ATTOGRAD_KEEP_OPENBLAS_CORE")) return;
+std::string use_fast_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("ATTOGRAD_KEEP_OPENBLAS_CORE")) return "";
   const std::string core = openblas_get_corename();
   const bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" || core == "Dunnington" ||
                        core == "Nehalem" || core == "Katmai" || core == "Coppermine" || core == "Northwood";
-  if (!generic) return;
+  if (!generic) return "";
   __builtin_cpu_init();
   const char* better = nullptr;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
@@ -27,10 +25,15 @@ void ensure_fast_openblas_core(char** argv) {
     better = "SkylakeX";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     better = "Haswell";
-  if (!better) return;
+  if (!better) return "";
+  using Entry = void (*)();
+  const auto quit = reinterpret_cast<Entry>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto init = reinterpret_cast<Entry>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (!quit || !init) return "";  // not a DYNAMIC_ARCH build: its one kernel set is all it has
   setenv("OPENBLAS_CORETYPE", better, 1);
-  execv("/proc/self/exe", argv);  // only returns on failure: then carry on with the slow kernels
-  unsetenv("OPENBLAS_CORETYPE");
+  quit();  // forgets the kernel table chosen at load, so that init chooses again, from the variable
+  init();
+  return openblas_get_corename();
 }
 
-}  // namespace ag::cli
+}  // namespace ag::kernels
