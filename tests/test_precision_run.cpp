@@ -54,6 +54,31 @@ std::string refusal(const std::function<void()>& f) {
 
 }  // namespace
 
+// The choice is kept under a key of the machine and both providers' kernels, not of the provider
+// in use: a process that had set oneDNN before (a Python session) reads the entry the command
+// kept, and so makes the command's choice. (Keyed by the provider in use, it measured again and
+// could choose the other where the two are close.)
+TEST(PrecisionRun, AutoReadsOneKeptChoiceWhicheverProviderIsInUse) {
+  if (!kernels::gemm_provider_available(kernels::GemmProvider::OneDNN)) GTEST_SKIP() << "built without oneDNN";
+  const fs::path d = temp_dir("gemm_auto_in_use");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::string lines[2];
+  for (int i = 0; i < 2; ++i) {
+    const kernels::GemmProviderGuard in_use(i == 0 ? kernels::GemmProvider::OpenBLAS : kernels::GemmProvider::OneDNN);
+    TrainConfig c = small_run(d, "run" + std::to_string(i));
+    c.iters = 2;
+    std::ostringstream log;
+    train_lm(c, log);
+    std::istringstream in(log.str());
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("gemm: ", 0) == 0) lines[i] = l;
+  }
+  const std::string kept_in = ", kept in " + (d / "attograd" / "peak_flops.json").string() + ")";
+  const size_t measured = lines[0].find("(measured now" + kept_in);
+  ASSERT_NE(measured, std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1], lines[0].substr(0, measured) + "(kept)");
+}
+
 TEST(PrecisionRun, Bf16RunsResumeBitIdenticalAndCheckpointFloat32) {
   const fs::path d = temp_dir("bf16_resume");
   ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());

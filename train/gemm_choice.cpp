@@ -95,9 +95,11 @@ GemmDecision decide_auto(Precision precision, const models::ParamTable& table, i
   }
   rows = std::clamp<int64_t>(rows, 1, 512);
   const auto shapes = step_gemm_shapes(table, rows);
-  // (The turns are in the key: a choice kept from a measurement of fewer is measured again.)
-  std::string sig = "gemm auto | " + this_machine(precision).text() + " | rows " + std::to_string(rows) + " | " +
-                    std::to_string(kTurns) + " turns |";
+  // The key names both providers' kernels, never the one in use: the command and a Python session
+  // that set another provider before read the same entry, and so make the same choice. (The
+  // turns are in the key: a choice kept from a measurement of fewer is measured again.)
+  std::string sig = "gemm auto | " + this_machine_every_provider(precision) + " | rows " + std::to_string(rows) +
+                    " | " + std::to_string(kTurns) + " turns |";
   for (const auto& s : shapes) sig += " " + std::to_string(s.N) + "x" + std::to_string(s.K);
   const kernels::GemmProviderGuard restore(kernels::gemm_provider());
   GemmTiming t;

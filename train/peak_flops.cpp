@@ -16,18 +16,27 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/kernels/onednn.h"
+#include "autograd/kernels/openblas_core.h"
 #include "base/atomic_file.h"
-
-extern "C" char* openblas_get_corename(void);
 
 namespace ag::train {
 
 namespace fs = std::filesystem;
 
-std::string MachineKey::text() const {
-  return cpu + " | " + std::to_string(cores) + " cores | " + provider + " " + kernel +
-         (precision == Precision::FP32 ? "" : std::string(" | ") + precision_name(precision));
+namespace {
+std::string machine_text(const MachineKey& k, const std::string& providers) {
+  return k.cpu + " | " + std::to_string(k.cores) + " cores | " + providers +
+         (k.precision == Precision::FP32 ? "" : std::string(" | ") + precision_name(k.precision));
 }
+
+// "Zen" (OpenBLAS's kernel set), "2.6.3 avx512_core_bf16" (oneDNN's version and JIT target).
+std::string provider_kernel(kernels::GemmProvider p) {
+  return p == kernels::GemmProvider::OneDNN ? kernels::onednn::version() + " " + kernels::onednn::isa()
+                                            : std::string(kernels::openblas_core_name());
+}
+}  // namespace
+
+std::string MachineKey::text() const { return machine_text(*this, provider + " " + kernel); }
 
 MachineKey this_machine(Precision precision) {
   MachineKey k;
@@ -42,10 +51,18 @@ MachineKey this_machine(Precision precision) {
   k.cores = static_cast<int>(std::thread::hardware_concurrency());
   const kernels::GemmProvider p = kernels::gemm_provider();
   k.provider = kernels::gemm_provider_name(p);
-  k.kernel = p == kernels::GemmProvider::OneDNN ? kernels::onednn::version() + " " + kernels::onednn::isa()
-                                                : std::string(openblas_get_corename());
+  k.kernel = provider_kernel(p);
   k.precision = precision;
   return k;
+}
+
+std::string this_machine_every_provider(Precision precision) {
+  std::string providers;
+  for (const auto p : kernels::kGemmProviders) {
+    if (!kernels::gemm_provider_available(p)) continue;
+    providers += (providers.empty() ? "" : ", ") + std::string(kernels::gemm_provider_name(p)) + " " + provider_kernel(p);
+  }
+  return machine_text(this_machine(precision), providers);
 }
 
 // The kept value's name. Entries of an older name (wall-clock timings, perhaps taken on a busy

@@ -34,6 +34,11 @@ struct MachineKey {
 };
 // With the provider in use (kernels::gemm_provider()).
 MachineKey this_machine(Precision precision = Precision::FP32);
+// The machine with every provider that runs here and its kernel set, whichever is in use:
+// "AMD EPYC 7B13 | 2 cores | openblas Zen, onednn 2.6.3 avx512_core_bf16" (and " | bf16").
+// The key of a choice between providers, which the provider set before must not change (the
+// command starts on OpenBLAS; a Python session may have set oneDNN before it trains).
+std::string this_machine_every_provider(Precision precision = Precision::FP32);
 
 struct PeakFlops {
   double gflops = 0;             // of the run: per thread × threads (with several ranks, summed)

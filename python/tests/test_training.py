@@ -36,17 +36,46 @@ def test_train_writes_the_commands_run_folder_and_resumes(corpus, tmp_path):
         training.resume(out, lr=0.5)
 
 
-def test_the_same_keys_write_the_same_run_folder_as_the_command(corpus, tmp_path):
+@pytest.mark.parametrize("gemm, provider_before", [("auto", "openblas"), ("auto", "onednn"),
+                                                    ("openblas", "onednn"), ("onednn", "openblas")])
+def test_the_same_keys_write_the_same_run_folder_as_the_command(corpus, tmp_path, monkeypatch, capsys, gemm,
+                                                               provider_before):
     # ctest names the program it built; outside ctest there may be none to compare with.
     cli = os.environ.get("ATTOGRAD_CLI")
     if not cli:
         pytest.skip("ATTOGRAD_CLI (the attograd program) is not set; ctest sets it")
+    for name in {gemm, provider_before} - {"auto"}:
+        if attograd.backends.gemm_providers()[name] is not None:
+            pytest.skip(f"{name} does not run here")
+    # The command and Python run the same OpenBLAS kernels (autograd/kernels/openblas_core.h),
+    # and --gemm auto (the default of both) resolves the same way in both: one kept timing (the
+    # command keeps it, training.train reads it), whichever provider the session had set before.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     keys = dict(iters=6, eval_every=3, layers=1, heads=2, embd=16, block=16, batch=4, eval_iters=1,
-                sample_tokens=0, threads=1)
+                sample_tokens=0, threads=1, gemm=gemm)
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in keys.items()]
-    subprocess.run([cli, "train", "--data", str(corpus), "--out", str(tmp_path / "cli")] + flags, check=True,
-                   stdout=subprocess.DEVNULL)
-    training.train(data=corpus, out=tmp_path / "py", quiet=True, **keys)
+    cli_log = subprocess.run([cli, "train", "--data", str(corpus), "--out", str(tmp_path / "cli")] + flags,
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+    before = attograd.backends.get_gemm_provider()
+    attograd.backends.set_gemm_provider(provider_before)
+    capsys.readouterr()
+    try:
+        training.train(data=corpus, out=tmp_path / "py", **keys)
+    finally:
+        attograd.backends.set_gemm_provider(before)
+    py_log = capsys.readouterr().out
+
+    def gemm_line(log):
+        found = [line for line in log.splitlines() if line.startswith("gemm: ")]
+        assert len(found) == 1, log
+        return found[0]
+
+    if gemm == "auto":  # the command measured and kept; Python read what it kept
+        kept_in = f", kept in {tmp_path / 'cache' / 'attograd' / 'peak_flops.json'})"
+        assert gemm_line(cli_log).endswith(f"(measured now{kept_in}"), cli_log
+        assert gemm_line(py_log) == gemm_line(cli_log).replace(f"(measured now{kept_in}", "(kept)")
+    else:
+        assert gemm_line(py_log) == gemm_line(cli_log) and gemm_line(py_log).endswith(f", --gemm {gemm}")
     cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
     assert sorted(os.listdir(cli_dir)) == sorted(os.listdir(py_dir))
     config = [(d / "config.toml").read_text().replace(str(d), "OUT") for d in (cli_dir, py_dir)]
