@@ -24,19 +24,19 @@ double core_round_trip_ns(int round_trips) {
       seen = v + 1;
     }
   });
-  const auto start = Clock::now(), deadline = start + std::chrono::milliseconds(50);
-  int done = 0;
-  bool late = false;
-  for (; done < round_trips; ++done) {
-    const int serve = 2 * done + 1;
+  // One trip, the value returned before `deadline` (false: the partner was not scheduled).
+  auto trip = [&](int serve, Clock::time_point deadline) {
     ball.store(serve, std::memory_order_release);
     for (int spins = 0; ball.load(std::memory_order_acquire) != serve + 1;)
-      if (++spins % 1024 == 0 && Clock::now() > deadline) {  // the partner was not scheduled
-        late = true;
-        break;
-      }
-    if (late) break;
-  }
+      if (++spins % 1024 == 0 && Clock::now() > deadline) return false;
+    return true;
+  };
+  // A first trip, untimed, that waits for the partner thread to start (up to a second on a busy
+  // machine): the timed trips then measure the line's travel, not the thread's creation.
+  bool late = !trip(1, Clock::now() + std::chrono::seconds(1));
+  const auto start = Clock::now(), deadline = start + std::chrono::milliseconds(50);
+  int done = 0;
+  for (; !late && done < round_trips; ++done) late = !trip(2 * done + 3, deadline);
   const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
   stop.store(true, std::memory_order_relaxed);
   partner.join();

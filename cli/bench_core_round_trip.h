@@ -12,7 +12,8 @@ namespace ag::cli {
 // The mean round trip, in nanoseconds, of a value passed between this thread and a second one
 // spinning on the same cache line, over `round_trips` trips. NaN where there is only one CPU
 // (the second thread would have to be scheduled in for every trip: the figure would be the
-// scheduler's), or when a trip takes over 50 ms from the start (the second thread was not running).
+// scheduler's), or when the trips take over 50 ms (the second thread was not running beside
+// this one); the second thread's start is not timed.
 double core_round_trip_ns(int round_trips = 20000);
 
 }  // namespace ag::cli

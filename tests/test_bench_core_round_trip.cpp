@@ -15,10 +15,11 @@ TEST(CoreRoundTrip, ReadsAPositiveTimeWhereTwoCpusRunTheTwoThreads) {
     EXPECT_TRUE(std::isnan(cli::core_round_trip_ns())) << "one CPU: not measured";
     GTEST_SKIP() << "one CPU";
   }
-  // Under a loaded machine (ctest in parallel) the partner thread may not be running within the
-  // probe's 50 ms: that reading is NaN. Of five tries, one must complete.
+  // On a loaded machine (ctest in parallel, other builds) the partner thread may be descheduled
+  // during the probe's 50 ms: that reading is NaN. One of up to 100 tries (at most 5 s of trips)
+  // must complete; at a load of 13 on 2 cores, 1 of 5 did not always.
   double ns = std::nan("");
-  for (int i = 0; i < 5 && std::isnan(ns); ++i) ns = cli::core_round_trip_ns(2000);
+  for (int i = 0; i < 100 && std::isnan(ns); ++i) ns = cli::core_round_trip_ns(2000);
   ASSERT_FALSE(std::isnan(ns));
   EXPECT_GT(ns, 0.0);
   EXPECT_LT(ns, 1e7);  // one round trip under 10 ms: the two threads ran side by side
