@@ -116,16 +116,27 @@ void BM_AsyncSignalsHeldScopeInsideAHeldOne(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_AsyncSignalsHeldScopeInsideAHeldOne);
-void BM_OneDnnBf16GemmAttentionTile(benchmark::State& st) {
-  if (!kernels::onednn::bf16_gemm_runs()) {
+// An attention tile's q·kᵀ (64×64×32) through one of oneDNN's bf16 interfaces: the per-call
+// cost the matmul primitive adds (its kept primitive looked up, its memory handles set).
+using Bf16GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
+                            int64_t, float, float*, int64_t);
+void attention_tile(benchmark::State& st, Bf16GemmFn fn, bool runs) {
+  if (!runs) {
     st.SkipWithError("oneDNN has no bf16 GEMM here");
     return;
   }
   std::vector<uint16_t> a(64 * 32, 0x3f80), b(64 * 32, 0x3f80);  // bf16 1.0
   std::vector<float> c(64 * 64);
-  for (auto _ : st) kernels::onednn::gemm_bf16(false, true, 64, 64, 32, 1.0f, a.data(), 32, b.data(), 32, 0.0f, c.data(), 64);
+  for (auto _ : st) fn(false, true, 64, 64, 32, 1.0f, a.data(), 32, b.data(), 32, 0.0f, c.data(), 64);
+}
+void BM_OneDnnBf16GemmAttentionTile(benchmark::State& st) {
+  attention_tile(st, kernels::onednn::gemm_bf16, kernels::onednn::bf16_gemm_runs());
 }
 BENCHMARK(BM_OneDnnBf16GemmAttentionTile);
+void BM_OneDnnBf16MatmulAttentionTile(benchmark::State& st) {
+  attention_tile(st, kernels::onednn::matmul_bf16, kernels::onednn::matmul_bf16_runs());
+}
+BENCHMARK(BM_OneDnnBf16MatmulAttentionTile);
 
 void BM_LayerNormForwardBackward(benchmark::State& st) {
   const Tensor x = Tensor::randn({768, 128}, DType::Float32, gen()).requires_grad_();

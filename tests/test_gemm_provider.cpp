@@ -180,6 +180,33 @@ TEST(GemmProvider, OneDnnGemmsSurviveSignalsHandledDuringThem) {
   EXPECT_GT(g_alarms, 0) << "no SIGALRM arrived during " << gemms << " GEMMs: the test tested nothing";
 }
 
+// The same for the native bf16 path through oneDNN's matmul primitive (its brgemm kernels are
+// JIT code too): the products under the alarms equal those made without them, bit for bit
+// (the same kept primitives, the same order of sums).
+TEST(GemmProvider, OneDnnMatmulPrimitivesSurviveSignalsHandledDuringThem) {
+  if (!kernels::bf16_api_available(kernels::Bf16Api::Matmul)) GTEST_SKIP() << "no oneDNN matmul primitive here";
+  std::vector<Shape3> shapes = step_shapes();
+  shapes.resize(12);  // the default model's
+  kernels::GemmProviderGuard onednn(GemmProvider::OneDNN);
+  const kernels::Bf16ApiGuard matmul(kernels::Bf16Api::Matmul);
+  const AutocastGuard bf16(Precision::BF16);
+  std::vector<std::vector<float>> A, B, ref;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape3& s = shapes[i];
+    A.push_back(random_values(static_cast<size_t>(s.M * s.K), 3 + static_cast<unsigned>(i)));
+    B.push_back(random_values(static_cast<size_t>(s.K * s.N), 50 + static_cast<unsigned>(i)));
+    ref.push_back(product(s, A[i], B[i]));  // no signals
+  }
+  g_alarms = 0;
+  int64_t gemms = 0;
+  {
+    const AlarmStream alarms;
+    for (int round = 0; round < 400 && g_alarms < 300; ++round)
+      for (size_t i = 0; i < shapes.size(); ++i, ++gemms) ASSERT_EQ(product(shapes[i], A[i], B[i]), ref[i]) << "round " << round;
+  }
+  EXPECT_GT(g_alarms, 0) << "no SIGALRM arrived during " << gemms << " GEMMs: the test tested nothing";
+}
+
 namespace {
 bool sigint_blocked_here() {
   sigset_t now;

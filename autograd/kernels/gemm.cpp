@@ -36,8 +36,8 @@ void round_a(Bf16Matrix& r, bool ta, int64_t M, int64_t K, const float* A, int64
 void gemm_rounded(GemmProvider p, bool native, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (native)
-    onednn::gemm_bf16(ta, tb, M, N, K, alpha, static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b),
-                      ldb, beta, C, ldc);
+    (bf16_api() == Bf16Api::Matmul ? onednn::matmul_bf16 : onednn::gemm_bf16)(
+        ta, tb, M, N, K, alpha, static_cast<const uint16_t*>(a), lda, static_cast<const uint16_t*>(b), ldb, beta, C, ldc);
   else
     provider_sgemm(p, ta, tb, M, N, K, alpha, static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb,
                    beta, C, ldc);

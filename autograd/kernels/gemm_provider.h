@@ -50,10 +50,41 @@ enum class Bf16Path : uint8_t { Native, Portable };
 Bf16Path bf16_path(GemmProvider p);
 const char* bf16_path_name(Bf16Path b);  // "native", "portable"
 
+// Which of oneDNN's two interfaces runs the native path's bf16 GEMMs (process-wide, as the
+// provider; --gemm-bf16, train/bf16_api_choice.h):
+//   Gemm:   dnnl_gemm_bf16bf16f32, the BLAS-like call: one kernel set for every shape;
+//   Matmul: the matmul primitive, its kernels made for each shape and kept (onednn.h:
+//           matmul_bf16): brgemm, on AMX tiles where the CPU has them.
+// The same products to bf16's tolerance, not to the bit (each sums in its own order).
+enum class Bf16Api : uint8_t { Gemm, Matmul };
+constexpr std::array<Bf16Api, 2> kBf16Apis = {Bf16Api::Gemm, Bf16Api::Matmul};
+const char* bf16_api_name(Bf16Api a);  // "gemm", "matmul"
+// Whether `a` can run the native path here (the native path runs, and for Matmul the primitive
+// can be made); when it cannot, *why says so in a few words.
+bool bf16_api_available(Bf16Api a, std::string* why = nullptr);
+// The interface of every native bf16 GEMM from now on, in every thread. Throws
+// std::invalid_argument naming it when it cannot run here. Not to be called while a GEMM runs.
+void set_bf16_api(Bf16Api a);
+Bf16Api bf16_api();
+
+// RAII: `a` while it lives, then the previous interface.
+class Bf16ApiGuard {
+ public:
+  explicit Bf16ApiGuard(Bf16Api a) : prev_(bf16_api()) { set_bf16_api(a); }
+  ~Bf16ApiGuard() { set_bf16_api(prev_); }
+  Bf16ApiGuard(const Bf16ApiGuard&) = delete;
+  Bf16ApiGuard& operator=(const Bf16ApiGuard&) = delete;
+
+ private:
+  Bf16Api prev_;
+};
+
 // One line on what `p` runs here, for --version and the run header:
 //   "openblas (OpenBLAS 0.3.21 ..., Haswell kernels)", "onednn 2.6.3 (JIT for avx512_core_bf16)".
 std::string gemm_provider_description(GemmProvider p);
-// Under bf16: "bf16 GEMMs native: oneDNN bf16 on avx512_core_bf16" or "bf16 GEMMs portable: ..."
+// Under bf16: "bf16 GEMMs native: oneDNN's bf16 GEMM on avx512_core_bf16", "bf16 GEMMs native:
+// oneDNN's matmul primitive (brg:avx512_core_amx_bf16)" (the interface set now) or
+// "bf16 GEMMs portable: ...".
 std::string bf16_path_description(GemmProvider p);
 
 }  // namespace ag::kernels

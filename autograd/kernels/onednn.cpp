@@ -18,7 +18,6 @@ extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_di
 namespace ag::kernels::onednn {
 
 #ifdef ATTOGRAD_WITH_ONEDNN
-namespace {
 
 // Debian's oneDNN is built on OpenMP (DNNL_CPU_RUNTIME OMP, libgomp): each GEMM would start a
 // team of omp_get_max_threads() threads (one per core) on whichever thread calls it, so the
@@ -27,7 +26,7 @@ namespace {
 // thread in the process after both had joined; with a team of one per thread, none). omp_set_num_threads
 // sets the calling thread's own team size, so each thread sets it to one before its first call. Looked up at run time: a oneDNN built on
 // another runtime has no OpenMP, and then nothing needs setting.
-void one_thread_per_call() {
+void detail::one_thread_per_call() {
   thread_local const bool done = [] {
     using SetThreads = void (*)(int);
     if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(1);
@@ -35,6 +34,8 @@ void one_thread_per_call() {
   }();
   (void)done;
 }
+
+namespace {
 
 // oneDNN 2.6's JIT GEMM kernels keep data below the stack pointer, deeper than the 128-byte
 // red zone the ABI leaves to signal handlers: a signal handled on the stack of a thread inside
@@ -56,14 +57,14 @@ bool built_with() { return true; }
 
 void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  one_thread_per_call();
+  detail::one_thread_per_call();
   const AsyncSignalsHeld held;
   check(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), "dnnl_sgemm");
 }
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  one_thread_per_call();
+  detail::one_thread_per_call();
   const AsyncSignalsHeld held;
   check(dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc),
         "dnnl_gemm_bf16bf16f32");
@@ -71,7 +72,7 @@ void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 
 bool bf16_gemm_runs() {
   static const bool runs = [] {
-    one_thread_per_call();
+    detail::one_thread_per_call();
     const uint16_t a[1] = {0x3f80}, b[1] = {0x4000};  // 1 · 2
     float c[1] = {0};
     const AsyncSignalsHeld held;
