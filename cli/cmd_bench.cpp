@@ -32,6 +32,7 @@
 #include "nn/attention.h"
 #include "distributed/comm.h"
 #include "train/config/run_config.h"
+#include "train/bf16_api_choice.h"
 #include "train/gemm_choice.h"
 #include "train/peak_flops.h"
 #include "train/logging/profile.h"
@@ -304,13 +305,17 @@ int bench_command(int argc, char** argv) {
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const int64_t rows =
         what == "sample" ? 1 : bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1);
-    const train::GemmDecision d =
-        train::apply_gemm_choice(pf.gemm, pf.precision, models::find_model(bc.model.name).parameters(bc.model), rows);
+    // The products each runs: a decode step's or a forward pass's x·Wᵀ, else a training step's.
+    const train::GemmWork work =
+        what == "sample" || what == "forward" ? train::GemmWork::Forward : train::GemmWork::TrainingStep;
+    const train::GemmDecision d = train::apply_gemm_choice(
+        pf.gemm, pf.gemm_bf16, pf.precision, models::find_model(bc.model.name).parameters(bc.model), rows, work);
     out.update({{"gemm", kernels::gemm_provider_name(d.provider)},
                 {"gemm_provider", kernels::gemm_provider_description(d.provider)},
                 {"gemm_chosen", d.how}, {"gemm_chosen_at_rows", rows},
                 {"precision", precision_name(pf.precision)},
-                {"bf16_path", pf.precision == Precision::BF16 ? kernels::bf16_path_description(d.provider) : ""}});
+                {"bf16_path", pf.precision == Precision::BF16 ? kernels::bf16_path_description(d.provider) : ""},
+                {"gemm_bf16", kernels::bf16_api_name(d.bf16_api)}, {"gemm_bf16_chosen", d.bf16_how}});
   }
   const AutocastGuard autocast(what == "train" ? Precision::FP32 : pf.precision);  // train: inside its Step
 
@@ -320,9 +325,14 @@ int bench_command(int argc, char** argv) {
     const auto shapes = train::step_gemm_shapes(models::find_model(bc.model.name).parameters(bc.model), rows);
     const train::GemmTiming fp32 = train::time_gemm_providers(shapes, Precision::FP32);
     const train::GemmTiming bf16 = train::time_gemm_providers(shapes, Precision::BF16);
+    // oneDNN's two bf16 interfaces on operands already rounded: the GEMM call alone.
+    const train::Bf16ApiTiming apis = train::time_bf16_apis(shapes);
     out.update({{"config", bc.name}, {"rows", rows}, {"shapes", shapes.size()},
                 {"openblas_fp32_gflops_per_thread", fp32.openblas_gflops}, {"onednn_fp32_gflops_per_thread", fp32.onednn_gflops},
                 {"openblas_bf16_gflops_per_thread", bf16.openblas_gflops}, {"onednn_bf16_gflops_per_thread", bf16.onednn_gflops},
+                {"onednn_bf16_gemm_api_rounded_gflops_per_thread", apis.gemm_gflops},
+                {"onednn_bf16_matmul_rounded_gflops_per_thread", apis.matmul_gflops},
+                {"onednn_matmul_kernel", kernels::onednn::matmul_bf16_kernel(rows, shapes[0].N, shapes[0].K)},
                 {"onednn", kernels::gemm_provider_description(kernels::GemmProvider::OneDNN)},
                 {"openblas", kernels::gemm_provider_description(kernels::GemmProvider::OpenBLAS)}});
   } else if (what == "sgemm") {

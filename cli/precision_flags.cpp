@@ -10,6 +10,10 @@ void add_precision_flags(cxxopts::Options& options) {
                         "(torch.autocast(\"cpu\", torch.bfloat16)), everything else float32",
                         cxxopts::value<std::string>()->default_value("fp32"))(
       "gemm", "the GEMM library: openblas, onednn, or auto (the faster at this model's shapes, measured once per machine)",
+      cxxopts::value<std::string>()->default_value("auto"))(
+      "gemm-bf16",
+      "under --precision bf16 on oneDNN: matmul (its matmul primitive; AMX tiles where the CPU has them), gemm (its "
+      "gemm API), or auto (matmul where faster by 5% at this model's shapes, measured once per machine)",
       cxxopts::value<std::string>()->default_value("auto"));
 }
 
@@ -24,11 +28,14 @@ E read_choice(const cxxopts::ParseResult& r, const char* flag) {
 }  // namespace
 
 PrecisionFlags read_precision_flags(const cxxopts::ParseResult& r) {
-  return {read_choice<Precision>(r, "precision"), read_choice<train::GemmChoice>(r, "gemm")};
+  return {read_choice<Precision>(r, "precision"), read_choice<train::GemmChoice>(r, "gemm"),
+          read_choice<train::GemmBf16Choice>(r, "gemm-bf16")};
 }
 
-std::string apply_precision_flags(const PrecisionFlags& f, const models::LanguageModel& model, int64_t rows) {
-  const train::GemmDecision d = train::apply_gemm_choice(f.gemm, f.precision, model.parameter_table(), rows);
+std::string apply_precision_flags(const PrecisionFlags& f, const models::LanguageModel& model, int64_t rows,
+                                  train::GemmWork work) {
+  const train::GemmDecision d =
+      train::apply_gemm_choice(f.gemm, f.gemm_bf16, f.precision, model.parameter_table(), rows, work);
   return train::gemm_header(d) + "\n" + train::precision_header(f.precision, d.provider) + "\n";
 }
 

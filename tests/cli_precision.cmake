@@ -17,6 +17,10 @@ attograd_cli_test(cli.precision.bad_name EXIT 2 STDERR "attograd train: error: -
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out x --precision fp16)
 attograd_cli_test(cli.precision.bad_gemm EXIT 2 STDERR "--gemm must be auto, openblas or onednn, got 'mkl'"
                   COMMAND ${AG} bench train --gemm mkl)
+attograd_cli_test(cli.precision.bad_gemm_bf16 EXIT 2 STDERR "--gemm-bf16 must be auto, matmul or gemm, got 'tiles'"
+                  COMMAND ${AG} bench train --gemm-bf16 tiles)
+attograd_cli_test(cli.precision.train_bad_gemm_bf16 EXIT 2 STDERR "--gemm-bf16 must be auto, matmul or gemm, got 'tiles'"
+                  COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out x --gemm-bf16 tiles)
 file(WRITE ${ATTOGRAD_CLI_OUT}/precision_fp16.toml "precision = \"fp16\"\n")
 attograd_cli_test(cli.precision.bad_toml EXIT 1 STDERR "precision_fp16\\.toml:1: 'precision' must be fp32 or bf16 \\(a string\\)"
                   COMMAND ${AG} train --data ${ATTOGRAD_SMALL_CORPUS} --out x --config precision_fp16.toml)
@@ -43,5 +47,5 @@ foreach(gemm openblas onednn)
                     COMMAND ${AG} bench train --max-steps 2 --seconds 0.01 --json --precision bf16 --gemm ${gemm})
 endforeach()
 attograd_cli_test(cli.precision.bench_gemm EXIT 0
-                  STDOUT "\"bench\":\"gemm\".*\"onednn_bf16_gflops_per_thread\":[0-9].*\"openblas_fp32_gflops_per_thread\":[0-9]"
+                  STDOUT "\"bench\":\"gemm\".*\"onednn_bf16_gflops_per_thread\":[0-9].*\"onednn_bf16_matmul_rounded_gflops_per_thread\":[0-9].*\"openblas_fp32_gflops_per_thread\":[0-9]"
                   COMMAND ${AG} bench gemm --json)

@@ -158,7 +158,9 @@ TEST(ConfigFile, ARunFolderKeepsItsResolvedConfiguration) {
   read_config_toml((d / "run" / "config.toml").string(), back);
   back.model.vocab_size = c.model.vocab_size;
   EXPECT_NE(back.gemm, GemmChoice::Auto);  // resolved: the provider --gemm auto chose
+  EXPECT_NE(back.gemm_bf16, GemmBf16Choice::Auto);  // and the bf16 interface
   c.gemm = back.gemm;
+  c.gemm_bf16 = back.gemm_bf16;
   EXPECT_EQ(differences(back, c), std::vector<std::string>{});
   std::ifstream in(d / "run" / "config.toml");
   std::stringstream ss;

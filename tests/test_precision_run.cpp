@@ -160,3 +160,51 @@ TEST(PrecisionRun, AutoChoosesRecordsAndKeepsItsChoice) {
   EXPECT_NE(log3.str().find("gemm: " + chosen + " "), std::string::npos) << log3.str();
   EXPECT_NE(log3.str().find("--gemm " + chosen), std::string::npos) << log3.str();  // recorded, not measured again
 }
+
+// --gemm-bf16 matmul: the run names oneDNN's matmul primitive in its header, records the
+// interface in its train state and config.toml, resumes on it to the same bits (--gemm-bf16
+// auto on resume: the recorded one), and refuses the other interface naming the recorded one.
+TEST(PrecisionRun, TheBf16InterfaceIsNamedRecordedAndKeptOnResume) {
+  if (!kernels::bf16_api_available(kernels::Bf16Api::Matmul)) GTEST_SKIP() << "no oneDNN matmul primitive here";
+  const fs::path d = temp_dir("bf16_matmul");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::ostringstream log;
+  auto matmul_run = [&](const std::string& name) {
+    TrainConfig c = bf16_run(d, name, GemmChoice::OneDNN);
+    c.gemm_bf16 = GemmBf16Choice::Matmul;
+    return c;
+  };
+  const TrainConfig straight = matmul_run("straight");
+  train_lm(straight, log);
+  EXPECT_NE(log.str().find("bf16 GEMMs native: oneDNN's matmul primitive ("), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("bf16 GEMMs through oneDNN's matmul, --gemm-bf16 matmul"), std::string::npos) << log.str();
+  EXPECT_EQ(kernels::bf16_api(), kernels::Bf16Api::Gemm);  // the process's own again after the run
+  const LoadedTrainState st = read_train_state((fs::path(straight.out_dir) / "train_state.safetensors").string());
+  EXPECT_EQ(st.config.gemm_bf16, GemmBf16Choice::Matmul);
+  EXPECT_NE(read_bytes(fs::path(straight.out_dir) / "config.toml").find("gemm-bf16 = 'matmul'"), std::string::npos);
+  expect_cut_run_resumes_exactly(matmul_run("cut"), 57, straight.out_dir, log);
+
+  TrainConfig now;
+  now.gemm_bf16 = GemmBf16Choice::Gemm;
+  const std::string e = refusal([&] { resume_lm(straight.out_dir, now, {"gemm-bf16"}, log); });
+  EXPECT_NE(e.find("--gemm-bf16 gemm cannot continue the run in " + straight.out_dir), std::string::npos) << e;
+  EXPECT_NE(e.find("it was recorded with --gemm-bf16 matmul"), std::string::npos) << e;
+}
+
+// --gemm-bf16 auto in a bf16 run on oneDNN: chosen by timing (named in the header with its
+// figures), recorded as the interface it chose, never auto.
+TEST(PrecisionRun, Bf16InterfaceAutoChoosesAndRecordsItsChoice) {
+  if (!kernels::bf16_api_available(kernels::Bf16Api::Matmul)) GTEST_SKIP() << "no oneDNN matmul primitive here";
+  const fs::path d = temp_dir("bf16_api_auto");
+  ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
+  std::ostringstream log;
+  TrainConfig c = bf16_run(d, "auto", GemmChoice::OneDNN);
+  c.iters = 3;
+  ASSERT_EQ(c.gemm_bf16, GemmBf16Choice::Auto);  // the default
+  train_lm(c, log);
+  EXPECT_NE(log.str().find("chosen by --gemm-bf16 auto: "), std::string::npos) << log.str();
+  const LoadedTrainState st = read_train_state((fs::path(c.out_dir) / "train_state.safetensors").string());
+  EXPECT_NE(st.config.gemm_bf16, GemmBf16Choice::Auto);
+  EXPECT_NE(log.str().find("bf16 GEMMs through oneDNN's " + choice_name(st.config.gemm_bf16)), std::string::npos)
+      << log.str();
+}

@@ -135,6 +135,9 @@ TEST(RunConfig, JsonFromOlderStatesAndBadJson) {
   old.erase("gemm");
   EXPECT_EQ(train::config_from_json(old.dump(), "old").precision, Precision::FP32);
   EXPECT_EQ(train::config_from_json(old.dump(), "old").gemm, train::GemmChoice::OpenBLAS);
+  // Before --gemm-bf16: oneDNN's gemm API, the interface every such bf16 run used.
+  old.erase("gemm_bf16");
+  EXPECT_EQ(train::config_from_json(old.dump(), "old").gemm_bf16, train::GemmBf16Choice::Gemm);
   // A field every state has is required, and types are checked.
   auto expect_error = [](const nlohmann::json& bad, const std::string& needle) {
     try {
@@ -220,6 +223,7 @@ TEST(RunConfig, RegistryAndEnumChoicesReadAlike) {
   static_assert(train::ChoiceField<OptimizerChoice> && train::ChoiceField<Precision> && train::ChoiceField<GemmChoice>);
   static_assert(!train::ChoiceField<std::string> && !train::ChoiceField<int64_t>);
   EXPECT_EQ(train::choice_list<GemmChoice>(), "auto, openblas or onednn");
+  EXPECT_EQ(train::choice_list<train::GemmBf16Choice>(), "auto, matmul or gemm");
   EXPECT_EQ(train::choice_list<Precision>(), "fp32 or bf16");
   const std::string optimizers = train::choice_list<OptimizerChoice>();  // "adamw or muon", and any row a program added
   EXPECT_EQ(optimizers.rfind("adamw", 0), 0u) << optimizers;

@@ -44,6 +44,7 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       now_ns_(hooks.clock ? hooks.clock : std::function<int64_t()>(steady_ns)),
       t_start_ns_(started_ns) {
   cfg_.gemm = gemm_choice_of(gemm_.decision().provider);  // the run records the provider auto chose
+  cfg_.gemm_bf16 = gemm_bf16_choice_of(gemm_.decision().bf16_api);  // and the bf16 interface
   model_->train();
   // Every rank built the same model from the same seed; rank 0's copy is the one.
   if (comm_.distributed())

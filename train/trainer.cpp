@@ -143,6 +143,10 @@ void check_recorded_choices(const TrainConfig& saved, const TrainConfig& now, co
   if (given.count("gemm") && now.gemm != GemmChoice::Auto && now.gemm != saved.gemm)
     throw ConfigError(std::string("--gemm ") + choice_name(now.gemm) + " cannot continue the run in " + dir +
                       ": it was recorded with --gemm " + choice_name(saved.gemm) + " (the provider changes the last bits of every product)");
+  if (given.count("gemm-bf16") && now.gemm_bf16 != GemmBf16Choice::Auto && now.gemm_bf16 != saved.gemm_bf16)
+    throw ConfigError(std::string("--gemm-bf16 ") + choice_name(now.gemm_bf16) + " cannot continue the run in " + dir +
+                      ": it was recorded with --gemm-bf16 " + choice_name(saved.gemm_bf16) +
+                      " (the interface changes the last bits of every bf16 product)");
 }
 
 TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std::set<std::string>& given,
@@ -170,6 +174,7 @@ TrainSummary resume_lm(const std::string& dir, const TrainConfig& now, const std
   cfg.out_dir = dir;  // the folder may have moved since
   check_recorded_choices(st.config, cfg, given, dir);
   cfg.gemm = st.config.gemm;  // as recorded (--gemm auto on resume: the choice auto made then)
+  cfg.gemm_bf16 = st.config.gemm_bf16;  // (likewise)
   const models::ModelEntry& entry = validate_config(cfg, comm.size());
   check_ranks_agree(comm, cfg);
   const bool iters_changed = cfg.iters != st.config.iters;

@@ -52,7 +52,9 @@ void bind_backends(nb::module_& m) {
     const int64_t rows = tokens / std::max(ag::parallel::num_threads(), 1);  // a GEMM chunk's rows, as the trainer's
     try {
       nb::gil_scoped_release release;  // auto times GEMMs for a fraction of a second
-      return train::apply_gemm_choice(train::GemmChoice::Auto, ag::Precision::FP32, table, rows).how;
+      return train::apply_gemm_choice(train::GemmChoice::Auto, train::GemmBf16Choice::Auto, ag::Precision::FP32, table, rows,
+                                      train::GemmWork::TrainingStep)
+          .how;
     } catch (const train::ConfigError& e) {
       throw std::runtime_error(e.what());  // oneDNN cannot run here after all
     }

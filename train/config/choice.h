@@ -123,6 +123,9 @@ class Choice {
 // --gemm: a provider, or auto (measured once per machine and model shape, see
 // train/gemm_choice.h); a run records the provider auto chose, never auto.
 enum class GemmChoice : uint8_t { Auto, OpenBLAS, OneDNN };
+// --gemm-bf16: which of oneDNN's interfaces runs a bf16 run's native GEMMs (gemm_provider.h:
+// Bf16Api), or auto (timed, see train/bf16_api_choice.h); a run records the one it used.
+enum class GemmBf16Choice : uint8_t { Auto, Matmul, Gemm };
 
 template <class E> struct ChoiceNames;  // specialised below: `static constexpr std::array names` of {value, name}
 template <> struct ChoiceNames<Precision> {
@@ -132,6 +135,10 @@ template <> struct ChoiceNames<Precision> {
 template <> struct ChoiceNames<GemmChoice> {
   static constexpr std::array<std::pair<GemmChoice, const char*>, 3> names = {
       {{GemmChoice::Auto, "auto"}, {GemmChoice::OpenBLAS, "openblas"}, {GemmChoice::OneDNN, "onednn"}}};
+};
+template <> struct ChoiceNames<GemmBf16Choice> {
+  static constexpr std::array<std::pair<GemmBf16Choice, const char*>, 3> names = {
+      {{GemmBf16Choice::Auto, "auto"}, {GemmBf16Choice::Matmul, "matmul"}, {GemmBf16Choice::Gemm, "gemm"}}};
 };
 
 template <class T>
@@ -203,5 +210,8 @@ std::string format_value(const C& c) {
 // The provider a --gemm choice names (not Auto: resolve it first, train/gemm_choice.h).
 kernels::GemmProvider gemm_provider_of(GemmChoice g);
 GemmChoice gemm_choice_of(kernels::GemmProvider p);
+// The interface a --gemm-bf16 choice names (not Auto), and back.
+kernels::Bf16Api bf16_api_of(GemmBf16Choice g);
+GemmBf16Choice gemm_bf16_choice_of(kernels::Bf16Api a);
 
 }  // namespace ag::train

@@ -73,6 +73,14 @@ GemmChoice gemm_choice_of(kernels::GemmProvider p) {
   return p == kernels::GemmProvider::OneDNN ? GemmChoice::OneDNN : GemmChoice::OpenBLAS;
 }
 
+kernels::Bf16Api bf16_api_of(GemmBf16Choice g) {
+  if (g == GemmBf16Choice::Auto) throw std::logic_error("bf16_api_of: --gemm-bf16 auto is resolved before the run starts");
+  return g == GemmBf16Choice::Matmul ? kernels::Bf16Api::Matmul : kernels::Bf16Api::Gemm;
+}
+GemmBf16Choice gemm_bf16_choice_of(kernels::Bf16Api a) {
+  return a == kernels::Bf16Api::Matmul ? GemmBf16Choice::Matmul : GemmBf16Choice::Gemm;
+}
+
 namespace {
 // The keys of the first train states. Every later field may be absent from an older state;
 // its default then reproduces how that run was made.
@@ -123,6 +131,8 @@ TrainConfig config_from_json(const std::string& text, const std::string& source)
     // A run from before --gemm ran its GEMMs on OpenBLAS: it resumes on it (auto might choose
     // another provider, and the run would not continue exactly).
     if (!j.contains("gemm")) c.gemm = GemmChoice::OpenBLAS;
+    // A run from before --gemm-bf16 ran its native bf16 GEMMs through oneDNN's gemm API.
+    if (!j.contains("gemm_bf16")) c.gemm_bf16 = GemmBf16Choice::Gemm;
     c.model.vocab_size = j.at("vocab_size").get<int64_t>();
     return c;
   } catch (const std::exception& e) {
