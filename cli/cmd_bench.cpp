@@ -74,11 +74,12 @@ BenchConfig config_named(const std::string& name) {
 }
 
 // The core's limit for the multiply-add the step's GEMMs are built on: oneDNN's native bf16
-// GEMM issues AVX512_BF16's dot product (on AMX it uses tiles, which are not measured: NaN);
+// GEMM issues AMX's tile dot product where its JIT targets AMX (both interfaces: the gemm API's
+// kernels and the matmul primitive's brgemm have AMX versions), else AVX512_BF16's dot product;
 // every other GEMM, float32 FMAs (the portable bf16 path's too: sgemm on rounded values).
 FmaPeak gemm_instruction_peak(Precision precision) {
   if (precision == Precision::BF16 && kernels::bf16_path_is_native()) {
-    if (kernels::onednn::isa().find("amx") != std::string::npos) return {std::nan(""), ""};
+    if (kernels::onednn::isa().find("amx") != std::string::npos) return amx_bf16_peak();
     return bf16_dot_peak();
   }
   return fp32_fma_peak();

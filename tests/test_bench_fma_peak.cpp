@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "cli/bench_fma_peak.h"
 #include "train/peak_flops.h"
@@ -46,4 +47,30 @@ TEST(FmaPeak, NoGemmPassesTheFloat32Peak) {
   for (int i = 0; i < 3 && gemm >= 1.1 * peak; ++i) peak = std::max(peak, cli::fp32_fma_peak().gflops);
   EXPECT_LT(gemm, 1.1 * peak) << "a GEMM at " << gemm << " GFLOP/s, the peak at " << peak;
   EXPECT_GT(gemm, 0.0);
+}
+
+// AMX's bf16 tile peak: measured, named and within what tiles can do where the CPU has AMX and
+// Linux grants the tile state; NaN and unnamed elsewhere (both checked here, wherever we are).
+TEST(AmxPeak, IsMeasuredExactlyWhereTheTilesCanBeUsed) {
+  std::string why;
+  const bool usable = cli::amx_bf16_usable(&why);
+  EXPECT_EQ(why.empty(), usable) << why;
+  const cli::FmaPeak a = cli::amx_bf16_peak();
+  EXPECT_EQ(std::isnan(a.gflops), !usable);
+  EXPECT_EQ(a.what, usable ? "amx bf16 tiles" : "");
+}
+
+// The probe's figure where there are tiles: above the vector dot product's peak of the same core
+// (a tile product is 16 times the work of a 512-bit vdpbf16ps, issued at most every 16 cycles,
+// so AMX's peak is at least the vector one's: a figure below it miscounts) and below 2048 flop a
+// cycle at 6 GHz. The probe itself returns NaN when its tiles' sums are wrong.
+TEST(AmxPeak, TilesOutrunTheVectorDotProduct) {
+  std::string why;
+  if (!cli::amx_bf16_usable(&why)) GTEST_SKIP() << "no AMX tiles here: " << why;
+  double amx = cli::amx_bf16_peak().gflops;
+  ASSERT_FALSE(std::isnan(amx)) << "the tiles' sums were wrong";
+  const double dot = cli::bf16_dot_peak().gflops;
+  for (int i = 0; i < 3 && amx <= dot; ++i) amx = std::max(amx, cli::amx_bf16_peak().gflops);  // a busy sibling
+  EXPECT_GT(amx, dot);
+  EXPECT_LT(amx, 2048 * 6.0);
 }
