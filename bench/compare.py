@@ -440,7 +440,7 @@ def main() -> int:
             trips = [t for t in ra.get("core_round_trip_ns_rounds", []) if t is not None]
             if trips:
                 line += f"; its rounds began at {'/'.join(f'{t:.0f}' for t in trips)} ns round trips between threads"
-        # The floor against the cores' own multiply-add limit (cli/bench_fma_peak.h): the provider's
+        # The floor against the cores' own multiply-add limit (tuning/fma_peak.h): the provider's
         # distance from the machine's matmul limit, apart from the step's.
         if f.get("fma_peak_gflops") and f.get("floor_of_fma_peak"):
             line += (f"; the floor runs at {100 * f['floor_of_fma_peak']:.0f}% of the cores' {f['fma_peak']} peak "

@@ -25,7 +25,6 @@
 #include "cli/bench_sample.h"
 #include "cli/bench_allreduce.h"
 #include "cli/bench_core_round_trip.h"
-#include "cli/bench_fma_peak.h"
 #include "cli/commands.h"
 #include "cli/precision_flags.h"
 #include "models/registry.h"
@@ -34,7 +33,7 @@
 #include "train/config/run_config.h"
 #include "train/bf16_api_choice.h"
 #include "train/gemm_choice.h"
-#include "train/peak_flops.h"
+#include "tuning/tuning.h"
 #include "train/logging/profile.h"
 #include "train/step.h"
 
@@ -77,12 +76,12 @@ BenchConfig config_named(const std::string& name) {
 // GEMM issues AMX's tile dot product where its JIT targets AMX (both interfaces: the gemm API's
 // kernels and the matmul primitive's brgemm have AMX versions), else AVX512_BF16's dot product;
 // every other GEMM, float32 FMAs (the portable bf16 path's too: sgemm on rounded values).
-FmaPeak gemm_instruction_peak(Precision precision) {
+tuning::FmaPeak gemm_instruction_peak(Precision precision) {
   if (precision == Precision::BF16 && kernels::bf16_path_is_native()) {
-    if (kernels::onednn::isa().find("amx") != std::string::npos) return amx_bf16_peak();
-    return bf16_dot_peak();
+    if (kernels::onednn::isa().find("amx") != std::string::npos) return tuning::amx_bf16_peak();
+    return tuning::bf16_dot_peak();
   }
-  return fp32_fma_peak();
+  return tuning::fp32_fma_peak();
 }
 
 // Runs fn repeatedly: `warmup` times untimed, then until `seconds` or `max_steps`; returns s/step.
@@ -191,7 +190,7 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
   const double tokens = static_cast<double>(bc.batch * bc.model.block_size);  // global
   const double flops = 3 * model.forward_flops(bc.batch);
   // What MFU is measured against: the job's peak, as the trainer's (ranks share a machine's cores).
-  train::PeakFlops peak = train::kept_peak_flops(parallel::num_threads(), precision);
+  tuning::PeakFlops peak = tuning::kept_peak_flops(parallel::num_threads(), precision);
   if (comm.distributed()) comm.allreduce_sum(&peak.gflops, 1);
   out.update({{"config", bc.name}, {"optimizer", optimizer.name()}, {"ranks", comm.size()}, {"grad_accum", K}, {"steps", steps},
               {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec}, {"gflops", flops / sec / 1e9},
@@ -231,7 +230,7 @@ void bench_train(const BenchConfig& bc, const train::OptimizerChoice& optimizer,
                 {"step_over_floor_rounds", round_ratios}, {"core_round_trip_ns_rounds", round_trips_ns}});
     // The floor against the cores' own limit: how far the provider's GEMMs are from it at these
     // shapes, and the tokens/s of a step that were nothing but its GEMMs at that limit.
-    const FmaPeak fma = gemm_instruction_peak(precision);
+    const tuning::FmaPeak fma = gemm_instruction_peak(precision);
     const double fma_gflops = fma.gflops * parallel::num_threads();  // NaN when not measured
     out.update({{"fma_peak", fma.what}, {"fma_peak_gflops", fma_gflops},
                 {"floor_of_fma_peak", gf.gflop / (gf.ms / 1e3) / fma_gflops},
@@ -307,8 +306,8 @@ int bench_command(int argc, char** argv) {
     const int64_t rows =
         what == "sample" ? 1 : bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1);
     // The products each runs: a decode step's or a forward pass's x·Wᵀ, else a training step's.
-    const train::GemmWork work =
-        what == "sample" || what == "forward" ? train::GemmWork::Forward : train::GemmWork::TrainingStep;
+    const tuning::GemmWork work =
+        what == "sample" || what == "forward" ? tuning::GemmWork::Forward : tuning::GemmWork::TrainingStep;
     const train::GemmDecision d = train::apply_gemm_choice(
         pf.gemm, pf.gemm_bf16, pf.precision, models::find_model(bc.model.name).parameters(bc.model), rows, work);
     out.update({{"gemm", kernels::gemm_provider_name(d.provider)},
@@ -323,11 +322,11 @@ int bench_command(int argc, char** argv) {
   if (what == "gemm") {  // each provider's GFLOP/s per thread at the configuration's GEMM shapes
     const BenchConfig bc = config_named(r["config"].as<std::string>());
     const int64_t rows = std::min<int64_t>(512, bc.batch * bc.model.block_size / std::max(parallel::num_threads(), 1));
-    const auto shapes = train::step_gemm_shapes(models::find_model(bc.model.name).parameters(bc.model), rows);
-    const train::GemmTiming fp32 = train::time_gemm_providers(shapes, Precision::FP32);
-    const train::GemmTiming bf16 = train::time_gemm_providers(shapes, Precision::BF16);
+    const auto shapes = tuning::step_gemm_shapes(models::find_model(bc.model.name).parameters(bc.model), rows);
+    const tuning::GemmTiming fp32 = tuning::time_gemm_providers(shapes, Precision::FP32);
+    const tuning::GemmTiming bf16 = tuning::time_gemm_providers(shapes, Precision::BF16);
     // oneDNN's two bf16 interfaces on operands already rounded: the GEMM call alone.
-    const train::Bf16ApiTiming apis = train::time_bf16_apis(shapes);
+    const tuning::Bf16ApiTiming apis = tuning::time_bf16_apis(shapes);
     out.update({{"config", bc.name}, {"rows", rows}, {"shapes", shapes.size()},
                 {"openblas_fp32_gflops_per_thread", fp32.openblas_gflops}, {"onednn_fp32_gflops_per_thread", fp32.onednn_gflops},
                 {"openblas_bf16_gflops_per_thread", bf16.openblas_gflops}, {"onednn_bf16_gflops_per_thread", bf16.onednn_gflops},
@@ -339,9 +338,9 @@ int bench_command(int argc, char** argv) {
   } else if (what == "sgemm") {
     const int n = parallel::num_threads();
     // OpenBLAS's own threads, in wall time: the mean of the timed calls.
-    out["gflops_2048_1thread"] = train::sgemm_gflops(2048, 1, 10, 1, train::SgemmClock::Wall);
-    out["gflops_2048"] = train::sgemm_gflops(2048, n, 10, 1, train::SgemmClock::Wall);
-    out["gflops_512"] = train::sgemm_gflops(512, n, 200, 1, train::SgemmClock::Wall);
+    out["gflops_2048_1thread"] = tuning::sgemm_gflops(2048, 1, 10, 1, tuning::SgemmClock::Wall);
+    out["gflops_2048"] = tuning::sgemm_gflops(2048, n, 10, 1, tuning::SgemmClock::Wall);
+    out["gflops_512"] = tuning::sgemm_gflops(512, n, 200, 1, tuning::SgemmClock::Wall);
   } else if (what == "train") {
     const std::string name = r["optimizer"].as<std::string>();
     const auto optimizer = train::parse_choice<train::OptimizerChoice>(name);
@@ -361,7 +360,7 @@ int bench_command(int argc, char** argv) {
     NoGradGuard no_grad;
     const double sec = time_steps([&] { (void)model.forward(x); }, 3, seconds, max_steps, steps);
     const double flops = model.forward_flops(bc.batch);
-    const double peak = train::kept_peak_flops(parallel::num_threads(), pf.precision).gflops;  // what MFU is measured against
+    const double peak = tuning::kept_peak_flops(parallel::num_threads(), pf.precision).gflops;  // what MFU is measured against
     out.update({{"config", bc.name}, {"steps", steps}, {"ms_per_step", sec * 1e3}, {"tokens_per_s", tokens / sec},
                 {"gflops", flops / sec / 1e9}, {"sgemm_peak_gflops", peak}, {"mfu", flops / sec / 1e9 / peak},
                 {"tensor_peak_mb", static_cast<double>(memory_stats().peak_bytes) / 1048576.0},

@@ -37,7 +37,7 @@ int cmd_eval(int argc, char** argv) {
   NoGradGuard no_grad;
   const int64_t block = loaded.model->block_size();
   // The header lines on stderr when not the default: standard output stays the two result lines.
-  const std::string header = apply_precision_flags(precision, *loaded.model, block, train::GemmWork::Forward);
+  const std::string header = apply_precision_flags(precision, *loaded.model, block, tuning::GemmWork::Forward);
   if (precision.precision != Precision::FP32) std::fputs(header.c_str(), stderr);
   const AutocastGuard autocast(precision.precision);
   double total = 0;  // summed over predicted characters

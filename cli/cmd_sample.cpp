@@ -61,7 +61,7 @@ int cmd_sample(int argc, char** argv) {
   // (or SIGTERM) stops it cleanly after the character being written.
   train::InterruptGuard interrupts;
   // (rows 1: a decode step predicts one position per sample; header on stderr, the text alone on stdout)
-  const std::string header = apply_precision_flags(precision, *loaded.model, 1, train::GemmWork::Forward);
+  const std::string header = apply_precision_flags(precision, *loaded.model, 1, tuning::GemmWork::Forward);
   if (precision.precision != Precision::FP32) std::fputs(header.c_str(), stderr);
   const AutocastGuard autocast(precision.precision);
   int64_t made = 0;

@@ -18,6 +18,7 @@
 #include "autograd/blas_buffers.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/kernels/openblas_core.h"
+#include "tuning/tuning.h"
 #include "base/memory_limit.h"
 #include "autograd/parallel.h"
 #include "distributed/comm.h"
@@ -215,7 +216,7 @@ bool print_help_if_asked(cxxopts::Options& options, const cxxopts::ParseResult& 
 namespace {
 
 int run_main(int argc, char** argv) {
-  ag::kernels::use_fast_openblas_core();  // before any BLAS call (autograd/kernels/openblas_core.h)
+  ag::tuning::use_fast_openblas_core();  // before any BLAS call (tuning/openblas_kernels.h)
   ag::train::install_process_signal_handlers();  // SIGPIPE and SIGXFSZ become failed writes (train/interrupt.h)
   std::set_terminate(on_terminate);
   try {

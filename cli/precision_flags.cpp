@@ -33,7 +33,7 @@ PrecisionFlags read_precision_flags(const cxxopts::ParseResult& r) {
 }
 
 std::string apply_precision_flags(const PrecisionFlags& f, const models::LanguageModel& model, int64_t rows,
-                                  train::GemmWork work) {
+                                  tuning::GemmWork work) {
   const train::GemmDecision d =
       train::apply_gemm_choice(f.gemm, f.gemm_bf16, f.precision, model.parameter_table(), rows, work);
   return train::gemm_header(d) + "\n" + train::precision_header(f.precision, d.provider) + "\n";

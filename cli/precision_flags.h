@@ -26,7 +26,7 @@ PrecisionFlags read_precision_flags(const cxxopts::ParseResult& r);
 // chunk, on the products `work` makes) and returns the header lines "gemm: ..." and
 // "precision: ..." for the command to print.
 std::string apply_precision_flags(const PrecisionFlags& f, const models::LanguageModel& model, int64_t rows,
-                                  train::GemmWork work);
+                                  tuning::GemmWork work);
 
 // explore, gradcheck: `--precision fp32` (for symmetry) or UsageError naming why not bf16.
 void add_full_precision_flag(cxxopts::Options& options);

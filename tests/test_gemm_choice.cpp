@@ -18,6 +18,7 @@
 
 using namespace ag;
 using namespace ag::train;
+using namespace ag::tuning;
 namespace fs = std::filesystem;
 
 namespace {

@@ -21,7 +21,8 @@
 #include "tests/test_util.h"
 #include "train/logging/console_logger.h"
 #include "train/logging/metrics_logger.h"
-#include "train/peak_flops.h"
+#include "tuning/kept.h"
+#include "tuning/peak_flops.h"
 #include "train/step.h"
 #include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
@@ -211,14 +212,14 @@ TEST(PeakFlops, MeasuredOnceThenKeptPerMachineAndKernel) {
   const fs::path d = temp_dir("peak_cache");
   ScopedEnv xdg("XDG_CACHE_HOME", d.c_str());
   const std::string path = (d / "attograd" / "peak_flops.json").string();
-  EXPECT_EQ(train::peak_cache_path(), path);
-  const std::string key = train::this_machine().text();
+  EXPECT_EQ(tuning::kept_path(), path);
+  const std::string key = tuning::this_machine().text();
   EXPECT_NE(key.find(" cores | openblas "), std::string::npos) << key;
-  const train::PeakFlops first = train::kept_peak_flops(2);
+  const tuning::PeakFlops first = tuning::kept_peak_flops(2);
   EXPECT_EQ(first.source, "measured now, kept in " + path);
   EXPECT_GT(first.per_thread_gflops, 0);
   EXPECT_EQ(first.gflops, 2 * first.per_thread_gflops);
-  const train::PeakFlops second = train::kept_peak_flops(3);
+  const tuning::PeakFlops second = tuning::kept_peak_flops(3);
   EXPECT_EQ(second.source, "kept in " + path);
   EXPECT_EQ(second.per_thread_gflops, first.per_thread_gflops);
   EXPECT_EQ(second.gflops, 3 * first.per_thread_gflops);
@@ -226,10 +227,10 @@ TEST(PeakFlops, MeasuredOnceThenKeptPerMachineAndKernel) {
   auto j = nlohmann::json::parse(read_bytes(path));
   j["Other CPU | 64 cores | openblas SkylakeX"] = {{"gflops_per_thread_cpu_time", 99.0}};
   std::ofstream(path) << j.dump();
-  EXPECT_EQ(train::kept_peak_flops(1).per_thread_gflops, first.per_thread_gflops);
+  EXPECT_EQ(tuning::kept_peak_flops(1).per_thread_gflops, first.per_thread_gflops);
   // A damaged file is measured again and rewritten.
   std::ofstream(path) << "{not json";
-  EXPECT_EQ(train::kept_peak_flops(1).source, "measured now, kept in " + path);
+  EXPECT_EQ(tuning::kept_peak_flops(1).source, "measured now, kept in " + path);
   EXPECT_TRUE(nlohmann::json::parse(read_bytes(path)).contains(key));
 }
 

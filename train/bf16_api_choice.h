@@ -2,7 +2,7 @@
 // (autograd/kernels/gemm_provider.h: Bf16Api): the matmul primitive (AMX tiles where the CPU
 // has them) or the gemm API. `auto` is resolved as --gemm auto resolves the provider
 // (train/gemm_choice.h), before it: both timed single-threaded in thread CPU time at the shapes
-// the command runs, in alternating turns, kept per machine beside the MFU peak; the matmul
+// the command runs, in alternating turns, kept per machine (tuning/gemm_timing.h); the matmul
 // primitive only where it is faster by kGemmChoiceMargin (the gemm API stays where it is as
 // fast). Where the interface cannot matter (fp32, --gemm openblas, no native bf16 path) auto
 // is the gemm API and nothing is timed. The run records the interface, never auto.
@@ -14,14 +14,6 @@
 
 namespace ag::train {
 
-struct Bf16ApiTiming {
-  double gemm_gflops = 0, matmul_gflops = 0;  // per thread, over the shapes; 0 where it cannot run
-};
-// The native path's bf16 GEMM through each interface at `shapes`, on operands already rounded
-// (the rounding is the same for both), each the best of its rounds over kGemmTimingTurns turns.
-// Both 0 where oneDNN has no native bf16 path here.
-Bf16ApiTiming time_bf16_apis(const std::vector<GemmShapeNT>& shapes);
-
 struct Bf16ApiDecision {
   kernels::Bf16Api api = kernels::Bf16Api::Gemm;  // what the run records
   bool runs = false;  // whether it runs the GEMMs (else fp32, --gemm openblas, or no native bf16 path)
@@ -32,7 +24,7 @@ struct Bf16ApiDecision {
 // `shapes` (auto_gemm_shapes) when auto must. Throws ConfigError naming --gemm-bf16 when a bf16
 // run asks for an interface that cannot run here.
 Bf16ApiDecision decide_bf16_api(GemmBf16Choice asked, GemmChoice gemm, Precision precision,
-                                const std::vector<GemmShapeNT>& shapes);
+                                const std::vector<tuning::GemmShapeNT>& shapes);
 
 // Sets the process's interface (kernels::set_bf16_api): the decision's where it runs, else the
 // gemm API; ConfigError naming --gemm-bf16 when it cannot run here.

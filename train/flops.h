@@ -1,6 +1,6 @@
 // Model FLOPs utilisation (MFU), as nanoGPT and PaLM count it: the matmul FLOPs a training
 // step needs (3 × the forward's: the forward, and two GEMMs of the same size per GEMM in
-// backward) per second, over the machine's peak (train/peak_flops.h: measured once per
+// backward) per second, over the machine's peak (tuning/peak_flops.h: measured once per
 // machine and kept). Shared by the training log, metrics.jsonl, TensorBoard's throughput/mfu
 // and `attograd bench`. A model's forward FLOPs come from its parameter table
 // (LanguageModel::forward_flops).

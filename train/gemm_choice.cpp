@@ -1,168 +1,15 @@
 #include "train/gemm_choice.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <set>
-#include <tuple>
 
-#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/parallel.h"
 #include "train/bf16_api_choice.h"
 #include "train/config/config_error.h"
-#include "train/peak_flops.h"
 
 namespace ag::train {
 
 namespace {
-// (out, in) of every matrix a matmul reads, once.
-std::set<std::pair<int64_t, int64_t>> matmul_weights(const models::ParamTable& table) {
-  std::set<std::pair<int64_t, int64_t>> weights;
-  auto add = [&](const models::ParamRow& r) {
-    if (r.spec.matmul_uses > 0 && r.spec.shape.size() == 2) weights.insert({r.spec.shape[0], r.spec.shape[1]});
-  };
-  for (const auto& r : table.first) add(r);
-  for (const auto& r : table.per_layer) add(r);
-  for (const auto& r : table.last) add(r);
-  return weights;
-}
-}  // namespace
-
-std::vector<GemmShapeNT> step_gemm_shapes(const models::ParamTable& table, int64_t rows) {
-  std::vector<GemmShapeNT> out;
-  for (const auto& [o, i] : matmul_weights(table)) {
-    out.push_back({false, true, rows, o, i});   // y = x·Wᵀ       (rows, out)
-    out.push_back({false, false, rows, i, o});  // dx = g·W       (rows, in)
-    out.push_back({true, false, o, i, rows});   // dW = gᵀ·x      (out, in)
-  }
-  return out;
-}
-
-std::vector<GemmShapeNT> forward_gemm_shapes(const models::ParamTable& table, int64_t rows) {
-  std::vector<GemmShapeNT> out;
-  for (const auto& [o, i] : matmul_weights(table)) out.push_back({false, true, rows, o, i});  // y = x·Wᵀ (rows, out)
-  return out;
-}
-
-std::vector<GemmShapeNT> auto_gemm_shapes(const models::ParamTable& table, int64_t rows, GemmWork work) {
-  rows = std::clamp<int64_t>(rows, 1, 512);
-  return work == GemmWork::Forward ? forward_gemm_shapes(table, rows) : step_gemm_shapes(table, rows);
-}
-
-double gemm_flop(const std::vector<GemmShapeNT>& shapes) {
-  double flop = 0;
-  for (const auto& s : shapes) flop += 2.0 * static_cast<double>(s.M * s.N * s.K);
-  return flop;
-}
-
-double thread_gflops(double flop, const std::function<void()>& run) {
-  run();  // untimed
-  double best = 1e300;
-  for (int round = 0; round < 3; ++round) {
-    const double t0 = thread_cpu_seconds();
-    run();
-    best = std::min(best, thread_cpu_seconds() - t0);
-  }
-  return flop / std::max(best, 1e-9) / 1e9;
-}
-
-double time_gemm_shapes(const std::vector<GemmShapeNT>& shapes, Precision precision) {
-  int64_t a_max = 1, b_max = 1, c_max = 1;
-  for (const auto& s : shapes)
-    a_max = std::max(a_max, s.M * s.K), b_max = std::max(b_max, s.K * s.N), c_max = std::max(c_max, s.M * s.N);
-  const std::vector<float> A(static_cast<size_t>(a_max), 0.01f), B(static_cast<size_t>(b_max), 0.02f);
-  std::vector<float> C(static_cast<size_t>(c_max));
-  const AutocastGuard at(precision);
-  return thread_gflops(gemm_flop(shapes), [&] {
-    for (const auto& s : shapes)
-      kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, 1.0f, A.data(), s.ta ? s.M : s.K, B.data(), s.tb ? s.K : s.N, 0.0f,
-                    C.data(), s.N);
-  });
-}
-
-std::pair<double, double> time_in_alternation(const std::function<double(bool newer)>& time_one) {
-  // Alternating, so that a machine growing busier does not favour the one measured first, and
-  // kGemmTimingTurns times: where the two are within a few percent, each turn's best still moves by about
-  // that much (on a Zen 4, oneDNN 102-108 and OpenBLAS 91-100 GFLOP/s at the default model's
-  // shapes), and two turns had once kept OpenBLAS at 4% on a machine where oneDNN runs the
-  // step's linear GEMMs 10% faster.
-  std::pair<double, double> best{0, 0};
-  for (int turn = 0; turn < kGemmTimingTurns; ++turn) {
-    best.first = std::max(best.first, time_one(false));
-    best.second = std::max(best.second, time_one(true));
-  }
-  return best;
-}
-
-GemmTiming time_gemm_providers(const std::vector<GemmShapeNT>& shapes, Precision precision) {
-  const auto [openblas, onednn] = time_in_alternation([&](bool newer) {
-    const kernels::GemmProvider p = newer ? kernels::GemmProvider::OneDNN : kernels::GemmProvider::OpenBLAS;
-    if (!kernels::gemm_provider_available(p)) return 0.0;
-    const kernels::GemmProviderGuard use(p);
-    return time_gemm_shapes(shapes, precision);
-  });
-  return {openblas, onednn};
-}
-
-namespace {
-std::string format_gflops(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
-}  // namespace
-
-TimedChoice choose_by_timing(const std::string& key, const std::string& incumbent, const std::string& newer,
-                             const std::function<std::pair<double, double>()>& measure) {
-  const std::string fi = incumbent + "_gflops", fn = newer + "_gflops";
-  std::pair<double, double> t;
-  std::vector<double> kept;
-  std::string source;
-  if (read_kept(key, {fi, fn}, kept)) {
-    t = {kept[0], kept[1]};
-    source = "kept";
-  } else {
-    t = measure();
-    source = "measured now, " + keep(key, {{fi, t.first}, {fn, t.second}});
-  }
-  TimedChoice c;
-  c.newer = t.second > kGemmChoiceMargin * t.first;  // the incumbent stays wherever it is as fast
-  const double chosen = c.newer ? t.second : t.first, other = c.newer ? t.first : t.second;
-  c.how = format_gflops(chosen) + " against " + (c.newer ? incumbent : newer) + "'s " + format_gflops(other) +
-          " GFLOP/s per thread at this model's shapes (" + source + ")";
-  return c;
-}
-
-namespace {
-
-// The decision for auto, with how it was made. rows: of one GEMM chunk, at most 512 (the
-// measurement stays short; larger blocks run at the same speed).
-GemmDecision decide_auto(Precision precision, const models::ParamTable& table, int64_t rows, GemmWork work) {
-  GemmDecision d;
-  if (!kernels::gemm_provider_available(kernels::GemmProvider::OneDNN)) {
-    d.how = "chosen by --gemm auto: the only provider built";
-    return d;
-  }
-  rows = std::clamp<int64_t>(rows, 1, 512);
-  const auto shapes = auto_gemm_shapes(table, rows, work);
-  // The key names both providers' kernels, never the one in use: the command and a Python session
-  // that set another provider before read the same entry, and so make the same choice. (The
-  // turns are in the key: a choice kept from a measurement of fewer is measured again.)
-  std::string sig = "gemm auto | " + this_machine_every_provider(precision) + " | rows " + std::to_string(rows) +
-                    " | " + std::to_string(kGemmTimingTurns) + " turns |";
-  for (const auto& s : shapes) sig += " " + std::to_string(s.N) + "x" + std::to_string(s.K);
-  if (work == GemmWork::Forward) sig += " | forward";
-  // oneDNN is timed through the bf16 interface set (chosen before the provider).
-  if (precision == Precision::BF16) sig += std::string(" | bf16 ") + kernels::bf16_api_name(kernels::bf16_api());
-  const kernels::GemmProviderGuard restore(kernels::gemm_provider());
-  const TimedChoice c = choose_by_timing(sig, "openblas", "onednn", [&] {
-    const GemmTiming t = time_gemm_providers(shapes, precision);
-    return std::pair{t.openblas_gflops, t.onednn_gflops};
-  });
-  d.provider = c.newer ? kernels::GemmProvider::OneDNN : kernels::GemmProvider::OpenBLAS;
-  d.how = "chosen by --gemm auto: " + c.how;
-  return d;
-}
 
 void use(const GemmDecision& d) {
   std::string why;
@@ -179,11 +26,11 @@ void note_bf16(GemmDecision& d, const Bf16ApiDecision& b) {
 }  // namespace
 
 GemmDecision apply_gemm_choice(GemmChoice asked, GemmBf16Choice asked_bf16, Precision precision,
-                               const models::ParamTable& table, int64_t rows, GemmWork work) {
+                               const models::ParamTable& table, int64_t rows, tuning::GemmWork work) {
   GemmDecision d;
-  note_bf16(d, decide_bf16_api(asked_bf16, asked, precision, auto_gemm_shapes(table, rows, work)));
+  note_bf16(d, decide_bf16_api(asked_bf16, asked, precision, tuning::auto_gemm_shapes(table, rows, work)));
   if (asked == GemmChoice::Auto) {
-    const GemmDecision p = decide_auto(precision, table, rows, work);
+    const tuning::ProviderChoice p = tuning::choose_gemm_provider(precision, table, rows, work);
     d.provider = p.provider, d.how = p.how;
   } else {
     d.provider = gemm_provider_of(asked);
@@ -199,7 +46,7 @@ GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable&
   const int64_t positions = cfg.batch_size / std::max<int64_t>(comm.size() * cfg.grad_accum, 1) * cfg.model.block_size;
   const int64_t rows = positions / std::max(parallel::num_threads(), 1);
   // The bf16 interface first (auto: rank 0 decides, every rank follows).
-  const auto shapes = auto_gemm_shapes(table, rows, GemmWork::TrainingStep);
+  const auto shapes = tuning::auto_gemm_shapes(table, rows, tuning::GemmWork::TrainingStep);
   Bf16ApiDecision bf16;
   if (cfg.gemm_bf16 != GemmBf16Choice::Auto || comm.is_root()) bf16 = decide_bf16_api(cfg.gemm_bf16, cfg.gemm, cfg.precision, shapes);
   if (cfg.gemm_bf16 == GemmBf16Choice::Auto) {
@@ -214,7 +61,8 @@ GemmDecision apply_gemm_choice(const TrainConfig& cfg, const models::ParamTable&
   if (cfg.gemm == GemmChoice::Auto) {
     uint8_t chosen = 0;
     if (comm.is_root()) {
-      const GemmDecision p = decide_auto(cfg.precision, table, rows, GemmWork::TrainingStep);
+      const tuning::ProviderChoice p =
+          tuning::choose_gemm_provider(cfg.precision, table, rows, tuning::GemmWork::TrainingStep);
       d.provider = p.provider, d.how = p.how;
       chosen = static_cast<uint8_t>(d.provider);
     }

@@ -92,7 +92,7 @@ void Run::decorrelate_dropout() {
 void Run::start(bool resumed) {
   // MFU's denominator: this machine's kept peak for the threads of this rank; ranks that share
   // a machine share its cores, as they do while training, and the job's peak is the sum.
-  peak_ = kept_peak_flops(parallel::num_threads(), cfg_.precision);
+  peak_ = tuning::kept_peak_flops(parallel::num_threads(), cfg_.precision);
   if (comm_.distributed()) comm_.allreduce_sum(&peak_.gflops, 1);
   flops_per_token_ = train_flops_per_token(*model_, cfg_.batch_size);
   const distributed::Reducer* r = step_->reducer();

@@ -79,7 +79,7 @@ class Run {
   RunPosition pos_;
   std::function<int64_t()> now_ns_;
   int64_t t_start_ns_ = 0;  // the run's start on now_ns_, moved back by the time of earlier segments
-  PeakFlops peak_;
+  tuning::PeakFlops peak_;
   double flops_per_token_ = 0;  // of a training step
   TrainSummary summary_;
   // The throughput window: the steps since the last logged step (evaluations excluded).

@@ -18,6 +18,7 @@ namespace agpy {
 
 namespace train = ag::train;
 namespace kernels = ag::kernels;
+namespace tuning = ag::tuning;
 
 void bind_backends(nb::module_& m) {
   m.def("_gemm_provider", [] { return std::string(kernels::gemm_provider_name(kernels::gemm_provider())); });
@@ -53,7 +54,7 @@ void bind_backends(nb::module_& m) {
     try {
       nb::gil_scoped_release release;  // auto times GEMMs for a fraction of a second
       return train::apply_gemm_choice(train::GemmChoice::Auto, train::GemmBf16Choice::Auto, ag::Precision::FP32, table, rows,
-                                      train::GemmWork::TrainingStep)
+                                      tuning::GemmWork::TrainingStep)
           .how;
     } catch (const train::ConfigError& e) {
       throw std::runtime_error(e.what());  // oneDNN cannot run here after all

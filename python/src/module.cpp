@@ -5,14 +5,14 @@
 // bind_NAME.cpp with a `void bind_NAME(nb::module_&)` declared in common.h and one line below,
 // and its Python names in python/attograd/NAME/. Tensors, dtypes and errors cross the boundary on
 // their own (common.h's casters, errors.cpp), so a binding states only its functions.
-#include "autograd/kernels/openblas_core.h"
+#include "tuning/tuning.h"
 #include "common.h"
 
 NB_MODULE(_C, m) {
   // OpenBLAS's kernels chosen as the attograd program chooses them, before any BLAS call
-  // (autograd/kernels/openblas_core.h): a run from Python and the same run from the command
+  // (tuning/openblas_kernels.h): a run from Python and the same run from the command
   // then compute with the same kernels.
-  ag::kernels::use_fast_openblas_core();
+  ag::tuning::use_fast_openblas_core();
   m.doc() = "attograd's C++ engine (use the package attograd, not this module)";
   m.attr("__version__") = ATTOGRAD_VERSION;
   agpy::bind_errors(m);

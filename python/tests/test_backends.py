@@ -51,7 +51,7 @@ def test_bad_names_and_arguments_are_refused(provider_restored):
 def test_openblas_runs_the_kernels_the_command_runs():
     # On a CPU newer than the OpenBLAS (Debian's 0.3.21 falls back to its SSE3 "Prescott" kernels
     # on an Intel family 6, model 207), the command and the module both switch it to the kernels
-    # the CPU can run (autograd/kernels/openblas_core.h); elsewhere both keep OpenBLAS's own.
+    # the CPU can run (tuning/openblas_kernels.h); elsewhere both keep OpenBLAS's own.
     import os
     import subprocess
     import sys

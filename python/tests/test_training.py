@@ -47,7 +47,7 @@ def test_the_same_keys_write_the_same_run_folder_as_the_command(corpus, tmp_path
     for name in {gemm, provider_before} - {"auto"}:
         if attograd.backends.gemm_providers()[name] is not None:
             pytest.skip(f"{name} does not run here")
-    # The command and Python run the same OpenBLAS kernels (autograd/kernels/openblas_core.h),
+    # The command and Python run the same OpenBLAS kernels (tuning/openblas_kernels.h),
     # and --gemm auto (the default of both) resolves the same way in both: one kept timing (the
     # command keeps it, training.train reads it), whichever provider the session had set before.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -16,7 +16,7 @@
 #include "models/language_model.h"
 #include "train/logging/grad_report.h"
 #include "optim/optimizer.h"
-#include "train/peak_flops.h"
+#include "tuning/tuning.h"
 #include "train/config/run_config.h"
 #include "train/run_folder/train_state.h"
 
@@ -31,7 +31,7 @@ struct RunStart {
   bool resumed = false;
   int64_t ranks = 1;
   int64_t buckets = 0, grad_bytes_per_step = 0;  // of the Reducer, with several ranks
-  PeakFlops peak{};                              // what MFU is measured against
+  tuning::PeakFlops peak{};                              // what MFU is measured against
   std::string gemm{};       // "gemm: onednn 2.6.3 (JIT for avx512_core_bf16), chosen by --gemm auto: ..."
   std::string precision{};  // "precision: fp32", or bf16 and which path runs it
 };

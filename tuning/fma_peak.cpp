@@ -1,4 +1,4 @@
-#include "cli/bench_fma_peak.h"
+#include "tuning/fma_peak.h"
 
 #include <asm/prctl.h>
 #include <cpuid.h>
@@ -12,9 +12,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "train/peak_flops.h"
+#include "tuning/kept.h"
 
-namespace ag::cli {
+namespace ag::tuning {
 
 namespace {
 
@@ -46,9 +46,9 @@ constexpr int kOutFloats = kChains512 * 16;
 // probe, not its cycles), as the GEMM peak is timed.
 template <class Loop>
 double timed(Loop loop) {
-  const double t0 = train::thread_cpu_seconds();
+  const double t0 = thread_cpu_seconds();
   loop(kIterations);
-  return train::thread_cpu_seconds() - t0;
+  return thread_cpu_seconds() - t0;
 }
 
 const float kA = 0.999999f, kB = 1e-6f;
@@ -100,7 +100,7 @@ double amx_bf16(float* out) {
   alignas(64) uint16_t operand[16 * 32];
   std::fill(std::begin(operand), std::end(operand), kAmxValue);
   const long stride = 64;  // bytes from one tile row to the next, in memory as in the tile
-  const double t0 = train::thread_cpu_seconds();
+  const double t0 = thread_cpu_seconds();
   long n = kAmxIterations;
   asm volatile("ldtilecfg %[cfg]\n\t"
                "tilezero %%tmm0\n\t" "tilezero %%tmm1\n\t" "tilezero %%tmm2\n\t" "tilezero %%tmm3\n\t"
@@ -118,7 +118,7 @@ double amx_bf16(float* out) {
                : [n] "+r"(n)
                : [cfg] "m"(cfg), [ab] "r"(operand), [stride] "r"(stride), [out] "r"(out)
                : "cc", "memory");
-  return train::thread_cpu_seconds() - t0;
+  return thread_cpu_seconds() - t0;
 }
 
 #undef AG_FMA512
@@ -201,4 +201,4 @@ FmaPeak amx_bf16_peak() {
   return {best_gflops(amx_bf16, kAmxIterations * kAmxTiles * kAmxFlopPerProduct, all_right), "amx bf16 tiles"};
 }
 
-}  // namespace ag::cli
+}  // namespace ag::tuning

@@ -11,7 +11,7 @@
 
 #include <string>
 
-namespace ag::cli {
+namespace ag::tuning {
 
 struct FmaPeak {
   double gflops;     // per thread; NaN where the CPU lacks the instruction (nothing measured)
@@ -34,4 +34,4 @@ bool amx_bf16_usable(std::string* why = nullptr);
 // did not do its work reads as NaN, not as a peak.
 FmaPeak amx_bf16_peak();
 
-}  // namespace ag::cli
+}  // namespace ag::tuning

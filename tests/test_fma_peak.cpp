@@ -1,4 +1,4 @@
-// `attograd bench train`'s multiply-add peak (cli/bench_fma_peak.h), which its GEMM floor is
+// `attograd bench train`'s multiply-add peak (tuning/fma_peak.h), which its GEMM floor is
 // set against.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "cli/bench_fma_peak.h"
-#include "train/peak_flops.h"
+#include "tuning/fma_peak.h"
+#include "tuning/peak_flops.h"
 
 using namespace ag;
 
@@ -15,12 +15,12 @@ using namespace ag;
 TEST(FmaPeak, IsMeasuredExactlyWhereTheCpuHasTheInstruction) {
   __builtin_cpu_init();
   const bool fma = __builtin_cpu_supports("avx512f") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-  const cli::FmaPeak f = cli::fp32_fma_peak();
+  const tuning::FmaPeak f = tuning::fp32_fma_peak();
   EXPECT_EQ(std::isnan(f.gflops), !fma);
   EXPECT_EQ(f.what.empty(), !fma);
   EXPECT_EQ(f.what, __builtin_cpu_supports("avx512f") ? "avx512 fma fp32" : fma ? "avx2 fma fp32" : "");
   const bool dot = __builtin_cpu_supports("avx512bf16");
-  const cli::FmaPeak d = cli::bf16_dot_peak();
+  const tuning::FmaPeak d = tuning::bf16_dot_peak();
   EXPECT_EQ(std::isnan(d.gflops), !dot);
   EXPECT_EQ(d.what, dot ? "avx512_bf16 dot" : "");
   // No core issues more than two 512-bit multiply-adds a cycle (64 float32 flop, 128 as bf16
@@ -41,10 +41,10 @@ TEST(FmaPeak, IsMeasuredExactlyWhereTheCpuHasTheInstruction) {
 // busy machine slows neither figure; where a core's sibling thread (SMT) may have been busy
 // during one reading of the peak, the best of up to four readings is taken.
 TEST(FmaPeak, NoGemmPassesTheFloat32Peak) {
-  double peak = cli::fp32_fma_peak().gflops;
+  double peak = tuning::fp32_fma_peak().gflops;
   if (std::isnan(peak)) GTEST_SKIP() << "no FMA on this CPU";
-  const double gemm = train::sgemm_gflops(384, 1, 2, 3, train::SgemmClock::ThreadCpu);
-  for (int i = 0; i < 3 && gemm >= 1.1 * peak; ++i) peak = std::max(peak, cli::fp32_fma_peak().gflops);
+  const double gemm = tuning::sgemm_gflops(384, 1, 2, 3, tuning::SgemmClock::ThreadCpu);
+  for (int i = 0; i < 3 && gemm >= 1.1 * peak; ++i) peak = std::max(peak, tuning::fp32_fma_peak().gflops);
   EXPECT_LT(gemm, 1.1 * peak) << "a GEMM at " << gemm << " GFLOP/s, the peak at " << peak;
   EXPECT_GT(gemm, 0.0);
 }
@@ -53,9 +53,9 @@ TEST(FmaPeak, NoGemmPassesTheFloat32Peak) {
 // Linux grants the tile state; NaN and unnamed elsewhere (both checked here, wherever we are).
 TEST(AmxPeak, IsMeasuredExactlyWhereTheTilesCanBeUsed) {
   std::string why;
-  const bool usable = cli::amx_bf16_usable(&why);
+  const bool usable = tuning::amx_bf16_usable(&why);
   EXPECT_EQ(why.empty(), usable) << why;
-  const cli::FmaPeak a = cli::amx_bf16_peak();
+  const tuning::FmaPeak a = tuning::amx_bf16_peak();
   EXPECT_EQ(std::isnan(a.gflops), !usable);
   EXPECT_EQ(a.what, usable ? "amx bf16 tiles" : "");
 }
@@ -66,11 +66,11 @@ TEST(AmxPeak, IsMeasuredExactlyWhereTheTilesCanBeUsed) {
 // cycle at 6 GHz. The probe itself returns NaN when its tiles' sums are wrong.
 TEST(AmxPeak, TilesOutrunTheVectorDotProduct) {
   std::string why;
-  if (!cli::amx_bf16_usable(&why)) GTEST_SKIP() << "no AMX tiles here: " << why;
-  double amx = cli::amx_bf16_peak().gflops;
+  if (!tuning::amx_bf16_usable(&why)) GTEST_SKIP() << "no AMX tiles here: " << why;
+  double amx = tuning::amx_bf16_peak().gflops;
   ASSERT_FALSE(std::isnan(amx)) << "the tiles' sums were wrong";
-  const double dot = cli::bf16_dot_peak().gflops;
-  for (int i = 0; i < 3 && amx <= dot; ++i) amx = std::max(amx, cli::amx_bf16_peak().gflops);  // a busy sibling
+  const double dot = tuning::bf16_dot_peak().gflops;
+  for (int i = 0; i < 3 && amx <= dot; ++i) amx = std::max(amx, tuning::amx_bf16_peak().gflops);  // a busy sibling
   EXPECT_GT(amx, dot);
   EXPECT_LT(amx, 2048 * 6.0);
 }
