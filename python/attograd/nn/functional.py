@@ -157,6 +157,8 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     elif num_classes == -1:
         num_classes = 0
+    if not tensor.numel():  # no classes to compare: nothing as large as num_classes is made
+        return _C._zeros(tuple(tensor.shape) + (num_classes,), _C.int64, False)
     classes = _C._arange(0, num_classes, 1, _C.int64, False)
     return (tensor.unsqueeze(-1) == classes).long()
 
