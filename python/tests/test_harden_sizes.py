@@ -83,3 +83,11 @@ def test_every_tensor_is_intact_after_a_refusal():
         print(a.sum().item(), torch.zeros(3).numel())
     """)
     assert out.splitlines()[-1] == "15.0 3"
+
+
+def test_chunk_counts_as_torch_without_overflow_or_unbounded_memory():
+    out = returns("""
+        print(len(torch.zeros(5).chunk(2**62)), len(torch.zeros(5).chunk(2**63 - 1)), len(torch.zeros(0).chunk(3)))
+    """)
+    assert out.splitlines()[-1] == "5 5 3"
+    raises("torch.zeros(0).chunk(2**62)", "MemoryError", "empty pieces of an empty dim")

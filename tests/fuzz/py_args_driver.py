@@ -271,7 +271,14 @@ def _call(r):
             t.expand(size)
     elif op == 13:
         t = r.tensor()
-        r.pick([t.split, t.chunk])(r.pick([r.int(), r.size()]), r.int())
+        pieces, dim = r.pick([r.int(), r.size()]), r.int()
+        try:  # an empty dim gives `pieces` empty pieces, as torch: a real allocation of that many
+            empty = t.numel() == 0
+            many = isinstance(pieces, (int, np.integer)) and not isinstance(pieces, bool) and int(pieces) > 1 << 20
+        except (TypeError, ValueError):
+            empty = many = False
+        if not (empty and many):
+            r.pick([t.split, t.chunk])(pieces, dim)
     elif op == 14:
         t = r.tensor()
         t.unflatten(r.int(), r.size())
