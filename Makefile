@@ -55,13 +55,23 @@ test: build
 # -Wmaybe-uninitialized reports false positives in libstdc++'s <regex> at -O1 (through
 # cxxopts); the Release build keeps that warning.
 SANITIZE_FLAGS ?= -O1 -g1 -DNDEBUG -Wno-maybe-uninitialized
-test-sanitize: deps
+# The Python extension is built there too, and the hardening tests of the Python front
+# (python/tests/test_harden_*.py, whose crash cases run in child interpreters that inherit all
+# this) run on it in Debian's python3 (not instrumented) with the sanitizer's runtime preloaded;
+# the interpreter keeps memory to its exit by design, hence detect_leaks=0 there.
+ASAN_PYTESTS ?= python/tests/test_harden_*.py
+test-sanitize: deps python-venv
 	@scripts/check-build-dir.sh $(BUILD_ASAN) .
 	@cmake -S . -B $(BUILD_ASAN) $(LAUNCHER) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SANITIZE_FLAGS)" -DATTOGRAD_SANITIZE=ON -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_ASAN).configure.log 2>&1 || { cat $(BUILD_ASAN).configure.log; exit 1; }
-	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target attograd_tests
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(SANITIZE_FLAGS)" -DATTOGRAD_SANITIZE=ON -DATTOGRAD_BUILD_BENCH=OFF \
+	  -DATTOGRAD_PYTHON=ON -DPython_EXECUTABLE=$(abspath $(PYTHON_VENV))/bin/python > $(BUILD_ASAN).configure.log 2>&1 || { cat $(BUILD_ASAN).configure.log; exit 1; }
+	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target attograd_tests attograd_python
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  OPENBLAS_NUM_THREADS=1 $(BUILD_ASAN)/attograd_tests --gtest_brief=1
+	@LD_PRELOAD=$$($(CXX) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(BUILD_ASAN)/python \
+	  PYTHONDONTWRITEBYTECODE=1 ATTOGRAD_SOURCE_DIR=$(CURDIR) \
+	  $(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_PYTESTS)
 
 train: build
 	@scripts/check-run-dir.sh $(RUN_DIR)
@@ -92,29 +102,38 @@ install: build
 clean:
 	rm -rf $(BUILD) $(BUILD)-pip $(BUILD_ASAN) $(BUILD).configure.log $(BUILD_ASAN).configure.log
 
-# libFuzzer on the safetensors reader and on the run-configuration (TOML) reader, FUZZ_SECONDS
-# each, from the committed seed corpora; a crash stops with its input saved in $(BUILD_FUZZ).
-# Built at -O1 with line tables, as libFuzzer's tutorial builds (the stage took 252 s, 61 of them
-# fuzzing, in a local CI run without ccache on a 2-core Zen 4); the two fuzzers run side by side,
-# one core each.
+# libFuzzer on the safetensors reader, on the run-configuration (TOML) reader and on the Python
+# binding's argument conversion (the extension module, built here with the fuzzer's coverage, in an
+# interpreter embedded in the fuzzer: tests/fuzz/fuzz_py_args.cpp, with the venv of make build),
+# FUZZ_SECONDS each, from the committed seed corpora; a crash stops with its input saved in
+# $(BUILD_FUZZ). Built at -O1 with line tables, as libFuzzer's tutorial builds (the stage took
+# 252 s, 61 of them fuzzing, in a local CI run without ccache on a 2-core Zen 4, before the
+# third target); the three fuzzers run side by side on the machine's cores.
 FUZZ_SECONDS ?= 60
 BUILD_FUZZ   ?= build-fuzz
-fuzz:
+fuzz: python-venv
 	@ATTOGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev" scripts/setup-deps.sh
 	@cmake -S . -B $(BUILD_FUZZ) $(LAUNCHER) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DATTOGRAD_FUZZ=ON \
-	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DATTOGRAD_PYTHON=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PYTHON_VENV))/bin/python \
 	  -DATTOGRAD_BUILD_BENCH=OFF > $(BUILD_FUZZ).configure.log 2>&1 || { cat $(BUILD_FUZZ).configure.log; exit 1; }
-	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_safetensors fuzz_config_toml
-	@mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_toml
-	@# The two fuzzers side by side, one core each; each one's log tail is printed and either's failure fails.
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_safetensors fuzz_config_toml fuzz_py_args
+	@mkdir -p $(BUILD_FUZZ)/corpus $(BUILD_FUZZ)/corpus_toml $(BUILD_FUZZ)/corpus_py
+	@# The three fuzzers side by side; each one's log tail is printed and any one's failure fails.
+	@# The embedded interpreter leaks by design at exit (detect_leaks=0); a size nothing can
+	@# allocate is refused by attograd before the allocator sees it (allocator_may_return_null
+	@# covers the rest).
 	@cd $(BUILD_FUZZ) && { \
 	  ./fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
 	    -print_final_stats=1 corpus ../tests/fuzz/corpus > fuzz_safetensors.log 2>&1 & a=$$!; \
 	  ./fuzz_config_toml -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
 	    -print_final_stats=1 corpus_toml ../tests/fuzz/corpus_toml > fuzz_config_toml.log 2>&1 & b=$$!; \
-	  wait $$a; sa=$$?; wait $$b; sb=$$?; \
-	  tail -n 15 fuzz_safetensors.log; tail -n 15 fuzz_config_toml.log; \
-	  [ $$sa -eq 0 ] && [ $$sb -eq 0 ]; }
+	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OPENBLAS_NUM_THREADS=1 \
+	  ./fuzz_py_args -max_total_time=$(FUZZ_SECONDS) -max_len=512 -rss_limit_mb=3072 -malloc_limit_mb=3072 \
+	    -detect_leaks=0 -print_final_stats=1 corpus_py ../tests/fuzz/corpus_py > fuzz_py_args.log 2>&1 & c=$$!; \
+	  wait $$a; sa=$$?; wait $$b; sb=$$?; wait $$c; sc=$$?; \
+	  tail -n 15 fuzz_safetensors.log; tail -n 15 fuzz_config_toml.log; tail -n 15 fuzz_py_args.log; \
+	  [ $$sa -eq 0 ] && [ $$sb -eq 0 ] && [ $$sc -eq 0 ]; }
 
 # attograd next to PyTorch on the same models and cores (bench/compare.py). PyTorch comes from
 # $TORCH_PYTHON, .venv-torch (make bench-torch2 installs pip's torch 2.x and tensorboard there), or Debian's

@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/dims.h"
+#include "autograd/grad_lock.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"  // sum_to: the broadcast reduction of a gradient (reduce_to_input)
 #include "autograd/parallel.h"
@@ -244,15 +246,32 @@ static void accumulate(Tensor& acc, const Tensor& g) {
   else acc = sum_of(acc, g);
 }
 
+std::mutex& grad_accumulation_mutex(const TensorImpl* leaf) {
+  // Striped by address: a mutex per leaf without one in every TensorImpl. Two leaves may share
+  // a stripe, which only serialises their accumulation (never nested: no deadlock).
+  static std::mutex stripes[64];
+  return stripes[(reinterpret_cast<uintptr_t>(leaf) >> 4) % 64];
+}
+
 // Adds g into a leaf's .grad, as torch's AccumulateGrad (engine.h): the first gradient is
 // stored as is when the engine alone holds it, else as its own contiguous copy; later ones are
-// added in place, or out of place when the backward pass is recorded.
+// added in place, or out of place when the backward pass is recorded. Under the leaf's lock, as
+// torch's AccumulateGrad takes one: two threads' backward passes into one leaf (each through its
+// own graph) add both gradients instead of losing one. A .grad of another shape than the new
+// gradient (the leaf's `.data` was replaced since) is torch's size mismatch, not a write past it.
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
+  // The .grad a recorded sum replaces is dropped after the lock is released: a storage borrowed
+  // from NumPy takes the GIL to be released, and a Python thread may hold the GIL waiting here.
+  Tensor acc;
+  std::lock_guard<std::mutex> lock(grad_accumulation_mutex(&leaf));
+  if (leaf.grad && leaf.grad->shape != g.shape())
+    throw size_mismatch(leaf.grad->shape, g.shape(), "accumulating a gradient " + describe(g) + " into .grad " +
+                                                         describe(Tensor(leaf.grad)) + " (was the leaf's .data replaced?)");
   if (!leaf.grad) {
     leaf.grad = !GradMode::enabled() && engine_owned_dense(g, leaf.dtype) ? g.impl_ptr() : g.to(leaf.dtype).clone().impl_ptr();
     return;
   }
-  Tensor acc(leaf.grad);
+  acc = Tensor(leaf.grad);
   if (GradMode::enabled()) leaf.grad = sum_of(acc, g.to(acc.dtype())).impl_ptr();
   else add_into(acc, g);
 }

@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <exception>
 #include <condition_variable>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -163,17 +164,21 @@ int default_threads() {
   return hw ? static_cast<int>(std::min(hw, 64u)) : 1;
 }
 
+// The pool is shared by whoever is running a job on it: set_num_threads swaps in a new one, and
+// the old one ends (joins its workers) when its last job returns, so that a resize while another
+// thread is inside parallel_for (a Python thread's matmul beside torch.set_num_threads) neither
+// frees the pool under that job nor waits on it.
 std::mutex g_config_mu;
-Pool* g_pool = nullptr;  // created on first use; leaked at exit on purpose (workers may be asleep)
+auto* g_pool = new std::shared_ptr<Pool>;  // leaked at exit on purpose (workers may be asleep)
 int g_threads = 0;
 
-Pool* pool() {
+std::shared_ptr<Pool> pool() {
   std::lock_guard<std::mutex> lock(g_config_mu);
-  if (!g_pool) {
+  if (!*g_pool) {
     if (g_threads == 0) g_threads = default_threads();
-    g_pool = new Pool(g_threads);
+    *g_pool = std::make_shared<Pool>(g_threads);
   }
-  return g_pool;
+  return *g_pool;
 }
 
 // Marks this thread as inside a parallel_for for its lifetime, so nested calls run inline;
@@ -192,12 +197,14 @@ void set_num_threads(int n) {
     throw std::invalid_argument("set_num_threads: " + std::to_string(n) + " threads; give 0 (one per core) to " +
                                 std::to_string(kMaxThreads));
   if (n == 0) n = default_threads();
-  std::lock_guard<std::mutex> lock(g_config_mu);
-  if (g_pool && g_threads == n) return;
-  delete g_pool;
-  g_pool = nullptr;
-  g_pool = new Pool(n);
-  g_threads = n;
+  std::shared_ptr<Pool> old;  // ends outside the lock, once no job runs on it
+  {
+    std::lock_guard<std::mutex> lock(g_config_mu);
+    if (*g_pool && g_threads == n) return;
+    old = std::move(*g_pool);
+    *g_pool = std::make_shared<Pool>(n);
+    g_threads = n;
+  }
 }
 
 void init_threads(int n) {
@@ -209,8 +216,12 @@ int num_threads() { return pool()->size(); }
 
 namespace detail {
 void run(int64_t n, int64_t grain, ChunkFn fn, void* ctx) {
-  Pool* p = pool();
-  if (t_inside || p->size() == 1 || n < 2 * std::max<int64_t>(grain, 1)) {
+  if (t_inside || n < 2 * std::max<int64_t>(grain, 1)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  const std::shared_ptr<Pool> p = pool();  // held for the job: a resize meanwhile ends it after
+  if (p->size() == 1) {
     fn(ctx, 0, n);
     return;
   }

@@ -31,7 +31,8 @@ void init_threads(int n = 0);
 // n < 0 or n > kMaxThreads throws std::invalid_argument. When the system cannot start that
 // many threads (a process or memory limit), the pool runs on the ones it could start and says
 // so on stderr once; num_threads() tells how many. Does not touch OpenBLAS.
-// Not to be called while another thread is inside parallel_for.
+// Safe while other threads are inside parallel_for: their jobs finish on the pool they started
+// on, which ends after them; jobs started after the call run on the new pool.
 void set_num_threads(int n);
 int num_threads();
 

@@ -55,12 +55,13 @@ double Generator::normal() {
 
 int64_t Generator::randint(int64_t lo, int64_t hi) {
   if (hi <= lo) throw std::invalid_argument("Generator::randint: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
-  const uint64_t range = static_cast<uint64_t>(hi - lo);
+  // In unsigned arithmetic: hi - lo overflows int64 for a range wider than 2^63 (randint(-2^63, 2^63 - 1)).
+  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
   // Rejection sampling: draw from the largest multiple of range below 2^64.
   const uint64_t limit = UINT64_MAX - (UINT64_MAX % range);
   uint64_t x;
   do x = next_u64(); while (x >= limit);
-  return lo + static_cast<int64_t>(x % range);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + x % range);
 }
 
 Generator::State Generator::state() const {

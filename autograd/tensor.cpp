@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "autograd/buffer_cache.h"
+#include "autograd/errors.h"
 #include "autograd/for_each_row.h"
 #include "autograd/grad_mode.h"
 #include "autograd/kernels/dispatch.h"
+#include "base/memory_limit.h"
 
 namespace ag {
 
@@ -32,9 +34,13 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
+// Checked: a shape whose element count does not fit int64 is refused wherever a tensor or a view
+// gets it (Tensor::empty, make_view), with torch's messages, instead of wrapping into a small count.
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw std::overflow_error("numel: integer multiplication overflow (sizes=" + shape_str(s) + ")");
   return n;
 }
 
@@ -43,7 +49,9 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    // (0, 2^62, 2^62) has no elements, but its first stride would be 2^124: torch refuses it too.
+    if (__builtin_mul_overflow(acc, s[i], &acc))
+      throw std::overflow_error("Stride calculation overflowed (sizes=" + shape_str(s) + ")");
   }
   return st;
 }
@@ -60,10 +68,50 @@ std::atomic<int64_t> g_current_bytes{0}, g_peak_bytes{0};
 MemoryStats memory_stats() { return {g_current_bytes.load(), g_peak_bytes.load()}; }
 void reset_peak_memory() { g_peak_bytes = g_current_bytes.load(); }
 
+namespace {
+// The bytes of a new tensor of `shape`: the one size computation every tensor's own memory goes
+// through (Tensor::empty, which every factory and op output calls), with torch's checks and
+// messages. A count that does not fit int64 bytes is refused here, before any allocation.
+size_t storage_bytes(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw std::invalid_argument("Trying to create tensor with negative dimension " + std::to_string(d) + ": " +
+                                  shape_str(shape));
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : shape) overflow |= __builtin_mul_overflow(n, d, &n);
+  int64_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &bytes) ||
+      bytes > INT64_MAX - 63)  // Storage rounds up to 64 bytes
+    throw std::overflow_error("Storage size calculation overflowed with sizes=" + shape_str(shape));
+  return static_cast<size_t>(bytes);
+}
+
+// More memory than the process may ever have (physical memory, cgroup, ulimit -v) is refused up
+// front: with a cgroup limit the allocation itself would succeed and the first touch of its pages
+// kill the process. Smaller requests go to the allocator, whose failure is reported alike.
+void* allocate_or_refuse(size_t bytes) {
+  const auto refuse = [&](const std::string& more) {
+    return OutOfMemoryError("can't allocate memory: you tried to allocate " + std::to_string(bytes) + " bytes (" +
+                            human_bytes(static_cast<int64_t>(bytes)) + ")" + more);
+  };
+  if (bytes >= (size_t(1) << 30)) {
+    static const MemoryLimit limit = memory_limit();  // read once: it does not change while a process runs
+    if (static_cast<int64_t>(bytes) > limit.bytes)
+      throw refuse(", more than the " + human_bytes(limit.bytes) + " of " + limit.where);
+  }
+  try {
+    return buffer_cache::allocate(bytes);
+  } catch (const std::bad_alloc&) {
+    throw refuse("");
+  }
+}
+}  // namespace
+
 Storage::Storage(size_t n) : nbytes(n) {
   // 64-byte alignment suits AVX-512 loads and BLAS; round the size up as aligned_alloc needs.
   const size_t bytes = ((n + 63) / 64) * 64;
-  data = bytes ? buffer_cache::allocate(bytes) : nullptr;
+  data = bytes ? allocate_or_refuse(bytes) : nullptr;
   const int64_t now = g_current_bytes += static_cast<int64_t>(nbytes);
   for (int64_t peak = g_peak_bytes.load(); now > peak && !g_peak_bytes.compare_exchange_weak(peak, now);) {
   }
@@ -82,10 +130,8 @@ Storage::~Storage() {
 // ---- factories -------------------------------------------------------------------------------
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape)
-    if (d < 0) throw std::invalid_argument("Tensor::empty: negative dimension in shape " + shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(storage_bytes(shape, dtype));
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -245,6 +291,7 @@ double Tensor::at(const std::vector<int64_t>& index) const {
 }
 
 Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+  (void)shape_numel(shape);  // a view's element count fits int64 too (expand(2^32, 2^32) is refused)
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = t.impl().storage;
   impl->offset = offset;

@@ -90,6 +90,7 @@ void AdamFamily<O>::step() {
         this->set_state(p, {0, Tensor::zeros(p.shape(), p.dtype()), Tensor::zeros(p.shape(), p.dtype()), Tensor()});
         st = this->state(p);
       }
+      check_step_operands(this->name_, p, g, {st->exp_avg, st->exp_avg_sq, st->max_exp_avg_sq});
       if (o.amsgrad && !st->max_exp_avg_sq.defined()) st->max_exp_avg_sq = Tensor::zeros(p.shape(), p.dtype());
       const double t = static_cast<double>(++st->step);
       const double bc1 = 1 - std::pow(beta1, t);

@@ -119,6 +119,7 @@ void Muon::step() {
         set_state(p, {Tensor::zeros(p.shape(), p.dtype())});
         st = state(p);
       }
+      check_step_operands("Muon", p, g, {st->momentum_buffer});
       const Tensor gc = g.contiguous();
       Tensor u = Tensor::empty(p.shape(), p.dtype());  // the update before orthogonalisation
       AG_DISPATCH_FLOAT(p.dtype(), "Muon", [&] {

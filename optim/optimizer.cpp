@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "autograd/dims.h"
 #include "autograd/engine.h"
 
 namespace ag::optim {
@@ -58,6 +59,20 @@ Tensor state_tensor_for(const char* optimizer, const std::string& key, const Ten
   NoGradGuard no_grad;
   out.copy_(value);
   return out;
+}
+
+void check_step_operands(const char* optimizer, const Tensor& p, const Tensor& g, std::initializer_list<Tensor> state) {
+  // torch's operands: the parameter (a) against its gradient (b), a state (a) against the gradient (b).
+  if (g.shape() != p.shape())
+    throw size_mismatch(p.shape(), g.shape(), std::string(optimizer) + ".step: parameter " + describe(p) +
+                                                  " and its gradient " + describe(g) + "; was its .data replaced?");
+  for (const Tensor& s : state)
+    if (s.defined() && s.shape() != p.shape())
+      throw size_mismatch(s.shape(), g.shape(), std::string(optimizer) + ".step: the state " + describe(s) +
+                                                    " of a parameter now " + describe(p) + "; was its .data replaced?");
+  if (!p.is_contiguous())
+    throw std::invalid_argument(std::string(optimizer) + ".step: parameter " + describe(p) +
+                                " is not contiguous (its .data was replaced by a view); assign p.data = x.contiguous()");
 }
 
 std::string repr(double v) {

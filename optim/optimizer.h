@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -164,6 +165,10 @@ class OptimizerBase : public Optimizer {
 void check_param(const char* optimizer, const Tensor& p, size_t group, size_t index);
 // Converts one state tensor on loading: same shape as the parameter, the parameter's dtype.
 Tensor state_tensor_for(const char* optimizer, const std::string& key, const Tensor& value, const Tensor& p);
+// Before a step writes a parameter, its gradient and its state element by element: one shape for
+// all, and the parameter dense. After `p.data = x` of another shape (or a view such as an expand)
+// the loops would read and write past them: torch's size mismatch instead, naming the optimizer.
+void check_step_operands(const char* optimizer, const Tensor& p, const Tensor& g, std::initializer_list<Tensor> state = {});
 // The shortest text that reads back as v, as Python prints a float ("0.1", "-1e-08").
 std::string repr(double v);
 

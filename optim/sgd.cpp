@@ -50,6 +50,7 @@ void SGD::step() {
         set_state(p, {});
         st = state(p);
       }
+      check_step_operands("SGD", p, g, {st->momentum_buffer});
       const bool first = !st->momentum_buffer.defined();
       if (o.momentum != 0 && first) st->momentum_buffer = Tensor::empty(p.shape(), p.dtype());
       p.bump_version();  // an in-place write: a graph that saved this weight must not reuse it silently

@@ -6,9 +6,11 @@
 
 #include "autograd/dims.h"
 #include "autograd/engine.h"
+#include "autograd/errors.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 #include "autograd/profiler.h"
+#include "base/memory_limit.h"
 
 namespace ag {
 
@@ -228,8 +230,14 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   const int64_t d = wrap_dim(dim, a.dim(), "chunk", a);
   if (chunks <= 0) throw std::invalid_argument("chunk: chunks must be positive, got " + std::to_string(chunks));
   const int64_t n = a.shape()[d];
-  if (n == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), narrow(a, d, 0, 0));  // as PyTorch
-  return split(a, (n + chunks - 1) / chunks, d);  // pieces of ceil(n / chunks)
+  if (n == 0) {  // `chunks` empty pieces, as PyTorch: one view, its handle `chunks` times
+    static const MemoryLimit limit = memory_limit();
+    if (chunks > limit.bytes / static_cast<int64_t>(sizeof(Tensor)))
+      throw OutOfMemoryError("chunk: " + std::to_string(chunks) + " empty pieces of an empty dim need more than the " +
+                             human_bytes(limit.bytes) + " of " + limit.where);
+    return std::vector<Tensor>(static_cast<size_t>(chunks), narrow(a, d, 0, 0));
+  }
+  return split(a, (n - 1) / chunks + 1, d);  // pieces of ceil(n / chunks), for any chunks without overflow
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {

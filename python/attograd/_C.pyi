@@ -19,6 +19,9 @@ _Shape = _int | Sequence[_int]
 
 __version__: str
 
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """A tensor's memory could not be had: torch's RuntimeError, and Python's MemoryError."""
+
 class dtype:
     @property
     def is_floating_point(self) -> _bool: ...

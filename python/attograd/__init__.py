@@ -12,7 +12,7 @@ from . import _C
 from ._C import (
     Tensor, dtype, float32, float64, int64, bool,  # noqa: A004 (torch's names)
     get_default_dtype, set_default_dtype, manual_seed, set_num_threads, get_num_threads,
-    is_grad_enabled, from_numpy, from_dlpack,
+    is_grad_enabled, from_numpy, from_dlpack, OutOfMemoryError,
     # the ops as functions
     exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, sin, cos, relu, abs, neg, negative, square,
     isnan, isinf, isfinite, add, sub, mul, div, true_divide, pow, maximum, minimum, clamp, clip,

@@ -3,7 +3,7 @@ sequence, ``dtype`` (the default dtype for floats) and ``requires_grad`` as keyw
 
 import builtins
 
-from . import _C
+from . import _C, _device
 
 Tensor = _C.Tensor
 
@@ -17,7 +17,7 @@ def _size(size, name):
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data``: a number, a (nested) list or tuple of numbers, a
     NumPy array or a Tensor. Floats give the default dtype, ints int64, bools bool."""
-    del device
+    _device.check(device)
     if isinstance(data, Tensor):
         t = data.detach().clone()
         if dtype is not None:
@@ -48,7 +48,7 @@ def _from_array_copy(array, dtype, requires_grad):
 def as_tensor(data, dtype=None, device=None):
     """``data`` itself if it is a Tensor of that dtype, a tensor sharing a NumPy array's memory
     when it can, else a copy (torch.as_tensor)."""
-    del device
+    _device.check(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if type(data).__module__ == "numpy" and hasattr(data, "dtype") and data.dtype.kind in "fb":
@@ -62,31 +62,31 @@ def as_tensor(data, dtype=None, device=None):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros of shape ``size``."""
-    del device
+    _device.check(device)
     return _C._zeros(_size(size, "zeros"), dtype, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones of shape ``size``."""
-    del device
+    _device.check(device)
     return _C._ones(_size(size, "ones"), dtype, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` whose values are whatever its memory held."""
-    del device
+    _device.check(device)
     return _C._empty(_size(size, "empty"), dtype, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype follows the value's kind)."""
-    del device
+    _device.check(device)
     return _C._full(size, fill_value, dtype, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Normal(0, 1) samples from attograd's generator (seeded by manual_seed; not torch's stream)."""
-    del device
+    _device.check(device)
     if generator is not None:
         raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
     return _C._randn(_size(size, "randn"), dtype, requires_grad)
@@ -94,7 +94,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Uniform [0, 1) samples from attograd's generator."""
-    del device
+    _device.check(device)
     if generator is not None:
         raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
     return _C._rand(_size(size, "rand"), dtype, requires_grad)
@@ -102,7 +102,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 def randint(low, high=None, size=None, *, dtype=None, device=None, generator=None):
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 by default."""
-    del device
+    _device.check(device)
     if generator is not None:
         raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
     if size is None:
@@ -112,7 +112,7 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """``start, start + step, ...`` up to ``end`` (excluded); int64 when all three are ints."""
-    del device
+    _device.check(device)
     if end is None:
         start, end = 0, start
     return _C._arange(start, end, step, dtype, requires_grad)
@@ -120,19 +120,19 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` values evenly spaced from ``start`` to ``end``, both included."""
-    del device
+    _device.check(device)
     return _C._linspace(start, end, steps, dtype, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The ``n`` by ``m`` identity matrix."""
-    del device
+    _device.check(device)
     return _C._eye(n, m, dtype, requires_grad)
 
 
 def _like(factory):
     def like(input, *, dtype=None, device=None, requires_grad=False):
-        del device
+        _device.check(device)
         return factory(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
     like.__name__ = factory.__name__ + "_like"
@@ -149,13 +149,13 @@ randn_like = _like(randn)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     """attograd.full of ``input``'s shape and (unless told otherwise) dtype."""
-    del device
+    _device.check(device)
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None):
     """attograd.randint of ``input``'s shape."""
-    del device
+    _device.check(device)
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype or input.dtype)

@@ -3,7 +3,7 @@ the dtype shorthands, ``new_*``, the device, pickling."""
 
 import builtins
 
-from . import _C
+from . import _C, _device
 from ._tensor_str import tensor_repr
 
 Tensor = _C.Tensor
@@ -13,13 +13,10 @@ class device:
     """A device, as torch.device; attograd computes on the CPU only."""
 
     def __init__(self, type="cpu", index=None):
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        name, _, number = builtins.str(type).partition(":")
-        if name != "cpu":
-            raise RuntimeError(f"attograd runs on the CPU only, not on {type!r}")
+        name, number = _device.parse(type, index)
+        _device.refuse(name)
         self.type = "cpu"
-        self.index = int(number) if number else index
+        self.index = number
 
     def __eq__(self, other):
         try:
@@ -50,9 +47,8 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
         elif isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
             dtype = a
         else:
-            globals()["device"](a)  # refuses anything but the CPU
-    if device is not None:
-        globals()["device"](device)
+            _device.check(a)  # refuses anything but the CPU
+    _device.check(device)
     return self._to_dtype(self.dtype if dtype is None else dtype, copy)
 
 
@@ -74,12 +70,22 @@ def _new_factory(name):
 
 
 def _reduce_ex(self, protocol):
-    # Pickled as its values (a copy), as a NumPy array would be: enough for multiprocessing and copy.deepcopy.
+    # Pickled as its values (a copy), as a NumPy array would be: enough for multiprocessing and
+    # copy.deepcopy. The values go flat beside the shape, which nested lists cannot carry past a
+    # zero-size dim ((2, 0, 3) nests as [[], []]).
     del protocol
-    return (_rebuild, (self.detach().tolist(), self.dtype, self.requires_grad))
+    return (_rebuild_shaped, (self.detach().reshape(-1).tolist(), tuple(self.shape), self.dtype, self.requires_grad))
+
+
+def _rebuild_shaped(values, shape, dtype, requires_grad):
+    from ._factories import tensor
+
+    t = tensor(values, dtype=dtype).reshape(shape).clone()  # its own storage, not a view
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def _rebuild(values, dtype, requires_grad):
+    # Pickles written before the shape was kept (nested values).
     from ._factories import tensor
 
     return tensor(values, dtype=dtype, requires_grad=requires_grad)

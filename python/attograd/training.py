@@ -44,9 +44,40 @@ def _toml_value(key, value):
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
         return repr(value)
-    if isinstance(value, (str, os.PathLike)):
-        return json.dumps(os.fspath(value))  # JSON's escapes are TOML's
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return _toml_string(_path_text(key, value))
     raise TypeError(f"train(): {key} takes a number, a bool or a string, not {type(value).__name__}")
+
+
+def _path_text(key, value):
+    """A str or path as the UTF-8 text the run's configuration holds, or ValueError naming the key
+    and the path: a name with bytes that are not UTF-8 (Python shows them as surrogates, from
+    os.fsdecode) has no TOML spelling."""
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"train(): {key}={text!r}: the name holds bytes that are not UTF-8, which the run's "
+                         "configuration (TOML, UTF-8 text) cannot carry; rename it, or link it under a UTF-8 name") from None
+    return text
+
+
+def _toml_string(text):
+    """A TOML basic string: UTF-8 as it is, any character outside the Basic Multilingual Plane
+    included (JSON would escape one as a surrogate pair, which TOML refuses), with TOML's escapes
+    for the quote, the backslash and control characters."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _finish(summary):
@@ -63,7 +94,8 @@ def train(config=None, *, quiet=False, on_step=None, on_eval=None, **settings):
     ``on_eval(dict)`` after every evaluation (iter, train_loss, val_loss, ...): a live curve;
     an exception they raise stops the run with it."""
     text, _ = _toml(settings)
-    return _finish(_C._train(os.fspath(config) if config is not None else "", text, quiet, on_step, on_eval))
+    config = _path_text("config", config) if config is not None else ""
+    return _finish(_C._train(config, text, quiet, on_step, on_eval))
 
 
 def resume(out, *, quiet=False, on_step=None, on_eval=None, **settings):
@@ -74,4 +106,4 @@ def resume(out, *, quiet=False, on_step=None, on_eval=None, **settings):
         if known[key.replace("_", "-")] == "refuse":
             raise ValueError(f"{key}: a resumed run keeps its saved value (only data, iters and how the "
                              "process runs may change)")
-    return _finish(_C._resume(os.fspath(out), text, quiet, on_step, on_eval))
+    return _finish(_C._resume(_path_text("out", out), text, quiet, on_step, on_eval))

@@ -160,7 +160,8 @@ nb::object times_alpha(nb::handle other, double alpha) {
   if (alpha == 1.0) return nb::borrow(other);
   if (const std::optional<Scalar> s = scalar_from_python(other)) {
     const double v = s->value * alpha;
-    if (s->kind != ScalarKind::Float && alpha == std::floor(alpha)) return nb::int_(static_cast<int64_t>(v));
+    if (s->kind != ScalarKind::Float && alpha == std::floor(alpha) && std::fabs(v) < 9.2e18)
+      return nb::int_(static_cast<int64_t>(v));
     return nb::float_(v);
   }
   Tensor t;

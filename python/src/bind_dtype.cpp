@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common.h"
+#include "ints.h"
 
 namespace agpy {
 
@@ -37,10 +38,20 @@ std::optional<ag::DType> dtype_from_python(nb::handle h) {
 ag::DType default_dtype() { return g_default_dtype.load(); }
 void set_default_dtype(ag::DType d) { g_default_dtype = d; }
 
-ag::Shape shape_from_python(nb::handle h, const char* what) {
+namespace {
+// One int of a shape or a dims list, exactly (ints.h); a size beyond int64 is torch's TypeError.
+int64_t shape_element(nb::handle item, const char* what, bool sizes) {
+  if (const std::optional<int64_t> v = int64_if_fits(item)) return *v;
+  const std::string msg = std::string(what) + ": failed to unpack " + describe_int(item) +
+                          " (Overflow when unpacking long long: outside int64's range)";
+  if (sizes) throw nb::type_error(msg.c_str());
+  throw nb::value_error(msg.c_str());
+}
+
+ag::Shape ints_from_python(nb::handle h, const char* what, bool sizes) {
   ag::Shape shape;
   if (PyLong_Check(h.ptr())) {
-    shape.push_back(nb::cast<int64_t>(h));
+    shape.push_back(shape_element(h, what, sizes));
     return shape;
   }
   if (!PySequence_Check(h.ptr()) || nb::isinstance<nb::str>(h))
@@ -52,15 +63,17 @@ ag::Shape shape_from_python(nb::handle h, const char* what) {
       throw nb::type_error((std::string(what) + ": expected a sequence of ints, but an element is " +
                             nb::cast<std::string>(nb::str(item.type().attr("__name__"))))
                                .c_str());
-    shape.push_back(PyNumber_AsSsize_t(item.ptr(), PyExc_OverflowError));
-    if (PyErr_Occurred()) throw nb::python_error();
+    shape.push_back(shape_element(item, what, sizes));
   }
   return shape;
 }
+}  // namespace
+
+ag::Shape shape_from_python(nb::handle h, const char* what) { return ints_from_python(h, what, true); }
 
 std::vector<int64_t> dims_from_python(nb::handle h) {
   if (h.is_none()) return {};
-  return shape_from_python(h, "dim");
+  return ints_from_python(h, "dim", false);
 }
 
 nb::object size_object(const ag::Shape& shape) {

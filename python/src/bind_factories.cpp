@@ -1,11 +1,17 @@
 // Tensors made from Python values and by the factories (zeros, ones, randn, arange, ...), the
 // random seed and the thread count. python/attograd/_factories.py gives them torch's
 // signatures (sizes as varargs or one sequence, dtype and requires_grad as keywords).
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "autograd/errors.h"
+#include "autograd/kernels/dispatch.h"
 #include "autograd/parallel.h"
 #include "autograd/random.h"
+#include "base/memory_limit.h"
 #include "common.h"
+#include "ints.h"
 #include "scalars.h"
 
 namespace agpy {
@@ -16,16 +22,54 @@ using ag::DType;
 using ag::Shape;
 using ag::Tensor;
 
+// torch's limit on the nesting of tensor()'s input ("too many dimensions 'list'" past it, measured
+// on torch 2.15: 128 levels); it also bounds the recursion below, so no input overflows the stack.
+constexpr int64_t kMaxNestedDims = 128;
+
+std::string python_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
+
 // The values of a nested sequence of numbers, with its shape and what kinds of numbers it held.
+// Ints are kept exactly beside their double (an int64 tensor takes them exactly), floats once.
 struct Nested {
   Shape shape;
   int64_t leaf_depth = -1;
   std::vector<double> floats;
-  std::vector<int64_t> ints;  // exact int64 values, beside floats (for int64 tensors)
+  std::vector<int64_t> ints;  // an int's exact value, or 0 where is_int is false
+  std::vector<char> is_int;   // ints[i] holds the value (bools and ints that fit int64)
+  std::string int_overflow;   // the first int beyond int64 (it can only go into a float tensor)
   bool any_float = false, all_bool = true;
+  std::vector<PyObject*> path;  // the sequences from the outermost to the one being walked
+
+  void add(double v, std::optional<int64_t> exact) {
+    floats.push_back(v);
+    ints.push_back(exact ? *exact : 0);
+    is_int.push_back(exact.has_value());
+  }
+
+  // Once the first number is reached the shape is known: its element count must fit, and the
+  // memory for it be there, before the walk (a list that holds one list many times can describe
+  // 2^60 numbers in a few lines, and would take forever to walk).
+  void reserve_for_shape() {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      if (__builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 56))
+        throw std::overflow_error("Storage size calculation overflowed with sizes=" + ag::shape_str(shape));
+    const int64_t bytes = n * static_cast<int64_t>(sizeof(double) + sizeof(int64_t) + 1);
+    static const ag::MemoryLimit limit = ag::memory_limit();  // read once: it does not change while a process runs
+    if (bytes > limit.bytes)
+      throw ag::OutOfMemoryError("can't allocate memory: tensor() of shape " + ag::shape_str(shape) + " needs " +
+                                 ag::human_bytes(bytes) + " while it reads the values, more than the " +
+                                 ag::human_bytes(limit.bytes) + " of " + limit.where);
+    floats.reserve(static_cast<size_t>(n));
+    ints.reserve(static_cast<size_t>(n));
+    is_int.reserve(static_cast<size_t>(n));
+  }
 
   void add_scalar(nb::handle h, int64_t depth) {
-    if (leaf_depth < 0) leaf_depth = depth;
+    if (leaf_depth < 0) {
+      leaf_depth = depth;
+      if (depth == static_cast<int64_t>(shape.size())) reserve_for_shape();
+    }
     if (depth != leaf_depth || depth != static_cast<int64_t>(shape.size()))
       throw nb::value_error("expected a sequence of equal nesting: a number where a sequence was, or the reverse");
     Tensor t;
@@ -33,17 +77,27 @@ struct Nested {
       if (t.numel() != 1) throw nb::value_error("only one element tensors can be converted to Python scalars");
       any_float |= ag::is_floating(t.dtype());
       all_bool &= t.dtype() == DType::Bool;
-      floats.push_back(t.item());
-      ints.push_back(static_cast<int64_t>(t.item()));
-      return;
+      if (t.dtype() == DType::Int64) {
+        const int64_t v = *t.contiguous().data<int64_t>();
+        return add(static_cast<double>(v), v);
+      }
+      const double v = t.item();
+      return add(v, t.dtype() == DType::Bool ? std::optional<int64_t>(v != 0) : std::nullopt);
+    }
+    if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr())) {  // an int: exactly, or noted as beyond int64
+      all_bool = false;
+      if (const std::optional<int64_t> v = int64_if_fits(h)) return add(static_cast<double>(*v), *v);
+      if (int_overflow.empty()) int_overflow = describe_int(h);
+      nb::object i = nb::steal(PyNumber_Index(h.ptr()));
+      const double v = PyLong_AsDouble(i.ptr());  // a float tensor may hold it; OverflowError past 1e308
+      if (v == -1.0 && PyErr_Occurred()) throw nb::python_error();
+      return add(v, std::nullopt);
     }
     const std::optional<Scalar> s = scalar_from_python(h);
-    if (!s)
-      throw nb::type_error(("Could not infer dtype of " + nb::cast<std::string>(nb::str(h.type().attr("__name__")))).c_str());
+    if (!s) throw nb::type_error(("Could not infer dtype of " + python_type_name(h)).c_str());
     any_float |= s->kind == ScalarKind::Float;
     all_bool &= s->kind == ScalarKind::Bool;
-    floats.push_back(s->value);
-    ints.push_back(s->kind == ScalarKind::Float ? static_cast<int64_t>(s->value) : nb::cast<int64_t>(nb::int_(h)));
+    add(s->value, s->exact);
   }
 
   void walk(nb::handle h, int64_t depth) {
@@ -51,6 +105,14 @@ struct Nested {
     const bool is_tensor = nb::try_cast(h, t);
     const bool sequence = !is_tensor && (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h));
     if (!sequence) return add_scalar(h, depth);
+    if (std::find(path.begin(), path.end(), h.ptr()) != path.end())
+      throw nb::type_error(("tensor(): self-referential lists are incompatible (a " + python_type_name(h) +
+                            " that contains itself, at depth " + std::to_string(depth) + ")")
+                               .c_str());
+    if (depth >= kMaxNestedDims)
+      throw nb::value_error(("too many dimensions '" + python_type_name(h) + "': tensor() takes at most " +
+                             std::to_string(kMaxNestedDims) + " levels of nesting, as torch")
+                                .c_str());
     const int64_t n = static_cast<int64_t>(nb::len(h));
     if (depth == static_cast<int64_t>(shape.size())) {
       if (leaf_depth >= 0 && depth >= leaf_depth)
@@ -61,7 +123,14 @@ struct Nested {
                              " at dim " + std::to_string(depth) + " (got " + std::to_string(n) + ")")
                                 .c_str());
     }
+    // An empty sequence ends the shape here: (2, 0, ...) has no numbers to reach.
+    if (n == 0 && leaf_depth < 0) {
+      leaf_depth = depth + 1;
+      reserve_for_shape();
+    }
+    path.push_back(h.ptr());
     for (nb::handle item : nb::iter(h)) walk(item, depth + 1);
+    path.pop_back();
   }
 };
 
@@ -69,7 +138,15 @@ Tensor from_nested(nb::handle data, std::optional<DType> dtype) {
   Nested v;
   v.walk(data, 0);
   const DType d = dtype ? *dtype : v.any_float ? default_dtype() : (v.all_bool && !v.floats.empty()) ? DType::Bool : DType::Int64;
-  if (d == DType::Int64) return Tensor::from_vector(v.ints, v.shape);
+  if (d == DType::Int64) {
+    if (!v.int_overflow.empty())
+      throw nb::value_error(("Overflow when unpacking long long: " + v.int_overflow +
+                             " is outside int64's range, so no int64 tensor holds it (a float dtype can)")
+                                .c_str());
+    for (size_t i = 0; i < v.ints.size(); ++i)
+      if (!v.is_int[i]) v.ints[i] = int64_from_double(v.floats[i]);
+    return Tensor::from_vector(v.ints, v.shape);
+  }
   return Tensor::from_vector(v.floats, v.shape, d);
 }
 
@@ -77,6 +154,61 @@ DType float_or_default(std::optional<DType> d) { return d ? *d : default_dtype()
 
 Tensor finish(Tensor t, bool requires_grad) {
   if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+// A double as a short text for messages ("inf", "nan", "1.5").
+std::string number_text(double v) { return nb::cast<std::string>(nb::repr(nb::float_(v))); }
+
+// torch.arange: the element count computed exactly (int64 arithmetic in 128 bits when all three
+// are ints, else in double), refused with torch's messages when it is not a finite count that
+// fits, and the tensor made (and its size checked) before it is filled in place.
+Tensor arange(nb::handle start_h, nb::handle end_h, nb::handle step_h, std::optional<DType> dtype) {
+  const std::optional<Scalar> start = scalar_from_python(start_h), end = scalar_from_python(end_h),
+                              step = scalar_from_python(step_h);
+  if (!start || !end || !step) throw nb::type_error("arange(): start, end and step must be numbers");
+  const bool integral = start->exact && end->exact && step->exact;
+  const DType d = dtype ? *dtype : (start->kind != ScalarKind::Float && end->kind != ScalarKind::Float &&
+                                    step->kind != ScalarKind::Float)
+                                       ? DType::Int64
+                                       : default_dtype();
+  int64_t n = 0;
+  if (integral) {
+    const __int128 s0 = *start->exact, e = *end->exact, st = *step->exact;
+    if (st == 0) throw std::runtime_error("step must be nonzero");
+    if ((st > 0 && e < s0) || (st < 0 && e > s0))
+      throw std::runtime_error("upper bound and larger bound inconsistent with step sign");
+    const __int128 count = st > 0 ? (e - s0 + st - 1) / st : (s0 - e - st - 1) / -st;
+    if (count > INT64_MAX) throw std::runtime_error("invalid size, possible overflow?");
+    n = static_cast<int64_t>(count);
+  } else {
+    if (!std::isfinite(start->value) || !std::isfinite(end->value))
+      throw std::runtime_error("unsupported range: " + number_text(start->value) + " -> " + number_text(end->value));
+    if (!std::isfinite(step->value)) throw std::runtime_error("step must be finite but got " + number_text(step->value));
+    if (step->value == 0) throw std::runtime_error("step must be nonzero");
+    const double span = (end->value - start->value) / step->value;
+    if (span < 0 && std::ceil(span) != 0)
+      throw std::runtime_error("upper bound and larger bound inconsistent with step sign");
+    const double count = std::max(0.0, std::ceil(span));
+    if (!(count < 9223372036854775808.0)) throw std::runtime_error("invalid size, possible overflow?");
+    n = static_cast<int64_t>(count);
+  }
+  Tensor t = Tensor::empty({n}, d);
+  if (d == DType::Int64 && integral) {
+    int64_t* p = t.data<int64_t>();
+    // start + i·step stays within [start, end): no overflow, in unsigned arithmetic.
+    const uint64_t s0 = static_cast<uint64_t>(*start->exact), st = static_cast<uint64_t>(*step->exact);
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(s0 + static_cast<uint64_t>(i) * st);
+    return t;
+  }
+  AG_DISPATCH_ALL(d, "arange", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = start->value + static_cast<double>(i) * step->value;
+      if constexpr (std::is_same_v<scalar_t, int64_t>) p[i] = int64_from_double(v);
+      else p[i] = static_cast<scalar_t>(v);
+    }
+  });
   return t;
 }
 
@@ -102,7 +234,12 @@ void bind_factories(nb::module_& m) {
                           : s->kind == ScalarKind::Float ? default_dtype()
                           : s->kind == ScalarKind::Bool  ? DType::Bool
                                                          : DType::Int64;
-    return finish(Tensor::full(shape_from_python(size, "full"), s->value, d), requires_grad);
+    const Shape shape = shape_from_python(size, "full");
+    if (d != DType::Int64) return finish(Tensor::full(shape, s->value, d), requires_grad);
+    const int64_t v = scalar_as_int64(*s);  // exactly: a double rounds ints above 2^53
+    Tensor t = Tensor::empty(shape, d);
+    std::fill_n(t.data<int64_t>(), t.numel(), v);
+    return finish(t, requires_grad);
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none(), nb::arg("requires_grad"));
   m.def("_randn", [](nb::handle size, std::optional<DType> dtype, bool requires_grad) {
     return finish(Tensor::randn(shape_from_python(size, "randn"), float_or_default(dtype)), requires_grad);
@@ -117,43 +254,32 @@ void bind_factories(nb::module_& m) {
     Tensor t = Tensor::randint(low, high, shape_from_python(size, "randint"));
     return dtype && *dtype != DType::Int64 ? t.to(*dtype) : t;
   }, nb::arg("low"), nb::arg("high"), nb::arg("size"), nb::arg("dtype").none());
-  m.def("_arange", [](nb::handle start_h, nb::handle end_h, nb::handle step_h, std::optional<DType> dtype,
-                      bool requires_grad) {
-    std::optional<Scalar> start = scalar_from_python(start_h), end = scalar_from_python(end_h),
-                          step = scalar_from_python(step_h);
-    if (!start || !end || !step) throw nb::type_error("arange(): start, end and step must be numbers");
-    if (step->value == 0) throw std::runtime_error("step must be nonzero");
-    const bool integral = start->kind != ScalarKind::Float && end->kind != ScalarKind::Float && step->kind != ScalarKind::Float;
-    const double span = (end->value - start->value) / step->value;
-    if (span < 0 && std::ceil(span) != 0)
-      throw std::runtime_error("upper bound and larger bound inconsistent with step sign");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(span)));
-    const DType d = dtype ? *dtype : integral ? DType::Int64 : default_dtype();
-    if (d == DType::Int64) {
-      std::vector<int64_t> v(static_cast<size_t>(n));
-      const int64_t s0 = static_cast<int64_t>(start->value), st = static_cast<int64_t>(step->value);
-      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = s0 + i * st;
-      return finish(Tensor::from_vector(v, {n}), requires_grad);
-    }
-    std::vector<double> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start->value + static_cast<double>(i) * step->value;
-    return finish(Tensor::from_vector(v, {n}, d), requires_grad);
+  m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, bool requires_grad) {
+    return finish(arange(start, end, step, dtype), requires_grad);
   }, nb::arg("start"), nb::arg("end"), nb::arg("step"), nb::arg("dtype").none(), nb::arg("requires_grad"));
   m.def("_linspace", [](double start, double end, int64_t steps, std::optional<DType> dtype, bool requires_grad) {
     if (steps < 0) throw std::runtime_error("linspace(): number of steps must be non-negative");
-    std::vector<double> v(static_cast<size_t>(steps));
+    Tensor t = Tensor::empty({steps}, float_or_default(dtype));  // its size checked before any work
     const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-    // torch fills the second half from the end, so that the last value is `end` exactly.
-    for (int64_t i = 0; i < steps; ++i)
-      v[static_cast<size_t>(i)] = i < steps / 2 ? start + step * static_cast<double>(i)
-                                                : end - step * static_cast<double>(steps - 1 - i);
-    return finish(Tensor::from_vector(v, {steps}, float_or_default(dtype)), requires_grad);
+    AG_DISPATCH_FLOAT(t.dtype(), "linspace", [&] {
+      scalar_t* p = t.data<scalar_t>();
+      // torch fills the second half from the end, so that the last value is `end` exactly.
+      for (int64_t i = 0; i < steps; ++i)
+        p[i] = static_cast<scalar_t>(i < steps / 2 ? start + step * static_cast<double>(i)
+                                                   : end - step * static_cast<double>(steps - 1 - i));
+    });
+    return finish(t, requires_grad);
   }, nb::arg("start"), nb::arg("end"), nb::arg("steps"), nb::arg("dtype").none(), nb::arg("requires_grad"));
   m.def("_eye", [](int64_t n, std::optional<int64_t> cols, std::optional<DType> dtype, bool requires_grad) {
     const int64_t c = cols ? *cols : n;
-    std::vector<double> v(static_cast<size_t>(n * c), 0.0);
-    for (int64_t i = 0; i < std::min(n, c); ++i) v[static_cast<size_t>(i * c + i)] = 1.0;
-    return finish(Tensor::from_vector(v, {n, c}, float_or_default(dtype)), requires_grad);
+    if (n < 0) throw std::runtime_error("n must be greater or equal to 0, got " + std::to_string(n));
+    if (c < 0) throw std::runtime_error("m must be greater or equal to 0, got " + std::to_string(c));
+    Tensor t = Tensor::zeros({n, c}, float_or_default(dtype));  // its size checked before any work
+    AG_DISPATCH_ALL(t.dtype(), "eye", [&] {
+      scalar_t* p = t.data<scalar_t>();
+      for (int64_t i = 0; i < std::min(n, c); ++i) p[i * c + i] = scalar_t(1);
+    });
+    return finish(t, requires_grad);
   }, nb::arg("n"), nb::arg("m").none(), nb::arg("dtype").none(), nb::arg("requires_grad"));
 
   m.def("manual_seed", [](uint64_t seed) { ag::manual_seed(seed); }, nb::arg("seed"),

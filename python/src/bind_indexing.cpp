@@ -14,6 +14,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "common.h"
+#include "ints.h"
 #include "scalars.h"
 
 namespace agpy {
@@ -26,10 +27,16 @@ using ag::Tensor;
 
 // Elements start, start + step, ... (count n) along dim d, as a view; recorded when a is.
 Tensor strided_slice(const Tensor& a, int64_t d, int64_t start, int64_t stop, int64_t step) {
-  const int64_t n = stop > start ? (stop - start + step - 1) / step : 0;
+  // The count without overflow for any step up to sys.maxsize: ceil((stop - start) / step).
+  const int64_t n = stop > start ? (stop - start - 1) / step + 1 : 0;
+  // One element or none is a narrow: its stride never matters (and times a huge step would
+  // overflow), nor do the step - 1 zeros between elements its backward would interleave.
+  if (n <= 1) return ag::narrow(a, d, start, n);
   Shape shape = a.shape(), strides = a.strides();
   shape[static_cast<size_t>(d)] = n;
-  strides[static_cast<size_t>(d)] *= step;
+  if (__builtin_mul_overflow(strides[static_cast<size_t>(d)], step, &strides[static_cast<size_t>(d)]))
+    throw ag::IndexError("slice step " + std::to_string(step) + " times the stride of dim " + std::to_string(d) +
+                         " overflows int64");
   Tensor out = ag::make_view(a, shape, strides, a.impl().offset + start * a.strides()[static_cast<size_t>(d)]);
   if (ag::should_record({&a})) {
     ag::record(out, "slice", {a}, [in_shape = a.shape(), d, start, stop, step, n](const Tensor& g) {
@@ -105,7 +112,7 @@ Tensor index_tensor(nb::handle h) {
       throw nb::index_error("tensors used as indices must be long, int, byte or bool tensors");
     all_bool &= PyBool_Check(item.ptr());
     bools.push_back(item.ptr() == Py_True);
-    ints.push_back(nb::cast<int64_t>(item));
+    ints.push_back(int64_arg(item, "index"));
   }
   const int64_t n = static_cast<int64_t>(ints.size());
   if (all_bool && n > 0) return Tensor::from_vector(bools, {n});
@@ -175,7 +182,7 @@ Indexed apply_basic(const Tensor& self, nb::handle index) {
       d += k;
       original += k;
     } else if (PyIndex_Check(item.ptr())) {
-      r.view = select_int(r.view, d, nb::cast<int64_t>(item), original++);
+      r.view = select_int(r.view, d, int64_arg(item, "index"), original++);
     } else {
       throw nb::index_error(("only integers, slices (`:`), ellipsis (`...`), None and long or bool tensors are valid "
                              "indices (got " + nb::cast<std::string>(nb::str(item.type().attr("__name__"))) + ")")

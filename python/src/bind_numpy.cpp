@@ -7,6 +7,8 @@
 // whose owner keeps the tensor's storage alive.
 #include <nanobind/ndarray.h>
 
+#include <bit>
+
 #include "autograd/errors.h"
 #include "common.h"
 
@@ -82,12 +84,47 @@ template <class Framework> nb::ndarray<Framework> export_array(const Tensor& t) 
   return nb::ndarray<Framework>(t.raw_data(), shape.size(), shape.data(), owner, strides.data(), dlpack_dtype(t.dtype()));
 }
 
+// A NumPy array's byte order and writability, checked before its memory is shared (nanobind's
+// conversion would refuse a foreign byte order with a message that never says why, and a tensor
+// on read-only memory, a read-only memory map or np.frombuffer over an immutable bytes object,
+// would let fill_ write where nothing may). Read-only memory is copied, with a warning naming why;
+// a foreign byte order is refused with torch's message. Other producers (__dlpack__) share.
+Tensor from_python_array(nb::handle obj, const char* fn) {
+  const bool numpy = nb::hasattr(obj, "__array_interface__") && nb::hasattr(obj, "flags") && nb::hasattr(obj, "dtype");
+  if (numpy) {
+    const std::string order = nb::cast<std::string>(nb::str(obj.attr("dtype").attr("byteorder")));
+    const bool little = std::endian::native == std::endian::little;
+    if ((order == ">" && little) || (order == "<" && !little))
+      throw ag::ValueError(std::string(fn) +
+                           ": given numpy array has byte order different from the native byte order. Conversion "
+                           "between byte orders is currently not supported. (array.astype(array.dtype.newbyteorder("
+                           "'=')) makes a native copy)");
+    if (!nb::cast<bool>(obj.attr("flags").attr("writeable"))) {
+      if (PyErr_WarnEx(PyExc_UserWarning,
+                       (std::string(fn) +
+                        ": the given NumPy array is not writable (a read-only memory map, or np.frombuffer over an "
+                        "immutable bytes object), so attograd copied it: a tensor on its memory would let an in-place "
+                        "op write where nothing may. Writes to the tensor do not reach the array.")
+                           .c_str(),
+                       1) < 0)
+        throw nb::python_error();
+      nb::object copy = obj.attr("copy")();
+      return from_array(nb::cast<AnyArray>(copy, false));
+    }
+  }
+  AnyArray a;
+  if (!nb::try_cast(obj, a, false))
+    throw ag::TypeError(std::string(fn) + ": expected a NumPy array or an object with __dlpack__ on the CPU, got " +
+                        nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
+  return from_array(a);
+}
+
 }  // namespace
 
 void bind_numpy(nb::module_& m, nb::class_<ag::TensorImpl>& cls) {
-  m.def("from_numpy", &from_array, nb::arg("ndarray").noconvert(),
+  m.def("from_numpy", [](nb::handle a) { return from_python_array(a, "from_numpy"); }, nb::arg("ndarray"),
         "A tensor on the array's memory, without a copy: writes through either are seen by both.");
-  m.def("from_dlpack", &from_array, nb::arg("ext_tensor").noconvert(),
+  m.def("from_dlpack", [](nb::handle a) { return from_python_array(a, "from_dlpack"); }, nb::arg("ext_tensor"),
         "A tensor on the memory of any object with __dlpack__ (a torch tensor, a NumPy array), without a copy.");
   cls.def("numpy", [](const Tensor& t, bool force) {
     if (t.requires_grad() && !force)

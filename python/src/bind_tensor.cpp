@@ -4,9 +4,11 @@
 // python/attograd/_tensor.py.
 #include <cmath>
 
+#include "autograd/grad_lock.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "common.h"
+#include "ints.h"
 #include "scalars.h"
 
 namespace agpy {
@@ -68,7 +70,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
   cls.def_prop_ro("shape", [](TensorImpl& t) { return size_object(t.shape); })
       .def("size", [](const Tensor& s, nb::handle dim) -> nb::object {
         if (dim.is_none()) return size_object(s.shape());
-        return nb::int_(s.size(nb::cast<int64_t>(dim)));
+        return nb::int_(s.size(int64_arg(dim, "dim")));
       }, nb::arg("dim").none() = nb::none())
       .def_prop_ro("dtype", [](TensorImpl& t) { return t.dtype; })
       .def_prop_ro("ndim", [](TensorImpl& t) { return t.shape.size(); })
@@ -82,7 +84,7 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       })
       .def("stride", [](const Tensor& s, nb::handle dim) -> nb::object {
         if (dim.is_none()) return nb::tuple(nb::cast(s.strides()));
-        const int64_t d = ag::wrap_dim(nb::cast<int64_t>(dim), s.dim(), "stride", s);
+        const int64_t d = ag::wrap_dim(int64_arg(dim, "dim"), s.dim(), "stride", s);
         return nb::int_(s.strides()[static_cast<size_t>(d)]);
       }, nb::arg("dim").none() = nb::none())
       .def("element_size", [](TensorImpl& t) { return ag::dtype_size(t.dtype); })
@@ -105,9 +107,16 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         return nb::borrow(self);
       }, nb::arg("requires_grad") = true)
       .def_prop_ro("is_leaf", [](TensorImpl& t) { return t.grad_fn == nullptr || !t.requires_grad; })
+      // Under the engine's accumulation lock (autograd/grad_lock.h): another Python thread's
+      // backward, outside the GIL, may be adding into this .grad meanwhile.
       .def_prop_rw(
-          "grad", [](const Tensor& s) { return s.grad(); },
+          "grad",
+          [](const Tensor& s) {
+            std::lock_guard<std::mutex> lock(ag::grad_accumulation_mutex(&s.impl()));
+            return s.grad();
+          },
           [](Tensor s, std::optional<Tensor> g) {
+            std::lock_guard<std::mutex> lock(ag::grad_accumulation_mutex(&s.impl()));
             if (!g || !g->defined()) return s.zero_grad();
             if (g->dtype() != s.dtype())
               throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(*g) +
@@ -124,8 +133,17 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       })
       .def_prop_rw(
           "data", [](const Tensor& s) { return s.detach(); },
-          [](TensorImpl& t, const Tensor& src) {
-            // torch's `p.data = x`: p now views x's storage, keeping its own identity and autograd state.
+          [](TensorImpl& t, nb::handle value) {
+            // torch's `p.data = x`: p now views x's storage, keeping its own identity and autograd
+            // state, with torch's checks here; a shape that no longer matches p's .grad or an
+            // optimizer's state is refused where they meet (the engine's accumulation, step()).
+            Tensor src;
+            if (!nb::try_cast(value, src) || !src.defined())
+              throw nb::type_error(("Variable data has to be a tensor, but got " +
+                                    nb::cast<std::string>(nb::str(value.type().attr("__name__"))))
+                                       .c_str());
+            if (t.requires_grad && !ag::is_floating(src.dtype()))
+              throw std::runtime_error("data set to a tensor that requires gradients must be floating point or complex dtype");
             const TensorImpl& s = src.impl();
             t.storage = s.storage;
             t.offset = s.offset;

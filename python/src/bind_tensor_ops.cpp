@@ -11,6 +11,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "common.h"
+#include "ints.h"
 #include "gil.h"
 
 namespace agpy {
@@ -215,7 +216,7 @@ nb::object max_min(const Tensor& a, nb::handle dim_or_other, bool keepdim, bool 
   if (dim_or_other.is_none()) return nb::cast(is_max ? max_all(a) : min_all(a));
   Tensor other;
   if (nb::try_cast(dim_or_other, other)) return nb::cast(binary(is_max ? BinaryOp::Maximum : BinaryOp::Minimum, a, other));
-  const int64_t dim = nb::cast<int64_t>(dim_or_other);
+  const int64_t dim = int64_arg(dim_or_other, "dim");
   Tensor values = reduce_integer(a, a.dtype(), is_max ? "max" : "min", [&](const Tensor& x) {
     return is_max ? ag::max(x, dim, keepdim) : ag::min(x, dim, keepdim);
   });
@@ -232,7 +233,7 @@ Tensor arg_extreme(const Tensor& a, nb::handle dim, bool keepdim, bool is_max) {
     if (keepdim) r = ag::reshape(r, Shape(static_cast<size_t>(a.dim()), 1));
     return r;
   }
-  const int64_t d = nb::cast<int64_t>(dim);
+  const int64_t d = int64_arg(dim, "dim");
   return is_max ? ag::argmax(x, d, keepdim) : ag::argmin(x, d, keepdim);
 }
 
@@ -258,7 +259,7 @@ nb::tuple as_tuple(const std::vector<Tensor>& ts) {
 }
 
 std::vector<Tensor> split_sections(const Tensor& a, nb::handle size_or_sections, int64_t dim) {
-  if (PyLong_Check(size_or_sections.ptr())) return ag::split(a, nb::cast<int64_t>(size_or_sections), dim);
+  if (PyLong_Check(size_or_sections.ptr())) return ag::split(a, int64_arg(size_or_sections, "split_size"), dim);
   const int64_t d = ag::wrap_dim(dim, a.dim(), "split", a);
   std::vector<Tensor> out;
   int64_t start = 0;
@@ -471,7 +472,11 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     shape.insert(shape.end(), a.shape().begin() + d + 1, a.shape().end());
     Shape inner = shape_from_python(sizes, "sizes");
     int64_t known = 1, unknown = -1;
-    for (size_t i = 0; i < inner.size(); ++i) (inner[i] == -1 ? unknown = static_cast<int64_t>(i) : known *= inner[i]);
+    for (size_t i = 0; i < inner.size(); ++i) {
+      if (inner[i] == -1) unknown = static_cast<int64_t>(i);
+      else if (__builtin_mul_overflow(known, inner[i], &known))
+        throw std::runtime_error("unflatten: sizes " + ag::shape_str(inner) + " multiply beyond int64");
+    }
     if (unknown >= 0) shape[static_cast<size_t>(d + unknown)] = a.size(d) / std::max<int64_t>(known, 1);
     return ag::reshape(a, shape);
   }, nb::arg("dim"), nb::arg("sizes"));

@@ -3,9 +3,9 @@
 // The configuration arrives as TOML text made from the keyword arguments, read by the reader of
 // `attograd train --config` (train/config/config_file.h), so every key, type and range check is
 // the command's. The run's console lines go to Python's sys.stdout (a notebook shows them), a
-// line at a time with the GIL taken. A SIGINT (Ctrl-C, a notebook's interrupt) during the run
-// stops it as it stops the command: the step ends, a checkpoint is written, and the summary says
-// interrupted (the run's own handler replaces Python's while it runs: train/interrupt.h).
+// line at a time with the GIL taken. A Ctrl-C (a notebook's interrupt) during the run stops it as
+// it stops the command: the step ends, a checkpoint is written, and the summary says interrupted;
+// the signal stays Python's own throughout (interrupts.h).
 #include <filesystem>
 #include <ostream>
 #include <streambuf>
@@ -13,6 +13,7 @@
 #include "autograd/errors.h"
 #include "common.h"
 #include "gil.h"
+#include "interrupts.h"
 #include "tensorboard/train_logger.h"
 #include "train/config/config_error.h"
 #include "train/config/config_file.h"
@@ -53,10 +54,16 @@ class PythonLineBuf : public std::streambuf {
     if (line_.empty()) return;
     if (!quiet_) {
       nb::gil_scoped_acquire gil;
-      nb::module_ sys = nb::module_::import_("sys");
-      nb::object out = sys.attr("stdout");
-      out.attr("write")(nb::str(line_.data(), line_.size()));
-      out.attr("flush")();
+      try {
+        nb::module_ sys = nb::module_::import_("sys");
+        nb::object out = sys.attr("stdout");
+        out.attr("write")(nb::str(line_.data(), line_.size()));
+        out.attr("flush")();
+      } catch (nb::python_error& e) {
+        // A Ctrl-C while Python wrote the line (a notebook's stdout is Python code) stops the
+        // run; std::ostream would swallow it, and the interrupt would be lost.
+        if (!stop_run_for(e)) throw;
+      }
     }
     line_.clear();
   }
@@ -77,7 +84,7 @@ class PythonLogger : public train::RunLogger {
     d["iter"] = e.iter, d["iters"] = e.iters, d["loss"] = e.loss, d["lr"] = e.lr, d["grad_norm"] = e.grad_norm;
     d["tokens_per_s"] = e.tokens_per_s, d["ms_per_step"] = e.ms_per_step, d["elapsed_s"] = e.elapsed_s;
     d["logged"] = e.logged, d["skipped"] = e.skipped;
-    on_step_.get()(d);
+    call(on_step_, d);
   }
   void on_eval(const train::EvalEnd& e) override {
     if (!on_eval_) return;
@@ -85,10 +92,19 @@ class PythonLogger : public train::RunLogger {
     nb::dict d;
     d["iter"] = e.iter, d["train_loss"] = e.train_loss, d["val_loss"] = e.val_loss, d["lr"] = e.lr;
     d["elapsed_s"] = e.elapsed_s;
-    on_eval_.get()(d);
+    call(on_eval_, d);
   }
 
  private:
+  // A KeyboardInterrupt from the callback (Ctrl-C while it ran) stops the run after this step,
+  // as a Ctrl-C between steps does; any other exception stops it with that exception.
+  static void call(const PyRef& fn, const nb::dict& d) {
+    try {
+      fn.get()(d);
+    } catch (nb::python_error& e) {
+      if (!stop_run_for(e)) throw;
+    }
+  }
   static PyRef ref(nb::handle h) { return h.is_none() ? PyRef() : PyRef(h); }
   PyRef on_step_, on_eval_;
 };
@@ -135,6 +151,7 @@ std::set<std::string> read_config(const std::string& config_path, const std::str
 }  // namespace
 
 void bind_training(nb::module_& m) {
+  install_interrupt_owner();
   // The keys of the run configuration: (flag, member, help, on_resume) in the table's order.
   m.def("_train_fields", [] {
     nb::list out;
@@ -151,6 +168,7 @@ void bind_training(nb::module_& m) {
                      nb::handle on_eval) {
     train::TrainConfig cfg;
     read_config(config_path, toml, cfg);
+    RunInterrupts interrupts;
     PythonLineBuf buf(quiet);
     std::ostream out(&buf);
     train::TrainSummary s;
@@ -159,12 +177,14 @@ void bind_training(nb::module_& m) {
       s = config_errors([&] { return train::train_lm(cfg, out, hooks_for(cfg, cfg.out_dir, out, on_step, on_eval)); });
       out.flush();
     }
+    interrupts.finish(s.interrupted);
     return summary_dict(s, cfg.out_dir);
   }, nb::arg("config_path"), nb::arg("toml"), nb::arg("quiet"), nb::arg("on_step").none(), nb::arg("on_eval").none());
   m.def("_resume", [](const std::string& dir, const std::string& toml, bool quiet, nb::handle on_step,
                       nb::handle on_eval) {
     train::TrainConfig now;
     const std::set<std::string> given = read_config("", toml, now);
+    RunInterrupts interrupts;
     PythonLineBuf buf(quiet);
     std::ostream out(&buf);
     train::TrainSummary s;
@@ -173,6 +193,7 @@ void bind_training(nb::module_& m) {
       s = config_errors([&] { return train::resume_lm(dir, now, given, out, hooks_for(now, dir, out, on_step, on_eval)); });
       out.flush();
     }
+    interrupts.finish(s.interrupted);
     return summary_dict(s, dir);
   }, nb::arg("dir"), nb::arg("toml"), nb::arg("quiet"), nb::arg("on_step").none(), nb::arg("on_eval").none());
 }

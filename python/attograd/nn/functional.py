@@ -146,8 +146,19 @@ def one_hot(tensor, num_classes=-1):
     """int64 (…) -> int64 (…, num_classes) with a 1 at each class index."""
     if tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel():
+        # torch's range checks: an index outside [0, num_classes) would give a row of zeros.
+        if tensor.min().item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        largest = tensor.max().item()
+        if num_classes == -1:
+            num_classes = largest + 1
+        elif largest >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes == -1:
+        num_classes = 0
+    if not tensor.numel():  # no classes to compare: nothing as large as num_classes is made
+        return _C._zeros(tuple(tensor.shape) + (num_classes,), _C.int64, False)
     classes = _C._arange(0, num_classes, 1, _C.int64, False)
     return (tensor.unsqueeze(-1) == classes).long()
 

@@ -7,7 +7,7 @@ what ``named_parameters`` shows."""
 
 import copy
 
-from ... import _C
+from ... import _C, _device
 from ..parameter import as_parameter
 from .module import Module
 
@@ -122,8 +122,7 @@ def wrap_cpp_module(cpp):
 
 
 def _no_device(device):
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"attograd runs on the CPU only, not on {device!r}")
+    _device.check(device)
 
 
 class Linear(CppModule):

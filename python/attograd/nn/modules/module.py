@@ -397,7 +397,7 @@ class Module:
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """``to(dtype)``, ``to("cpu")``, ``to(tensor)``: converts the floating parameters in place."""
         del non_blocking
-        from ..._tensor import device as device_type
+        from ... import _device
 
         for a in args:
             if isinstance(a, Tensor):
@@ -405,9 +405,8 @@ class Module:
             elif isinstance(a, _C.dtype):
                 dtype = a
             else:
-                device_type(a)
-        if device is not None:
-            device_type(device)
+                _device.check(a)
+        _device.check(device)
         return self if dtype is None else self._convert(dtype)
 
     def cpu(self):
