@@ -15,7 +15,7 @@ export CCACHE_NOHASHDIR = 1
 RUN_DIR      ?= runs/shakespeare
 TRAIN_FLAGS  ?=
 
-.PHONY: all deps build python-venv test train speedrun resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
+.PHONY: all deps configure build program python-venv test train speedrun resume test-sanitize bench bench-torch2 clean fuzz install tensorboard-check
 
 all: build
 
@@ -39,11 +39,21 @@ python-venv: deps
 	@$(PYTHON_VENV)/bin/python -c "import nanobind, numpy, pytest" 2>/dev/null || \
 	  $(PYTHON_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(PYTHON_PKGS)
 
-build: deps python-venv
+# One configuration for every target below, so that `make train` then `make test` compile each
+# object once.
+configure: deps python-venv
 	@scripts/check-build-dir.sh $(BUILD) .
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) -DATTOGRAD_PYTHON=ON \
 	  -DPython_EXECUTABLE=$(abspath $(PYTHON_VENV))/bin/python $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
+
+# The attograd program alone: what train, speedrun and resume run. A first `make train` compiles
+# the libraries and the program, not the test programs, the benchmarks or the Python extension
+# (`make test` builds those).
+program: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target attograd -- --no-print-directory
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -73,7 +83,7 @@ test-sanitize: deps python-venv
 	  PYTHONDONTWRITEBYTECODE=1 ATTOGRAD_SOURCE_DIR=$(CURDIR) \
 	  $(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_PYTESTS)
 
-train: build
+train: program
 	@scripts/check-run-dir.sh $(RUN_DIR)
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --data "$$corpus" --out $(RUN_DIR) $(TRAIN_FLAGS)
@@ -82,14 +92,14 @@ train: build
 # time, evaluated on the whole validation split. Its folder holds the last speedrun only.
 SPEEDRUN_DIR    ?= runs/speedrun
 SPEEDRUN_BUDGET ?= 120
-speedrun: build
+speedrun: program
 	@corpus=$$(scripts/find-corpus.sh) && \
 	  $(BUILD)/attograd train --config configs/speedrun.toml --time-budget $(SPEEDRUN_BUDGET) --data "$$corpus" \
 	    --out $(SPEEDRUN_DIR) --overwrite
 
 # Continues `make train`'s run (after a Ctrl-C), exactly; RESUME_FLAGS="--iters N" extends it.
 RESUME_FLAGS ?=
-resume: build
+resume: program
 	@test -e $(RUN_DIR)/train_state.safetensors || { echo "make resume: no run in $(RUN_DIR) yet; start one with make train" >&2; exit 1; }
 	@$(BUILD)/attograd train --resume $(RUN_DIR) $(RESUME_FLAGS)
 

@@ -348,12 +348,147 @@ enum class Target {
   Capture,     // ag::grad: returned for the given tensors; no .grad is touched
 };
 
-// One backward pass over the graph behind `roots`.
+// One backward pass over the graph behind `roots`. run() is the walk: the reference's algorithm
+// (reference/tensor.cpp) on this engine's graph. Everything else a pass does is reached from it
+// through the calls below it, one for each point of the walk:
+//   received(node, g)      a node's output gradient is complete: tensor hooks, retain_grad, the
+//                          gradient observer, and the tensors grad() or backward(inputs=) asked for
+//   runs(node)             grad() and backward(inputs=) run only the nodes above those tensors
+//   call_backward(node, g) the node's backward function, under its forward's autocast precision,
+//                          the running node set (SavedTensor::unpack, backward_needs_input_grad),
+//                          the backward observer after it
+//   pass_on(node, i, g)    input i's gradient: summed to its shape where the forward broadcast it,
+//                          anomaly mode's check, added into the input's node, or delivered to a
+//                          leaf (whose hooks run once its last gradient is in)
 struct BackwardPass {
   Target target = Target::AllLeaves;
   bool keep_graph = false;
   std::vector<Tensor> inputs;    // Inputs and Capture: the tensors asked for
   std::vector<Tensor> captured;  // Capture: their gradients
+
+  // ---- the walk --------------------------------------------------------------------------------
+
+  void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds) {
+    // Every node comes before the nodes of its inputs, so that a node's output gradient is
+    // complete (every node that used the output has run) when the walk reaches it.
+    const std::vector<Node*> order = topological_order_of(nodes_of(roots));
+    prepare(roots, order);
+    for (size_t i = 0; i < roots.size(); ++i) seed(roots[i], seeds[i]);
+    for (Node* node : order) {
+      Tensor g = std::move(node->grad);  // dLoss/d(node's output), complete
+      node->grad = Tensor();
+      if (g.defined()) received(*node, g);
+      if (!g.defined() || !runs(*node)) {
+        pass_nothing(*node);
+        continue;
+      }
+      const profiler::RecordScope profile(node->op, profiler::Category::Backward);  // its backward and passing on
+      Grads grads = call_backward(*node, g);                                          // dLoss/d(each input)
+      for (size_t i = 0; i < grads.size(); ++i) pass_on(*node, i, std::move(grads[i]));
+      if (!keep_graph && node->saved_tensors) node->backward = nullptr;  // frees its saved tensors (engine.h)
+    }
+  }
+
+  // ---- the points of the walk ------------------------------------------------------------------
+
+  void received(Node& node, Tensor& g) {
+    run_grad_hooks(node.hooks, g, [&] { return "the output of '" + node.op + "'"; });
+    if (auto kept = node.retained.lock()) kept->grad = kept->grad ? sum_of(Tensor(kept->grad), g).impl_ptr() : g.impl_ptr();
+    if (g_observer) g_observer(node, g);
+    if (target != Target::AllLeaves) reached_input_node(&node, g);
+  }
+
+  bool runs(const Node& node) const { return target == Target::AllLeaves || below.count(&node); }
+
+  Grads call_backward(Node& node, const Tensor& g) {
+    if (!node.backward) throw graph_freed(node);
+    Node* const outer = g_running_node;
+    const BackwardPass* const outer_pass = g_running_pass;
+    g_running_node = &node;
+    g_running_pass = this;
+    Grads grads;
+    try {
+      // The gradients' GEMMs at the forward's precision (autograd/autocast.h)
+      const AutocastGuard precision(node.autocast);
+      grads = node.backward(g);
+    } catch (...) {
+      g_running_node = outer;
+      g_running_pass = outer_pass;
+      throw;
+    }
+    g_running_node = outer;
+    g_running_pass = outer_pass;
+    if (grads.size() != node.next.size())
+      throw std::logic_error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) +
+                             " gradients for " + std::to_string(node.next.size()) + " inputs");
+    if (g_backward_observer) g_backward_observer(node, g, grads);
+    return grads;
+  }
+
+  // gi is taken over (this is the engine's only handle on it from here on).
+  void pass_on(const Node& node, size_t i, Tensor gi) {
+    const Edge& e = node.next[i];
+    if (!e.active()) return;
+    if (gi.defined()) {
+      const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
+      if (gi.shape() != expect) gi = reduce_to_input(gi, expect, node, i);
+      if (AnomalyMode::enabled()) check_finite(node, i, gi);
+    }
+    if (e.leaf) deliver_leaf(e.leaf, std::move(gi));
+    else if (gi.defined()) accumulate(e.node->grad, gi);
+  }
+
+  // A node that does not run still counts as done for the leaves it feeds.
+  void pass_nothing(const Node& node) {
+    for (const Edge& e : node.next)
+      if (e.leaf) deliver_leaf(e.leaf, Tensor());
+  }
+
+  // ---- before the walk -------------------------------------------------------------------------
+
+  static std::vector<Node*> nodes_of(const std::vector<Tensor>& roots) {
+    std::vector<Node*> nodes;
+    for (const Tensor& r : roots)
+      if (!r.is_leaf()) nodes.push_back(r.grad_fn().get());
+    return nodes;
+  }
+
+  void seed(const Tensor& root, const Tensor& g) {
+    if (root.is_leaf()) deliver_leaf(root.impl_ptr(), g);
+    else accumulate(root.grad_fn()->grad, g.to(root.grad_fn()->out_dtype));
+  }
+
+  void prepare(const std::vector<Tensor>& roots, const std::vector<Node*>& order) {
+    // Count the edges into each leaf, so that a leaf's gradient is known complete (hooks,
+    // capture, post-accumulate hooks). Leaves with tensor hooks, and ag::grad's inputs, get
+    // their gradients summed first; the others accumulate edge by edge into .grad.
+    auto note_leaf = [&](const std::shared_ptr<TensorImpl>& leaf) {
+      if (!wanted(leaf.get())) return;
+      LeafState& st = leaves[leaf.get()];
+      ++st.pending;
+      st.buffered = target == Target::Capture || (leaf->hooks && !leaf->hooks->entries.empty());
+    };
+    for (const Tensor& r : roots)
+      if (r.is_leaf()) note_leaf(r.impl_ptr());
+    for (Node* n : order)
+      for (const Edge& e : n->next)
+        if (e.leaf) note_leaf(e.leaf);
+
+    // With inputs given, a node's backward runs only when an input lies below it.
+    if (target != Target::AllLeaves) {
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        for (const Edge& e : (*it)->next) {
+          if ((e.leaf && input_leaf.count(e.leaf.get())) ||
+              (e.node && (input_node.count(e.node.get()) || below.count(e.node.get())))) {
+            below.insert(*it);
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // ---- grad() and backward(inputs=): the tensors asked for -------------------------------------
 
   struct LeafState {
     int64_t pending = 0;  // edges into this leaf not yet processed in this pass
@@ -428,100 +563,6 @@ struct BackwardPass {
     if (it == input_node.end()) return;
     if (target == Target::Capture) captured[it->second] = g;
     else accumulate_leaf(inputs[it->second].impl(), g);
-  }
-
-  void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds) {
-    std::vector<Node*> root_nodes;
-    for (const Tensor& r : roots)
-      if (!r.is_leaf()) root_nodes.push_back(r.grad_fn().get());
-    const std::vector<Node*> order = topological_order_of(root_nodes);
-
-    // Count the edges into each leaf, so that a leaf's gradient is known complete (hooks,
-    // capture, post-accumulate hooks). Leaves with tensor hooks, and ag::grad's inputs, get
-    // their gradients summed first; the others accumulate edge by edge into .grad.
-    auto note_leaf = [&](const std::shared_ptr<TensorImpl>& leaf) {
-      if (!wanted(leaf.get())) return;
-      LeafState& st = leaves[leaf.get()];
-      ++st.pending;
-      st.buffered = target == Target::Capture || (leaf->hooks && !leaf->hooks->entries.empty());
-    };
-    for (const Tensor& r : roots)
-      if (r.is_leaf()) note_leaf(r.impl_ptr());
-    for (Node* n : order)
-      for (const Edge& e : n->next)
-        if (e.leaf) note_leaf(e.leaf);
-
-    // With inputs given, a node's backward runs only when an input lies below it.
-    if (target != Target::AllLeaves) {
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        for (const Edge& e : (*it)->next) {
-          if ((e.leaf && input_leaf.count(e.leaf.get())) ||
-              (e.node && (input_node.count(e.node.get()) || below.count(e.node.get())))) {
-            below.insert(*it);
-            break;
-          }
-        }
-      }
-    }
-
-    for (size_t i = 0; i < roots.size(); ++i) {
-      if (roots[i].is_leaf()) deliver_leaf(roots[i].impl_ptr(), seeds[i]);
-      else accumulate(roots[i].grad_fn()->grad, seeds[i].to(roots[i].grad_fn()->out_dtype));
-    }
-
-    for (Node* node : order) {
-      Tensor g = std::move(node->grad);
-      node->grad = Tensor();
-      if (g.defined()) {
-        run_grad_hooks(node->hooks, g, [&] { return "the output of '" + node->op + "'"; });
-        if (auto kept = node->retained.lock()) kept->grad = kept->grad ? sum_of(Tensor(kept->grad), g).impl_ptr() : g.impl_ptr();
-        if (g_observer) g_observer(*node, g);
-        if (target != Target::AllLeaves) reached_input_node(node, g);
-      }
-      const bool run_fn = g.defined() && (target == Target::AllLeaves || below.count(node));
-      if (!run_fn) {
-        for (const Edge& e : node->next)
-          if (e.leaf) deliver_leaf(e.leaf, Tensor());
-        continue;
-      }
-      if (!node->backward) throw graph_freed(*node);
-      // The profiler's event for this node: its backward and the delivery of what it returned.
-      const profiler::RecordScope profile(node->op, profiler::Category::Backward);
-      Node* const outer = g_running_node;
-      const BackwardPass* const outer_pass = g_running_pass;
-      g_running_node = node;
-      g_running_pass = this;
-      Grads grads;
-      try {
-        // The gradients' GEMMs at the forward's precision (autograd/autocast.h)
-        const AutocastGuard precision(node->autocast);
-        grads = node->backward(g);
-      } catch (...) {
-        g_running_node = outer;
-        g_running_pass = outer_pass;
-        throw;
-      }
-      g_running_node = outer;
-      g_running_pass = outer_pass;
-      if (grads.size() != node->next.size())
-        throw std::logic_error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
-                               " gradients for " + std::to_string(node->next.size()) + " inputs");
-      if (g_backward_observer) g_backward_observer(*node, g, grads);
-      for (size_t i = 0; i < grads.size(); ++i) {
-        const Edge& e = node->next[i];
-        Tensor gi = std::move(grads[i]);  // the engine's only handle from here on
-        if (!e.active()) continue;
-        if (gi.defined()) {
-          const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
-          if (gi.shape() != expect) gi = reduce_to_input(gi, expect, *node, i);
-          if (AnomalyMode::enabled()) check_finite(*node, i, gi);
-        }
-        if (e.leaf) deliver_leaf(e.leaf, std::move(gi));
-        else if (gi.defined()) accumulate(e.node->grad, gi);
-      }
-      // Frees the saved tensors (engine.h); a node that saved none can run again.
-      if (!keep_graph && node->saved_tensors) node->backward = nullptr;
-    }
   }
 };
 

@@ -10,7 +10,7 @@
 #
 # The folders that are layers: an include of any other folder ("toml++/", "nlohmann/") is not a
 # layer's business.
-set(ATTOGRAD_LAYER_FOLDERS base autograd nn optim distributed data models tuning train viz tensorboard cli bench
+set(ATTOGRAD_LAYER_FOLDERS reference base autograd nn optim distributed data models tuning train viz tensorboard cli bench
     CACHE INTERNAL "the folders of attograd's layers")
 
 function(attograd_layer name)

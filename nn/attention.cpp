@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "autograd/engine.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/ops/attention.h"
 #include "base/checked.h"
 
 namespace ag::nn {
@@ -33,6 +35,72 @@ std::array<Tensor, 3> split_qkv(const Tensor& qkv, int64_t H) {
   // (N, L, 3, H, hd) -> (3, N, H, L, hd) -> (3, N·H, L, hd)
   Tensor t = reshape(permute(reshape(qkv, {N, L, 3, H, E / H}), {2, 0, 3, 1, 4}), {3, N * H, L, E / H});
   return {squeeze(narrow(t, 0, 0, 1), 0), squeeze(narrow(t, 0, 1, 1), 0), squeeze(narrow(t, 0, 2, 1), 0)};
+}
+
+// Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection.
+Tensor in_proj_rows(const Tensor& t, int64_t i, int64_t E) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); }
+
+// forward's checks of query, key, value and the value mix, in the order they report (each error
+// names what it got); canon puts a tensor batch first.
+template <class Canon>
+void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, const ValueMix& value_mix, int64_t E,
+                  bool batch_first, DType dtype, Canon canon) {
+  const char* op = "MultiheadAttention";
+  for (const Tensor* t : {&query, &key, &value}) {
+    if (!t->defined()) throw std::invalid_argument(std::string(op) + ": query, key and value are required");
+    if (t->dtype() != dtype)
+      throw std::invalid_argument(std::string(op) + ": input " + describe(*t) + " does not match the parameters' dtype " +
+                                  dtype_name(dtype));
+  }
+  const bool unbatched = query.dim() == 2;
+  if (query.dim() != 2 && query.dim() != 3)
+    throw std::invalid_argument(std::string(op) + ": query must be 2-d (L, E) or 3-d, got " + describe(query));
+  if (key.dim() != query.dim() || value.dim() != query.dim())
+    throw std::invalid_argument(std::string(op) + ": query, key and value must have the same rank, got " +
+                                describe(query) + ", " + describe(key) + ", " + describe(value));
+  const Tensor& e = value_mix.embedding;
+  if (e.defined() && (e.shape() != value.shape() || e.dtype() != value.dtype()))
+    throw std::invalid_argument(std::string(op) + ": the value mix's embedding " + describe(e) +
+                                " must be shaped and typed as value " + describe(value));
+  const Tensor q_in = canon(query), k_in = canon(key), v_in = canon(value);
+  const int64_t N = q_in.size(0), S = k_in.size(1);
+  const std::string layout = unbatched ? "(L, E)" : (batch_first ? "(N, L, E)" : "(L, N, E)");
+  if (q_in.size(2) != E)
+    throw std::invalid_argument(std::string(op) + ": query " + describe(query) + " must be " + layout + " with E = " +
+                                std::to_string(E));
+  if (k_in.size(0) != N || k_in.size(2) != E || v_in.size(0) != N || v_in.size(1) != S || v_in.size(2) != E)
+    throw std::invalid_argument(std::string(op) + ": key " + describe(key) + " and value " + describe(value) +
+                                " must both be " + (unbatched ? "(S, E)" : batch_first ? "(N, S, E)" : "(S, N, E)") +
+                                " with N = " + std::to_string(N) + ", E = " + std::to_string(E));
+}
+
+// key_padding_mask checked against (N, S); an unbatched call's (S) gets its batch dim.
+Tensor checked_padding_mask(const Tensor& key_padding_mask, bool unbatched, int64_t N, int64_t S, DType dtype) {
+  const char* op = "MultiheadAttention";
+  Tensor kpm = key_padding_mask;
+  if (!kpm.defined()) return kpm;
+  if (unbatched && kpm.dim() == 1) kpm = unsqueeze(kpm, 0);
+  if (kpm.dim() != 2 || kpm.size(0) != N || kpm.size(1) != S)
+    throw std::invalid_argument(std::string(op) + ": key_padding_mask must have shape (N, S) = " + dims({N, S}) +
+                                ", got " + describe(key_padding_mask));
+  if (kpm.dtype() != DType::Bool && kpm.dtype() != dtype)
+    throw std::invalid_argument(std::string(op) + ": key_padding_mask must be bool or " + dtype_name(dtype) + ", got " +
+                                describe(key_padding_mask));
+  return kpm;
+}
+
+// attn_mask checked against (L, S) and (N·H, L, S).
+void check_attn_mask(const Tensor& attn_mask, int64_t N, int64_t H, int64_t L, int64_t S, DType dtype) {
+  const char* op = "MultiheadAttention";
+  if (!attn_mask.defined()) return;
+  const bool ok2 = attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S;
+  const bool ok3 = attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L && attn_mask.size(2) == S;
+  if (!ok2 && !ok3)
+    throw std::invalid_argument(std::string(op) + ": attn_mask must have shape (L, S) = " + dims({L, S}) +
+                                " or (N·num_heads, L, S) = " + dims({N * H, L, S}) + ", got " + describe(attn_mask));
+  if (attn_mask.dtype() != DType::Bool && attn_mask.dtype() != dtype)
+    throw std::invalid_argument(std::string(op) + ": attn_mask must be bool or " + dtype_name(dtype) + ", got " +
+                                describe(attn_mask));
 }
 
 // Folds attn_mask and key_padding_mask into one additive float mask in `dtype`:
@@ -103,21 +171,6 @@ Tensor nan_for_fully_masked(const Tensor& mask, bool is_causal, int64_t L, int64
 
 thread_local bool g_unfused = false;
 
-// P = softmax(scale·q·kᵀ + mask), causal: the attention_probs kernel spelt out in primitive ops
-// (UnfusedAttentionGuard), each its own node.
-Tensor unfused_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool is_causal) {
-  const int64_t L = q.size(1), S = k.size(1);
-  Tensor s = mul(matmul(q, transpose(k, -1, -2)), scale);  // (N·H, L, S) scaled scores
-  if (mask.defined()) s = add(s, mask);                     // additive, −inf where hidden
-  if (is_causal) {                                          // key j hidden from query i when j > i
-    std::vector<bool> hide(static_cast<size_t>(L * S));
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = i + 1; j < S; ++j) hide[static_cast<size_t>(i * S + j)] = true;
-    s = masked_fill(s, Tensor::from_vector(hide, {L, S}), -std::numeric_limits<double>::infinity());
-  }
-  return softmax(s, -1);  // (N·H, L, S)
-}
-
 }  // namespace
 
 UnfusedAttentionGuard::UnfusedAttentionGuard() : prev_(g_unfused) { g_unfused = true; }
@@ -148,117 +201,32 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
                                                        const Tensor& key_padding_mask, bool need_weights,
                                                        const Tensor& attn_mask, bool average_attn_weights,
                                                        bool is_causal, const ValueMix& value_mix) const {
-  const char* op = "MultiheadAttention";
-  const int64_t E = embed_dim, H = num_heads;
-  for (const Tensor* t : {&query, &key, &value}) {
-    if (!t->defined()) throw std::invalid_argument(std::string(op) + ": query, key and value are required");
-    if (t->dtype() != in_proj_weight.dtype())
-      throw std::invalid_argument(std::string(op) + ": input " + describe(*t) + " does not match the parameters' dtype " +
-                                  dtype_name(in_proj_weight.dtype()));
-  }
-  // ---- canonical layout: batch-first (N, L, E), (N, S, E) --------------------------------------
-  const bool unbatched = query.dim() == 2;
-  if (query.dim() != 2 && query.dim() != 3)
-    throw std::invalid_argument(std::string(op) + ": query must be 2-d (L, E) or 3-d, got " + describe(query));
-  if (key.dim() != query.dim() || value.dim() != query.dim())
-    throw std::invalid_argument(std::string(op) + ": query, key and value must have the same rank, got " +
-                                describe(query) + ", " + describe(key) + ", " + describe(value));
-  auto canon = [&](const Tensor& t) { return unbatched ? unsqueeze(t, 0) : (batch_first ? t : transpose(t, 0, 1)); };
+  // ---- the inputs, batch first: query (N, L, E), key and value (N, S, E) -------------------------
+  auto canon = [&](const Tensor& t) { return query.dim() == 2 ? unsqueeze(t, 0) : (batch_first ? t : transpose(t, 0, 1)); };
+  check_inputs(query, key, value, value_mix, embed_dim, batch_first, in_proj_weight.dtype(), canon);
+  const bool unbatched = query.dim() == 2;  // (L, E)
   const Tensor q_in = canon(query), k_in = canon(key), v_in = canon(value);
-  ValueMix mix = value_mix;  // its embedding in the values' canonical layout
-  if (mix.embedding.defined()) {
-    if (mix.embedding.shape() != value.shape() || mix.embedding.dtype() != value.dtype())
-      throw std::invalid_argument(std::string(op) + ": the value mix's embedding " + describe(mix.embedding) +
-                                  " must be shaped and typed as value " + describe(value));
-    mix.embedding = canon(mix.embedding);
-  }
+  ValueMix mix = value_mix;  // its embedding in the values' layout
+  if (mix.embedding.defined()) mix.embedding = canon(mix.embedding);
   const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
-  const std::string layout = unbatched ? "(L, E)" : (batch_first ? "(N, L, E)" : "(L, N, E)");
-  if (q_in.size(2) != E)
-    throw std::invalid_argument(std::string(op) + ": query " + describe(query) + " must be " + layout + " with E = " +
-                                std::to_string(E));
-  if (k_in.size(0) != N || k_in.size(2) != E || v_in.size(0) != N || v_in.size(1) != S || v_in.size(2) != E)
-    throw std::invalid_argument(std::string(op) + ": key " + describe(key) + " and value " + describe(value) +
-                                " must both be " + (unbatched ? "(S, E)" : batch_first ? "(N, S, E)" : "(S, N, E)") +
-                                " with N = " + std::to_string(N) + ", E = " + std::to_string(E));
+  // ---- the masks, as one additive mask: (L, S), (N·H, L, S) or none -------------------------------
+  const Tensor kpm = checked_padding_mask(key_padding_mask, unbatched, N, S, query.dtype());
+  check_attn_mask(attn_mask, N, num_heads, L, S, query.dtype());
+  const Tensor mask = combine_masks(attn_mask, kpm, N, num_heads, L, S, query.dtype());
 
-  // ---- masks -------------------------------------------------------------------------------------
-  Tensor kpm = key_padding_mask;
-  if (kpm.defined()) {
-    if (unbatched && kpm.dim() == 1) kpm = unsqueeze(kpm, 0);
-    if (kpm.dim() != 2 || kpm.size(0) != N || kpm.size(1) != S)
-      throw std::invalid_argument(std::string(op) + ": key_padding_mask must have shape (N, S) = " + dims({N, S}) +
-                                  ", got " + describe(key_padding_mask));
-    if (kpm.dtype() != DType::Bool && kpm.dtype() != query.dtype())
-      throw std::invalid_argument(std::string(op) + ": key_padding_mask must be bool or " + dtype_name(query.dtype()) +
-                                  ", got " + describe(key_padding_mask));
+  // ---- attention: context = softmax(q·kᵀ/√hd + mask)·v, by the kernel chosen for this call ---
+  const AttentionCall call{q_in, k_in, v_in, mix, mask, N, L, S, 1.0 / std::sqrt(static_cast<double>(head_dim)),
+                           query.same(key) && key.same(value), is_causal, need_weights};
+  Tensor ctx, weights;  // ctx (N, L, E); weights (N, H, L, S) when asked for
+  switch (kernel_for(call)) {
+    case AttentionKernel::PackedFlash: ctx = attend_packed(call); break;
+    case AttentionKernel::StridedFlash: ctx = attend_strided(call); break;
+    case AttentionKernel::Probabilities: std::tie(ctx, weights) = attend_materialised(call, /*unfused=*/false); break;
+    case AttentionKernel::Unfused: std::tie(ctx, weights) = attend_materialised(call, /*unfused=*/true); break;
   }
-  if (attn_mask.defined()) {
-    const bool ok2 = attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S;
-    const bool ok3 = attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L && attn_mask.size(2) == S;
-    if (!ok2 && !ok3)
-      throw std::invalid_argument(std::string(op) + ": attn_mask must have shape (L, S) = " + dims({L, S}) +
-                                  " or (N·num_heads, L, S) = " + dims({N * H, L, S}) + ", got " + describe(attn_mask));
-    if (attn_mask.dtype() != DType::Bool && attn_mask.dtype() != query.dtype())
-      throw std::invalid_argument(std::string(op) + ": attn_mask must be bool or " + dtype_name(query.dtype()) +
-                                  ", got " + describe(attn_mask));
-  }
-  const Tensor mask = combine_masks(attn_mask, kpm, N, H, L, S, query.dtype());
+  const Tensor out = out_proj->forward(ctx);  // (N, L, E)
 
-  // ---- attention: context = softmax(q·kᵀ/√hd + mask)·v -----------------------------------------
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  // Without weights to return, a mask or attention dropout, the blockwise kernel: O(L + S)
-  // memory per head, no (L, S) matrix, forward or backward.
-  const bool blockwise = !need_weights && !mask.defined() && !(dropout > 0 && is_training()) && !g_unfused;
-  const bool self_attention = query.same(key) && key.same(value);
-  Tensor ctx, weights;  // ctx (N, L, E)
-  // Rows i·E .. (i+1)·E of the packed in_proj: the q (0), k (1) or v (2) projection
-  auto rows = [&](const Tensor& t, int64_t i) { return t.defined() ? narrow(t, 0, i * E, E) : Tensor(); };
-  if (blockwise && self_attention && !transforms_qk()) {  // heads read from the packed projection and written in place
-    const Tensor qkv = mix_packed_values(linear(q_in, in_proj_weight, in_proj_bias), mix);  // (N, L, 3E)
-    ctx = self_attention_qkv(qkv, H, is_causal, scale);                                      // -> (N, L, E)
-  } else if (blockwise) {  // heads as strided views (N, H, L|S, hd) of the projections
-    auto as_heads = [&](const Tensor& y) {  // (N, L, E) -> (N, H, L, hd)
-      return permute(reshape(y, {N, y.size(1), H, head_dim}), {0, 2, 1, 3});
-    };
-    Tensor q, k, v;
-    if (self_attention) {  // one GEMM for q, k and v: (N, L, 3E), then views
-      const Tensor qkv = linear(q_in, in_proj_weight, in_proj_bias);
-      q = as_heads(narrow(qkv, 2, 0, E)), k = as_heads(narrow(qkv, 2, E, E));
-      v = as_heads(mix_values(narrow(qkv, 2, 2 * E, E), mix));
-    } else {
-      q = as_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)));
-      k = as_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)));
-      v = as_heads(mix_values(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), mix));
-    }
-    const Tensor o = scaled_dot_product_attention(position_heads(q, 0), position_heads(k, 0), v, is_causal, scale);
-    ctx = reshape(permute(o, {0, 2, 1, 3}), {N, L, E});  // (N, H, L, hd) -> (N, L, E)
-  } else {
-    // ---- projections: self-attention packs q, k, v into one GEMM ------------------------------
-    Tensor q, k, v;  // (N·H, L|S, hd)
-    if (self_attention) {
-      const auto qkv = split_qkv(mix_packed_values(linear(q_in, in_proj_weight, in_proj_bias), mix), H);  // (N, L, 3E)
-      q = qkv[0], k = qkv[1], v = qkv[2];
-    } else {
-      q = split_heads(linear(q_in, rows(in_proj_weight, 0), rows(in_proj_bias, 0)), H);
-      k = split_heads(linear(k_in, rows(in_proj_weight, 1), rows(in_proj_bias, 1)), H);
-      v = split_heads(mix_values(linear(v_in, rows(in_proj_weight, 2), rows(in_proj_bias, 2)), mix), H);
-    }
-    q = position_heads(q, 0), k = position_heads(k, 0);
-    // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
-    Tensor P = g_unfused ? unfused_probs(q, k, mask, scale, is_causal) : attention_probs(q, k, mask, scale, is_causal);
-    if (options.fully_masked_rows == FullyMaskedRows::NaN && (mask.defined() || is_causal))
-      if (const Tensor nan_rows = nan_for_fully_masked(mask, is_causal, L, S, P.dtype()); nan_rows.defined())
-        P = mul(P, nan_rows);  // (N·H | 1, L, 1) broadcasts over P (N·H, L, S)
-    P = ag::dropout(P, dropout, is_training(), *gen_);
-    if (need_weights) {  // the context is computed from the very tensor returned, so that its
-      weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
-      P = reshape(weights, {N * H, L, S});
-    }
-    ctx = merge_heads(matmul(P, v), N, H);  // (N, L, E)
-  }
-  Tensor out = out_proj->forward(ctx);  // (N, L, E)
-
+  // ---- in the caller's layout ------------------------------------------------------------------
   Output res;
   res.output = unbatched ? squeeze(out, 0) : (batch_first ? out : transpose(out, 0, 1).contiguous());
   if (need_weights) {
@@ -267,6 +235,72 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
     res.weights = unbatched ? squeeze(w, 0) : w;
   }
   return res;
+}
+
+// The one place the kernel is chosen. Flash attention (kernels/flash.h) is the fastest and
+// needs O(L + S) memory per head: it never forms the (L, S) matrix P, forward or backward. So it
+// cannot return P (need_weights), drop parts of it out (attention dropout in training) or add an
+// arbitrary mask to the scores (it knows the causal rule only): each of those materialises P with
+// the fused attention_probs kernel. Self-attention whose q and k are used as projected (no qk_norm,
+// no rope) reads its heads in place from the packed q|k|v projection, without the copies that
+// split and merge them. UnfusedAttentionGuard (the study tools) asks for the primitive ops.
+MultiheadAttention::AttentionKernel MultiheadAttention::kernel_for(const AttentionCall& c) const {
+  if (g_unfused) return AttentionKernel::Unfused;
+  if (c.need_weights || c.mask.defined() || (dropout > 0 && is_training())) return AttentionKernel::Probabilities;
+  if (c.self_attention && !transforms_qk()) return AttentionKernel::PackedFlash;
+  return AttentionKernel::StridedFlash;
+}
+
+Tensor MultiheadAttention::attend_packed(const AttentionCall& c) const {
+  const Tensor qkv = mix_packed_values(linear(c.q, in_proj_weight, in_proj_bias), c.mix);  // (N, L, 3E)
+  return self_attention_qkv(qkv, num_heads, c.is_causal, c.scale);                         // -> (N, L, E)
+}
+
+Tensor MultiheadAttention::attend_strided(const AttentionCall& c) const {
+  const int64_t E = embed_dim, N = c.N;
+  auto as_heads = [&](const Tensor& y) {  // (N, L, E) -> (N, H, L, hd), a view
+    return permute(reshape(y, {N, y.size(1), num_heads, head_dim}), {0, 2, 1, 3});
+  };
+  Tensor q, k, v;
+  if (c.self_attention) {  // one GEMM for q, k and v: (N, L, 3E), then views
+    const Tensor qkv = linear(c.q, in_proj_weight, in_proj_bias);
+    q = as_heads(narrow(qkv, 2, 0, E)), k = as_heads(narrow(qkv, 2, E, E));
+    v = as_heads(mix_values(narrow(qkv, 2, 2 * E, E), c.mix));
+  } else {
+    q = as_heads(linear(c.q, in_proj_rows(in_proj_weight, 0, E), in_proj_rows(in_proj_bias, 0, E)));
+    k = as_heads(linear(c.k, in_proj_rows(in_proj_weight, 1, E), in_proj_rows(in_proj_bias, 1, E)));
+    v = as_heads(mix_values(linear(c.v, in_proj_rows(in_proj_weight, 2, E), in_proj_rows(in_proj_bias, 2, E)), c.mix));
+  }
+  const Tensor o = scaled_dot_product_attention(position_heads(q, 0), position_heads(k, 0), v, c.is_causal, c.scale);
+  return reshape(permute(o, {0, 2, 1, 3}), {N, c.L, E});  // (N, H, L, hd) -> (N, L, E)
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::attend_materialised(const AttentionCall& c, bool unfused) const {
+  const int64_t E = embed_dim, H = num_heads, N = c.N, L = c.L, S = c.S;
+  // ---- projections: self-attention packs q, k, v into one GEMM ------------------------------
+  Tensor q, k, v;  // (N·H, L|S, hd)
+  if (c.self_attention) {
+    const auto qkv = split_qkv(mix_packed_values(linear(c.q, in_proj_weight, in_proj_bias), c.mix), H);  // (N, L, 3E)
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    q = split_heads(linear(c.q, in_proj_rows(in_proj_weight, 0, E), in_proj_rows(in_proj_bias, 0, E)), H);
+    k = split_heads(linear(c.k, in_proj_rows(in_proj_weight, 1, E), in_proj_rows(in_proj_bias, 1, E)), H);
+    v = split_heads(mix_values(linear(c.v, in_proj_rows(in_proj_weight, 2, E), in_proj_rows(in_proj_bias, 2, E)), c.mix), H);
+  }
+  q = position_heads(q, 0), k = position_heads(k, 0);
+  // P = softmax(q·kᵀ/√hd + mask) (N·H, L, S), materialised
+  Tensor P = unfused ? attention_probs_unfused(q, k, c.mask, c.scale, c.is_causal)
+                     : attention_probs(q, k, c.mask, c.scale, c.is_causal);
+  if (options.fully_masked_rows == FullyMaskedRows::NaN && (c.mask.defined() || c.is_causal))
+    if (const Tensor nan_rows = nan_for_fully_masked(c.mask, c.is_causal, L, S, P.dtype()); nan_rows.defined())
+      P = mul(P, nan_rows);  // (N·H | 1, L, 1) broadcasts over P (N·H, L, S)
+  P = ag::dropout(P, dropout, is_training(), *gen_);
+  Tensor weights;
+  if (c.need_weights) {  // the context is computed from the very tensor returned, so that its
+    weights = reshape(P, {N, H, L, S});  // gradient is dLoss/dweights (retain_grad, hooks, ag::grad)
+    P = reshape(weights, {N * H, L, S});
+  }
+  return {merge_heads(matmul(P, v), N, H), weights};  // (N, L, E)
 }
 
 Tensor MultiheadAttention::forward_cached(const Tensor& x, KVCache& cache, int64_t capacity,

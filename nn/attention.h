@@ -21,6 +21,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -99,6 +100,28 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> out_proj;
 
  private:
+  // The kernels that compute the context softmax(q·kᵀ/√hd + mask)·v; kernel_for (attention.cpp)
+  // chooses one per call and says why.
+  enum class AttentionKernel {
+    PackedFlash,    // flash attention on the heads of the packed q|k|v projection, in place
+    StridedFlash,   // flash attention on strided (N, H, L, hd) views of the projections
+    Probabilities,  // P materialised by the fused attention_probs kernel, then P·v
+    Unfused,        // P from primitive ops, each a node (UnfusedAttentionGuard), then P·v
+  };
+  // One forward call: its inputs in the canonical layout and what it asks for.
+  struct AttentionCall {
+    Tensor q, k, v;    // (N, L, E), (N, S, E), (N, S, E)
+    ValueMix mix;      // its embedding in the values' layout
+    Tensor mask;       // additive (L, S) or (N·H, L, S), −inf where hidden; or undefined
+    int64_t N, L, S;
+    double scale;      // 1/√hd
+    bool self_attention, is_causal, need_weights;
+  };
+  AttentionKernel kernel_for(const AttentionCall& c) const;
+  Tensor attend_packed(const AttentionCall& c) const;   // the context (N, L, E)
+  Tensor attend_strided(const AttentionCall& c) const;  // the context (N, L, E)
+  // The context (N, L, E) and, with need_weights, the weights (N, H, L, S).
+  std::pair<Tensor, Tensor> attend_materialised(const AttentionCall& c, bool unfused) const;
   // q or k heads (..., L, hd) at positions offset.. with the options applied: rms_norm, then rope.
   Tensor position_heads(const Tensor& t, int64_t offset) const;
   bool transforms_qk() const { return options.qk_norm || options.rope; }

@@ -214,4 +214,6 @@ TEST(AttentionBadInput, ErrorsNameExpectedAndGivenShapes) {
   EXPECT_NE(m.find("N = 2"), std::string::npos) << m;
   m = message([&] { mha.forward(q, k, Tensor::zeros({3, 2, 8})); });
   EXPECT_NE(m.find("value"), std::string::npos) << m;
+  m = message([&] { mha.forward(Tensor(), k, k); });
+  EXPECT_NE(m.find("query, key and value are required"), std::string::npos) << m;
 }

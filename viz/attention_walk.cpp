@@ -9,9 +9,11 @@
 #include <utility>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "reference/ops.h"
 #include "viz/html_escape.h"
 
 namespace ag::viz {
@@ -81,47 +83,66 @@ void check_attention_walk_input(const AttentionWalkInput& in) {
 
 namespace {
 
-Matrix transpose(const Matrix& a) {
-  Matrix t(a.cols, a.rows);
-  for (int i = 0; i < a.rows; ++i)
-    for (int j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
-  return t;
+ref::Tensor ref_of(const Matrix& m, bool requires_grad = false) {
+  return ref::tensor({m.rows, m.cols}, m.v, requires_grad);
+}
+Matrix matrix_of(const std::vector<double>& v, int rows, int cols) {
+  Matrix m(rows, cols);
+  m.v = v;
+  return m;
+}
+Matrix value_of(const ref::Tensor& t) {
+  return matrix_of(t->data, static_cast<int>(t->shape[0]), static_cast<int>(t->shape[1]));
+}
+Matrix grad_of(const ref::Tensor& t) {
+  return matrix_of(t->grad, static_cast<int>(t->shape[0]), static_cast<int>(t->shape[1]));
 }
 
-Matrix matmul(const Matrix& a, const Matrix& b) {
-  Matrix c(a.rows, b.cols);
-  for (int i = 0; i < a.rows; ++i)
-    for (int j = 0; j < b.cols; ++j) {
-      double s = 0;
-      for (int p = 0; p < a.cols; ++p) s += a(i, p) * b(p, j);
-      c(i, j) = s;
-    }
-  return c;
+// hidden (L, S): 1 where query i may not see key j (the mask and the causal rule); null for none.
+ref::Tensor hidden_of(const AttentionWalkInput& in) {
+  ref::Tensor h = ref::zeros({in.q.rows, in.k.rows});
+  bool any = false;
+  for (int i = 0; i < in.q.rows; ++i)
+    for (int j = 0; j < in.k.rows; ++j)
+      if (in.hidden(i, j)) h->data[static_cast<size_t>(i) * in.k.rows + j] = 1, any = true;
+  return any ? h : nullptr;
 }
 
-Matrix scaled(Matrix a, double s) {
-  for (double& x : a.v) x *= s;
-  return a;
-}
-
-// The forward pass in plain double loops, from the scaled scores on.
-Matrix softmax_rows(const AttentionWalkInput& in, const Matrix& s) {
-  Matrix a(s.rows, s.cols);
-  for (int i = 0; i < s.rows; ++i) {
-    double m = -std::numeric_limits<double>::infinity(), z = 0;
-    for (int j = 0; j < s.cols; ++j)
-      if (!in.hidden(i, j)) m = std::max(m, s(i, j));
-    for (int j = 0; j < s.cols; ++j)
-      if (!in.hidden(i, j)) z += a(i, j) = std::exp(s(i, j) - m);
-    for (int j = 0; j < s.cols; ++j) a(i, j) /= z;
-  }
-  return a;
-}
-Matrix scores_of(const Matrix& q, const Matrix& k) { return scaled(matmul(q, transpose(k)), 1 / std::sqrt(double(q.cols))); }
 double loss_of_context(const Matrix& c, const Matrix& g) {
   double l = 0;
   for (size_t i = 0; i < c.v.size(); ++i) l += c.v[i] * g.v[i];
   return l;
+}
+
+// The walk's quantities as the reference core computes them (reference/ops.cpp's attention, then
+// its backward walk from dL/dC = G): plain loops in float64.
+struct ReferenceWalk {
+  Matrix S, A, C, dC, dV, dA, dS, dQ, dK;
+  double L = 0;
+};
+ReferenceWalk reference_walk(const AttentionWalkInput& in) {
+  const ref::Tensor Q = ref_of(in.q, true), K = ref_of(in.k, true), V = ref_of(in.v, true);
+  const ref::Attention a = ref::attention(Q, K, V, hidden_of(in));  // S = Q·Kᵀ/√d, A = softmax(S), C = A·V
+  ref::backward(a.output, ref_of(in.g));                             // L = Σ C ⊙ G, so dL/dC = G
+  ReferenceWalk w;
+  w.S = value_of(a.scores), w.A = value_of(a.weights), w.C = value_of(a.output);
+  w.L = loss_of_context(w.C, in.g);
+  w.dC = grad_of(a.output), w.dV = grad_of(V), w.dA = grad_of(a.weights), w.dS = grad_of(a.scores);
+  w.dQ = grad_of(Q), w.dK = grad_of(K);
+  return w;
+}
+
+// L as a function of one quantity, the rest of the forward from there on recomputed by the reference.
+double loss_from_context(const AttentionWalkInput& in, const Matrix& c) { return loss_of_context(c, in.g); }
+double loss_from_weights(const AttentionWalkInput& in, const Matrix& a, const Matrix& v) {
+  return loss_of_context(value_of(ref::matmul(ref_of(a), ref_of(v))), in.g);
+}
+double loss_from_scores(const AttentionWalkInput& in, const Matrix& s) {
+  const ref::Tensor hidden = hidden_of(in), scores = ref_of(s);
+  return loss_from_weights(in, value_of(ref::softmax(hidden ? ref::masked_fill(scores, hidden) : scores)), in.v);
+}
+double loss_from_inputs(const AttentionWalkInput& in, const Matrix& q, const Matrix& k) {
+  return loss_of_context(value_of(ref::attention(ref_of(q), ref_of(k), ref_of(in.v), hidden_of(in)).output), in.g);
 }
 
 // Central differences of f at x, entry by entry.
@@ -179,26 +200,14 @@ std::optional<AttentionWalkRangeProblem> attention_walk_range_problem(const Atte
   // blamed on the inputs it is made of. Computed in double: beyond DBL_MAX it is inf.
   for (const auto& [m, name] : {std::pair{&in.q, "Q"}, {&in.k, "K"}, {&in.v, "V"}, {&in.g, "G"}})
     if (const std::string x = beyond(*m, largest); !x.empty()) return AttentionWalkRangeProblem{{name}, name, x};
-  const Matrix S = scores_of(in.q, in.k);
-  if (const std::string x = beyond(S, largest); !x.empty()) return AttentionWalkRangeProblem{{"Q", "K"}, "S = Q·Kᵀ/√d", x};
-  const Matrix A = softmax_rows(in, S);
-  const Matrix C = matmul(A, in.v);
-  const Matrix L(1, 1, loss_of_context(C, in.g));
-  if (const std::string x = beyond(L, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "L = Σ C ⊙ G", x};
-  const Matrix dA = matmul(in.g, transpose(in.v));
-  if (const std::string x = beyond(dA, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "dL/dA = G·Vᵀ", x};
-  Matrix dS(A.rows, A.cols);
-  for (int i = 0; i < A.rows; ++i) {
-    double r = 0;
-    for (int j = 0; j < A.cols; ++j) r += A(i, j) * dA(i, j);
-    for (int j = 0; j < A.cols; ++j) dS(i, j) = A(i, j) * (dA(i, j) - r);
-  }
-  if (const std::string x = beyond(dS, largest); !x.empty()) return AttentionWalkRangeProblem{{"V", "G"}, "dL/dS", x};
-  const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(in.q.cols));
-  if (const std::string x = beyond(scaled(matmul(dS, in.k), inv_sqrt_d), largest); !x.empty())
-    return AttentionWalkRangeProblem{{"K", "V", "G"}, "dL/dQ = dL/dS·K/√d", x};
-  if (const std::string x = beyond(scaled(matmul(transpose(dS), in.q), inv_sqrt_d), largest); !x.empty())
-    return AttentionWalkRangeProblem{{"Q", "V", "G"}, "dL/dK = (dL/dS)ᵀ·Q/√d", x};
+  const ReferenceWalk w = reference_walk(in);
+  const Matrix L(1, 1, w.L);
+  const std::vector<std::tuple<const Matrix*, std::vector<std::string>, const char*>> quantities = {
+      {&w.S, {"Q", "K"}, "S = Q·Kᵀ/√d"},      {&L, {"V", "G"}, "L = Σ C ⊙ G"},
+      {&w.dA, {"V", "G"}, "dL/dA = G·Vᵀ"},    {&w.dS, {"V", "G"}, "dL/dS"},
+      {&w.dQ, {"K", "V", "G"}, "dL/dQ = dL/dS·K/√d"}, {&w.dK, {"Q", "V", "G"}, "dL/dK = (dL/dS)ᵀ·Q/√d"}};
+  for (const auto& [m, blame, quantity] : quantities)
+    if (const std::string x = beyond(*m, largest); !x.empty()) return AttentionWalkRangeProblem{blame, quantity, x};
   return std::nullopt;
 }
 
@@ -225,6 +234,33 @@ double AttentionWalk::worst_fd_diff() const {
   return m;
 }
 
+std::vector<ReferenceLine> reference_lines_of(const std::string& quantity, bool masked) {
+  // Each step's gradient is made by these lines of the reference, in the order its walk runs them
+  // (the forward: S = scale(matmul(Q, transpose(K))), masked_fill, A = softmax, C = matmul(A, V)).
+  struct Line {
+    const char* quantity;
+    const char* section;
+    const char* marker;
+  };
+  static const Line lines[] = {
+      {"dL/dcontext", "the walk", "root->grad = seed"},
+      {"dL/dV", "matmul", "// db = aᵀ·g"},
+      {"dL/dA", "matmul", "// da = g·bᵀ"},
+      {"dL/dS", "softmax", "// dx_j = y_j·(g_j − Σ_k g_k·y_k)"},
+      {"dL/dS", "masked_fill", "// no gradient where hidden"},
+      {"dL/dQ", "scale", "// da = s·g"},
+      {"dL/dQ", "matmul", "// da = g·bᵀ"},
+      {"dL/dK", "scale", "// da = s·g"},
+      {"dL/dK", "matmul", "// db = aᵀ·g"},
+      {"dL/dK", "transpose", "// da = g with the two dims swapped back"},
+  };
+  std::vector<ReferenceLine> out;
+  for (const Line& l : lines)
+    if (quantity == l.quantity && (masked || std::string(l.section) != "masked_fill"))
+      out.push_back(reference_line(l.section, l.marker));
+  return out;
+}
+
 AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
   check_attention_walk_input(in);
   if (const auto p = attention_walk_range_problem(in, std::numeric_limits<double>::max())) {
@@ -235,23 +271,10 @@ AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
   AttentionWalk w;
   w.in = in;
   const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(in.q.cols));
-  // ---- by hand -----------------------------------------------------------------------------------
-  w.scores = scores_of(in.q, in.k);              // S = Q·Kᵀ/√d           (L, S)
-  w.weights = softmax_rows(in, w.scores);        // A = softmax(S)         (L, S)
-  w.context = matmul(w.weights, in.v);           // C = A·V                (L, dv)
-  w.loss = loss_of_context(w.context, in.g);     // L = Σ C ⊙ G
+  // ---- by hand: the reference core's plain loops (reference/) ------------------------------------
+  const ReferenceWalk r = reference_walk(in);
+  w.scores = r.S, w.weights = r.A, w.context = r.C, w.loss = r.L;
   const Matrix& A = w.weights;
-  const Matrix dC = in.g;                         // dL/dC = G
-  const Matrix dV = matmul(transpose(A), dC);     // dL/dV = Aᵀ·G
-  const Matrix dA = matmul(dC, transpose(in.v));  // dL/dA = G·Vᵀ
-  Matrix dS(A.rows, A.cols);                      // dL/dS = A ⊙ (dL/dA − rowsum(A ⊙ dL/dA))
-  for (int i = 0; i < A.rows; ++i) {
-    double r = 0;
-    for (int j = 0; j < A.cols; ++j) r += A(i, j) * dA(i, j);
-    for (int j = 0; j < A.cols; ++j) dS(i, j) = A(i, j) * (dA(i, j) - r);
-  }
-  const Matrix dQ = scaled(matmul(dS, in.k), inv_sqrt_d);             // dL/dQ = dL/dS·K/√d
-  const Matrix dK = scaled(matmul(transpose(dS), in.q), inv_sqrt_d);  // dL/dK = (dL/dS)ᵀ·Q/√d
 
   // ---- the engine: a float64 forward built from ops, intermediates kept with retain_grad ---------
   Matrix eC, eV, eA, eS, eQ, eK;
@@ -277,13 +300,12 @@ AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
 
   // ---- finite differences of L as a function of each quantity, downstream recomputed ------------
   const double h = w.fd_step;
-  const Matrix fC = finite_differences(w.context, h, [&](const Matrix& c) { return loss_of_context(c, in.g); });
-  const Matrix fV = finite_differences(in.v, h, [&](const Matrix& v) { return loss_of_context(matmul(A, v), in.g); });
-  const Matrix fA = finite_differences(A, h, [&](const Matrix& a) { return loss_of_context(matmul(a, in.v), in.g); });
-  auto from_scores = [&](const Matrix& s) { return loss_of_context(matmul(softmax_rows(in, s), in.v), in.g); };
-  const Matrix fS = finite_differences(w.scores, h, from_scores);
-  const Matrix fQ = finite_differences(in.q, h, [&](const Matrix& q) { return from_scores(scores_of(q, in.k)); });
-  const Matrix fK = finite_differences(in.k, h, [&](const Matrix& k) { return from_scores(scores_of(in.q, k)); });
+  const Matrix fC = finite_differences(w.context, h, [&](const Matrix& c) { return loss_from_context(in, c); });
+  const Matrix fV = finite_differences(in.v, h, [&](const Matrix& v) { return loss_from_weights(in, A, v); });
+  const Matrix fA = finite_differences(A, h, [&](const Matrix& a) { return loss_from_weights(in, a, in.v); });
+  const Matrix fS = finite_differences(w.scores, h, [&](const Matrix& s) { return loss_from_scores(in, s); });
+  const Matrix fQ = finite_differences(in.q, h, [&](const Matrix& q) { return loss_from_inputs(in, q, in.k); });
+  const Matrix fK = finite_differences(in.k, h, [&](const Matrix& k) { return loss_from_inputs(in, in.q, k); });
 
   double l_abs = 0;  // Σ |G| ⊙ (A·|V|): the magnitudes L's rounded steps add up
   for (int i = 0; i < in.g.rows; ++i)
@@ -294,27 +316,29 @@ AttentionWalk walk_attention_backward(const AttentionWalkInput& in) {
     }
   const double steps = static_cast<double>(in.k.rows + in.g.rows * in.g.cols + 8);
   w.fd_floor = steps * (std::numeric_limits<double>::epsilon() / 2) * l_abs / h;
+  const bool masked = hidden_of(in) != nullptr;
   auto step = [&](std::string q, std::string f, std::string mml, Matrix hand, Matrix eng, Matrix fd) {
-    AttentionWalkStep s{std::move(q), std::move(f), std::move(mml), std::move(hand), std::move(eng), std::move(fd), 0, 0, 0};
+    AttentionWalkStep s{std::move(q), std::move(f), std::move(mml), std::move(hand), std::move(eng), std::move(fd), 0, 0, 0, {}};
     s.engine_diff = max_abs_diff(s.by_hand, s.engine);
     s.fd_diff = max_abs_diff(s.by_hand, s.finite_diff);
     s.fd_floor = w.fd_floor;
+    s.reference = reference_lines_of(s.quantity, masked);
     w.steps.push_back(std::move(s));
   };
   const std::string dA_m = dl(mi("A"));
-  step("dL/dcontext", "G", dl(mi("C")) + mo("=") + mi("G"), dC, eC, fC);
-  step("dL/dV", "Aᵀ·G", dl(mi("V")) + mo("=") + sup_t(mi("A")) + mo("·") + mi("G"), dV, eV, fV);
-  step("dL/dA", "G·Vᵀ", dA_m + mo("=") + mi("G") + mo("·") + sup_t(mi("V")), dA, eA, fA);
+  step("dL/dcontext", "G", dl(mi("C")) + mo("=") + mi("G"), r.dC, eC, fC);
+  step("dL/dV", "Aᵀ·G", dl(mi("V")) + mo("=") + sup_t(mi("A")) + mo("·") + mi("G"), r.dV, eV, fV);
+  step("dL/dA", "G·Vᵀ", dA_m + mo("=") + mi("G") + mo("·") + sup_t(mi("V")), r.dA, eA, fA);
   step("dL/dS", "A ⊙ (dL/dA − rowsum(A ⊙ dL/dA))",
        dl(mi("S")) + mo("=") + mi("A") + mo("⊙") + "<mrow>" + mo("(") + dA_m + mo("−") + mi("rowsum") + mo("(") + mi("A") +
            mo("⊙") + dA_m + mo(")") + mo(")") + "</mrow>",
-       dS, eS, fS);
+       r.dS, eS, fS);
   step("dL/dQ", "dL/dS·K/√d", dl(mi("Q")) + mo("=") + "<mfrac><mrow>" + dl(mi("S")) + mo("·") + mi("K") + "</mrow>" + kSqrtD + "</mfrac>",
-       dQ, eQ, fQ);
+       r.dQ, eQ, fQ);
   step("dL/dK", "(dL/dS)ᵀ·Q/√d",
        dl(mi("K")) + mo("=") + "<mfrac><mrow>" + sup_t("<mrow>" + mo("(") + dl(mi("S")) + mo(")") + "</mrow>") + mo("·") +
            mi("Q") + "</mrow>" + kSqrtD + "</mfrac>",
-       dK, eK, fK);
+       r.dK, eK, fK);
   return w;
 }
 
@@ -340,6 +364,17 @@ std::string sci(double x) {
 // a difference at the level of rounding prints the same everywhere.
 std::string engine_diff_text(double diff, double scale) { return diff <= 1e-15 * scale ? "≤ 1e-15" : sci(diff); }
 std::string shape_of(const Matrix& m) { return "(" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + ")"; }
+// "softmax's backward, then masked_fill's", then each line with its place:
+//      reference/ops.cpp:175  for (...) dx[r * C + j] = y[j] * (g[j] - gy);  // dx_j = ...
+std::string reference_lines_text(const std::vector<ReferenceLine>& lines) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool seed = lines[i].section == "the walk";
+    out += (i ? ", then " : "") + lines[i].section + (seed ? "'s seed" : i ? "'s" : "'s backward");
+  }
+  for (const ReferenceLine& l : lines) out += "\n     " + l.at() + "  " + l.text;
+  return out;
+}
 
 const char* kWhyLoss =
     "The loss: L = Σ context ⊙ G. Its gradient dL/dcontext is G itself, so the walk starts from a\n"
@@ -374,7 +409,8 @@ std::string attention_walk_text(const AttentionWalk& w) {
   os << "  Q " << shape_of(in.q) << " =\n" << format_matrix(in.q, 4);
   os << "  K " << shape_of(in.k) << " =\n" << format_matrix(in.k, 4);
   os << "  V " << shape_of(in.v) << " =\n" << format_matrix(in.v, 4);
-  os << "\nforward\n";
+  if (const ReferenceSection* a = reference_section("attention"))
+    os << "\nforward, as the reference's attention computes it (" << a->at() << ")\n";
   os << "  S = Q·Kᵀ/√d " << shape_of(w.scores) << " =\n" << format_matrix(w.scores, 4);
   if (in.causal || !in.mask.empty()) {
     os << "  hidden keys (S → −∞ before the softmax; x = hidden):\n";
@@ -388,14 +424,15 @@ std::string attention_walk_text(const AttentionWalk& w) {
   os << "  context = A·V " << shape_of(w.context) << " =\n" << format_matrix(w.context, 4);
   os << "  L = Σ context ⊙ G = " << num(w.loss) << ", with G =\n" << format_matrix(in.g, 4);
   os << "\n" << kWhyLoss;
-  os << "\nbackward: each gradient by hand (its formula, in plain loops), then the difference from\n"
-        "attograd's engine (retain_grad on a float64 forward built from ops) and from central finite\n"
-        "differences of L (h = "
+  os << "\nbackward: each gradient by hand (by the reference core's plain loops, at the lines named),\n"
+        "then the difference from attograd's engine (retain_grad on a float64 forward built from ops)\n"
+        "and from central finite differences of L (h = "
      << sci(w.fd_step) << ")\n";
   int n = 1;
   for (const auto& s : w.steps) {
     os << "\n" << n++ << ". " << s.quantity << " = " << s.formula << " " << shape_of(s.by_hand) << " =\n"
        << format_matrix(s.by_hand, 4);
+    os << "   reference: " << reference_lines_text(s.reference) << "\n";
     os << "   engine: max |difference| " << engine_diff_text(s.engine_diff, s.scale())
        << "   finite differences: max |difference| " << sci(s.fd_diff) << "\n";
   }
@@ -430,6 +467,12 @@ std::string mathml_matrix(const Matrix& m, const AttentionWalkInput* hide = null
   return s + "</mtable><mo>]</mo></mrow>";
 }
 std::string math(const std::string& body) { return "<math display=\"block\">" + body + "</math>"; }
+// The reference's lines of a step, each with its place.
+std::string reference_lines_html(const std::vector<ReferenceLine>& lines) {
+  std::string s = "<pre class=\"ref\">";
+  for (const ReferenceLine& l : lines) s += html_text(l.at() + " (" + l.section + ")") + "\n    " + html_text(l.text) + "\n";
+  return s + "</pre>\n";
+}
 }  // namespace
 
 std::string attention_walk_html(const AttentionWalk& w) {
@@ -443,12 +486,16 @@ std::string attention_walk_html(const AttentionWalk& w) {
         ".step{border-top:1px solid #ccc;margin-top:1.5em;padding-top:.5em}\n"
         "table.three{border-collapse:collapse} table.three td{padding:0 1.5em 0 0;vertical-align:top}\n"
         ".ok{color:#1a7f37} .bad{color:#b00020;font-weight:bold} .small{font-size:.9em;color:#555}\n"
+        "pre.ref{background:#f6f8fa;padding:.4em .8em;font-size:.85em;overflow-x:auto}\n"
         "</style></head><body>\n";
   os << "<h1>The backward pass of one attention head</h1>\n<p>One head, d = " << in.q.cols
      << ", no projections, float64" << (in.causal ? ", causal" : "") << (!in.mask.empty() ? ", with a mask" : "")
      << ". Written by <code>attograd explain attention --html</code>; every number below was computed by the program "
         "that wrote this page.</p>\n";
   os << "<h2>Forward</h2>\n";
+  if (const ReferenceSection* a = reference_section("attention"))
+    os << "<p>As the reference's attention computes it (" << html_text(a->at()) << "):</p>\n<pre class=\"ref\">"
+       << html_text(a->text) << "</pre>\n";
   os << math(mi("Q") + mo("=") + mathml_matrix(in.q) + mo(",") + mi("K") + mo("=") + mathml_matrix(in.k) + mo(",") + mi("V") +
              mo("=") + mathml_matrix(in.v));
   os << math(mi("S") + mo("=") + "<mfrac><mrow>" + mi("Q") + sup_t(mi("K")) + "</mrow>" + kSqrtD + "</mfrac>" + mo("=") +
@@ -460,15 +507,15 @@ std::string attention_walk_html(const AttentionWalk& w) {
   os << math(mi("L") + mo("=") + "<munder><mo>∑</mo><mrow></mrow></munder>" + mi("C") + mo("⊙") + mi("G") + mo("=") + "<mn>" +
              num(w.loss) + "</mn>" + mo(",") + mi("G") + mo("=") + mathml_matrix(in.g));
   os << "<p>" << html_text(kWhyLoss) << "</p>\n";
-  os << "<h2>Backward</h2>\n<p>Each gradient three ways: by hand (its formula, in plain loops), as attograd's engine "
-        "computed it (<code>retain_grad()</code> on a float64 forward built from ops), and by central finite differences "
-        "of L (h = "
+  os << "<h2>Backward</h2>\n<p>Each gradient three ways: by hand (by the reference core's plain loops, <code>reference/</code>, "
+        "at the lines shown), as attograd's engine computed it (<code>retain_grad()</code> on a float64 forward built "
+        "from ops), and by central finite differences of L (h = "
      << sci(w.fd_step) << ").</p>\n";
   int n = 1;
   for (const auto& s : w.steps) {
     const bool ok = s.agrees();
     os << "<div class=\"step\" id=\"step" << n << "\"><h3>" << n << ". " << html_text(s.quantity) << "</h3>\n"
-       << math(s.formula_mathml) << "<table class=\"three\"><tr><td>by hand" << math(mathml_matrix(s.by_hand))
+       << math(s.formula_mathml) << reference_lines_html(s.reference) << "<table class=\"three\"><tr><td>by hand" << math(mathml_matrix(s.by_hand))
        << "</td><td>engine" << math(mathml_matrix(s.engine)) << "</td><td>finite differences"
        << math(mathml_matrix(s.finite_diff)) << "</td></tr></table>\n<p class=\"" << (ok ? "ok" : "bad")
        << "\">max |by hand − engine| " << engine_diff_text(s.engine_diff, s.scale())

@@ -9,14 +9,16 @@
 // context only changes G (a cross-entropy on it would give G = softmax(C) − onehot(target)),
 // so nothing is lost by choosing G directly, and every later number stays readable.
 //
-// Each step holds the quantity three ways: computed by hand (plain loops in double, from the
-// formula), as attograd's engine computed it (retain_grad() on the intermediates of a float64
+// Each step holds the quantity three ways: computed by hand (by the reference core, reference/:
+// plain loops in double under their formulas, at the lines each step names), as attograd's engine computed it (retain_grad() on the intermediates of a float64
 // forward built from ops: matmul, mul by 1/√d, masked_fill, softmax, matmul, mul, sum), and by
 // central finite differences of the loss as a function of that quantity (plain double loops).
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "viz/reference_source.h"
 
 namespace ag::viz {
 
@@ -68,6 +70,8 @@ struct AttentionWalkStep {
   // The rounding floor of central differences of L (AttentionWalk::fd_floor): a difference
   // below it cannot be told from rounding, so it is not a disagreement.
   double fd_floor = 0;
+  // The reference's lines that computed by_hand, in the order its backward walk ran them.
+  std::vector<ReferenceLine> reference;
   double scale() const;   // max(1, max |by_hand|)
   // engine_diff <= kEngineTolerance·scale() and fd_diff <= kFiniteDiffTolerance·scale() + fd_floor
   // (a NaN or an infinity anywhere makes a difference infinite: it never agrees).

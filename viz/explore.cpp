@@ -159,6 +159,7 @@ ExploreCapture capture_explore(const std::function<Tensor()>& forward, const std
     const Node* n = ops[i];
     ExploreNode en;
     en.op = n->op, en.shape = n->out_shape, en.dtype = n->out_dtype;
+    en.reference = reference_section_for_op(n->op);
     auto r = rec.index.find(n);
     if (r != rec.index.end()) {
       const Recorded& rc = rec.ops[r->second];

@@ -1,7 +1,8 @@
 // What one forward and backward pass did, node by node, for `attograd explore`'s page
 // (viz/explore_html.h): each op's forward value, the gradient it received, the gradients it
 // sent to its inputs, the order the engine ran the backward functions in, the backward formula
-// its source states, and a finite-difference check of its local backward.
+// its source states, the reference core's lines that compute the same op in plain loops
+// (viz/reference_source.h), and a finite-difference check of its local backward.
 //
 // The engine's observers do the watching (autograd/engine.h): ObserveRecordGuard sees each op's
 // output and inputs as the forward records it, ObserveNodeBackwardGuard what each backward
@@ -23,6 +24,7 @@
 
 #include "autograd/tensor.h"
 #include "viz/backward_formulas.h"
+#include "viz/reference_source.h"
 
 namespace ag::viz {
 
@@ -33,6 +35,7 @@ struct ExploreNode {
   DType dtype = DType::Float32;
   std::string where;         // ops: where record() was called, "autograd/ops/matmul.cpp:115"
   const BackwardFormula* formula = nullptr;  // ops: the backward formula of that record() call
+  const ReferenceSection* reference = nullptr;  // ops: the reference core's section that computes this op
   Tensor value;              // the forward value (detached)
   Tensor grad;               // received: an op's output gradient; a leaf's accumulated .grad
   std::vector<int> inputs;   // ops: the node of each input position; -1 for an input without grad

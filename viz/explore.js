@@ -146,6 +146,11 @@
                      n.formula.kind === 2 ? "the derivation above it in the source" : "the backward formula, as the source states it";
         h += "<h3>" + what + " (" + esc(n.formula.at) + ")</h3><div class=\"formula\">" + esc(n.formula.text) + "</div>";
       }
+      if (n.reference) {
+        const r = D.reference[n.reference];
+        h += "<h3>the reference: " + esc(n.reference) + " in plain float64 loops (" + esc(r.at) + ")</h3>" +
+             '<div class="formula reference">' + esc(r.text) + "</div>";
+      }
     }
     h += "<h3>forward value</h3>" + tensorBlock(n.value, "value");
     h += "<h3>" + (n.leaf ? "gradient accumulated in .grad" : "gradient received, dL/d(output)") + "</h3>" + tensorBlock(n.grad, "grad");

@@ -148,6 +148,7 @@ std::string explore_json(const ExploreCapture& cap) {
       } else {
         j["formula"] = nullptr;
       }
+      j["reference"] = n.reference ? nlohmann::json(n.reference->name) : nlohmann::json(nullptr);
       j["inputs"] = n.inputs;
       nlohmann::json sent = nlohmann::json::array();
       for (const Tensor& s : n.sent) sent.push_back(tensors.refer(s));
@@ -173,6 +174,10 @@ std::string explore_json(const ExploreCapture& cap) {
   j["width"] = L.width, j["height"] = L.height;
   j["nodes"] = std::move(nodes), j["edges"] = std::move(edge_json), j["order"] = cap.order, j["root"] = 0;
   j["tensors"] = tensors.take();
+  nlohmann::json reference = nlohmann::json::object();  // each section the nodes name, once
+  for (const ExploreNode& n : cap.nodes)
+    if (n.reference) reference[n.reference->name] = {{"at", n.reference->at()}, {"text", n.reference->text}};
+  j["reference"] = std::move(reference);
   return j.dump();
 }
 

@@ -2,7 +2,8 @@
 // Forward and backward each run one GEMM per batch entry plus a row loop; the (B, L, S)
 // score matrix is never stored, only the probabilities P. A float mask that requires grad (a
 // learned bias) gets dScores as its gradient. The definition with ops (softmax of the masked,
-// scaled scores) gives the higher derivatives (fused_backward.h).
+// scaled scores: attention_probs_unfused, autograd/ops/attention.h) gives the higher derivatives
+// (fused_backward.h).
 #include <cmath>
 #include <limits>
 
@@ -11,6 +12,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/ops.h"
+#include "autograd/ops/attention.h"
 #include "autograd/ops/fused_backward.h"
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
@@ -67,9 +69,11 @@ Grads attention_probs_backward_kernel(const Tensor& P, const Tensor& Q, const Te
   return Grads{dq, dk, dmask};
 }
 
-// attention_probs' definition with ops; its higher derivatives come from it (fused_backward.h).
-Tensor attention_probs_definition(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
-                                  int64_t causal_offset) {
+}  // namespace
+
+// attention_probs' definition (autograd/ops/attention.h): its higher derivatives come from it.
+Tensor attention_probs_unfused(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
+                               int64_t causal_offset) {
   Tensor scores = mul(matmul(q, transpose(k, 1, 2)), scale);  // (B, L, S)
   if (mask.defined()) scores = add(scores, mask);
   if (causal) {  // key j hidden from query i when j > i + causal_offset
@@ -81,8 +85,6 @@ Tensor attention_probs_definition(const Tensor& q, const Tensor& k, const Tensor
   }
   return softmax(scores, -1);
 }
-
-}  // namespace
 
 Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, double scale, bool causal,
                        int64_t causal_offset) {
@@ -149,7 +151,7 @@ Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, dou
              //   dScores = P ⊙ (dP − Σ_j dP_j P_j)   (row-wise softmax backward; masked entries have P = 0)
              //   dQ = scale · dScores @ K,  dK = scale · dScoresᵀ @ Q,  dmask = dScores (summed over B for a 2-d mask)
              auto definition = [=](const std::vector<Tensor>& in) {
-               return attention_probs_definition(in[0], in[1], in[2], scale, causal, causal_offset);
+               return attention_probs_unfused(in[0], in[1], in[2], scale, causal, causal_offset);
              };
              return fused_backward("attention_probs_backward", {sq.unpack(), sk.unpack(), smask.unpack()}, g, definition,
                                    [&] {

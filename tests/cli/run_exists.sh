@@ -10,5 +10,5 @@ mkdir "$work/run" && "$script" "$work/run"
 touch "$work/run/train_state.safetensors"
 if "$script" "$work/run" 2> "$work/err"; then echo "FAIL: a run folder with a run was accepted"; exit 1; fi
 grep -q "already holds a run" "$work/err" && grep -q "make resume" "$work/err" || { cat "$work/err"; exit 1; }
-grep -q "^resume: build" "$1/Makefile" || { echo "FAIL: no make resume"; exit 1; }
+grep -q "^resume: program" "$1/Makefile" || { echo "FAIL: no make resume"; exit 1; }
 echo ok
