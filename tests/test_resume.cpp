@@ -68,6 +68,33 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   EXPECT_NO_THROW(load_model((fs::path(straight.out_dir) / "model.best.safetensors").string()));
 }
 
+// --generator torch: the model's init and dropout, the batches and the evaluations draw torch's
+// stream, whose 632-word states a checkpoint keeps and a resume continues exactly.
+TEST(Resume, ATorchStreamRunResumesBitIdentical) {
+  const fs::path d = temp_dir("resume_torch_stream");
+  std::ostringstream log;
+  TrainConfig straight = small_run(d, "straight");
+  straight.iters = 60;
+  straight.eval_every = 20;
+  straight.generator = GeneratorKind::Torch;
+  train_lm(straight, log);
+  const auto want = losses(straight.out_dir);
+  const auto st = read_train_state((fs::path(straight.out_dir) / "train_state.safetensors").string());
+  EXPECT_EQ(st.pos.rng_batch.size(), 632u);
+  TrainConfig own = straight;
+  own.out_dir = (d / "attograd").string();
+  own.generator = GeneratorKind::Attograd;
+  train_lm(own, log);
+  EXPECT_NE(losses(own.out_dir), want);  // another stream
+  TrainConfig c = straight;
+  c.out_dir = (d / "cut").string();
+  const auto first = train_lm(c, log, interrupt_after(33));
+  EXPECT_TRUE(first.interrupted);
+  resume_lm(c.out_dir, "", 0, false, log);
+  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(c.out_dir), want);
+}
+
 TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   const fs::path d = temp_dir("resume_nan");
   TrainConfig c = small_run(d, "run");
