@@ -73,26 +73,21 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
 TEST(Resume, ATorchStreamRunResumesBitIdentical) {
   const fs::path d = temp_dir("resume_torch_stream");
   std::ostringstream log;
-  TrainConfig straight = small_run(d, "straight");
-  straight.iters = 60;
-  straight.eval_every = 20;
-  straight.generator = GeneratorKind::Torch;
+  auto run = [&](const std::string& name, GeneratorKind kind) {
+    TrainConfig c = small_run(d, name);
+    c.iters = 60, c.eval_every = 20, c.generator = kind;
+    return c;
+  };
+  const TrainConfig straight = run("straight", GeneratorKind::Torch), own = run("own", GeneratorKind::Attograd);
   train_lm(straight, log);
-  const auto want = losses(straight.out_dir);
-  const auto st = read_train_state((fs::path(straight.out_dir) / "train_state.safetensors").string());
-  EXPECT_EQ(st.pos.rng_batch.size(), 632u);
-  TrainConfig own = straight;
-  own.out_dir = (d / "attograd").string();
-  own.generator = GeneratorKind::Attograd;
   train_lm(own, log);
-  EXPECT_NE(losses(own.out_dir), want);  // another stream
-  TrainConfig c = straight;
-  c.out_dir = (d / "cut").string();
-  const auto first = train_lm(c, log, interrupt_after(33));
-  EXPECT_TRUE(first.interrupted);
-  resume_lm(c.out_dir, "", 0, false, log);
-  EXPECT_EQ(read_bytes(fs::path(c.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
-  EXPECT_EQ(losses(c.out_dir), want);
+  EXPECT_NE(losses(own.out_dir), losses(straight.out_dir));  // another stream
+  EXPECT_EQ(read_train_state((fs::path(straight.out_dir) / "train_state.safetensors").string()).pos.rng_batch.size(), 632u);
+  const TrainConfig cut = run("cut", GeneratorKind::Torch);
+  EXPECT_TRUE(train_lm(cut, log, interrupt_after(33)).interrupted);
+  resume_lm(cut.out_dir, "", 0, false, log);
+  EXPECT_EQ(read_bytes(fs::path(cut.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(cut.out_dir), losses(straight.out_dir));
 }
 
 TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
