@@ -108,18 +108,18 @@ const Tensor& uniform_(const Tensor& t, double from, double to, Generator& gen) 
   });
 }
 
-const Tensor& normal_(const Tensor& t, double mean, double std, Generator& gen) {
+const Tensor& normal_(const Tensor& t, double mean, double sd, Generator& gen) {
   if (!is_floating(t.dtype())) not_for_dtype("normal_kernel_cpu", t.dtype());
-  if (!(std >= 0.0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + num(std));
+  if (!(sd >= 0.0)) throw std::invalid_argument("normal expects std >= 0.0, but found std " + num(sd));
   return draw_into(t, [&]<class T>(T* p, int64_t n, bool contiguous) {
     if constexpr (std::is_floating_point_v<T>) {
       if (!is_torch(gen)) {
-        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(mean + std * gen.normal());
+        for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(mean + sd * gen.normal());
         return;
       }
       TorchStream& s = gen.torch_stream();
-      if (contiguous && n >= 16) return torch_normal_fill(p, n, mean, std, s);
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(torch_normal_value(mean, std, s));
+      if (contiguous && n >= 16) return torch_normal_fill(p, n, mean, sd, s);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(torch_normal_value(mean, sd, s));
     }
   });
 }

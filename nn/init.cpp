@@ -12,9 +12,9 @@ void uniform_(Tensor& t, double lo, double hi, Generator& gen) {
   NoGradGuard no_grad;
   ag::uniform_(t, lo, hi, gen);
 }
-void normal_(Tensor& t, double mean, double std, Generator& gen) {
+void normal_(Tensor& t, double mean, double sd, Generator& gen) {
   NoGradGuard no_grad;
-  ag::normal_(t, mean, std, gen);
+  ag::normal_(t, mean, sd, gen);
 }
 void zeros_(Tensor& t) {
   NoGradGuard no_grad;
@@ -35,8 +35,8 @@ std::pair<int64_t, int64_t> fans(const Tensor& t) {
 }
 
 double xavier_uniform_bound(int64_t fan_in, int64_t fan_out, double gain) {
-  const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
-  return std::sqrt(3.0) * std;
+  const double sd = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
+  return std::sqrt(3.0) * sd;
 }
 
 double kaiming_uniform_bound(int64_t fan, double a) {

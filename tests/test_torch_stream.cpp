@@ -6,12 +6,14 @@
 // answer on any CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "autograd/ops.h"
 #include "autograd/random_ops.h"
@@ -339,6 +341,36 @@ TEST(TorchStream, ADrawIntoAGraphIsRecorded) {
   auto g2 = Generator::torch(1);
   const Tensor z = Tensor::randn({4}, DType::Float32, g2);
   EXPECT_EQ(x.grad().to_double_vector(), z.to_double_vector());  // d(y·x)/dx = y, nothing through y
+}
+
+// The same draws from an attograd generator: attograd's stream, the same algorithms and checks.
+TEST(RandomOps, AnAttogradGeneratorDrawsValidSamples) {
+  Generator g(3);
+  const Tensor perm = randperm(50, g);
+  std::vector<int64_t> sorted(perm.data<int64_t>(), perm.data<int64_t>() + 50);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+  const Tensor w = Tensor::from_vector(std::vector<double>{0, 1, 0, 3, 0, 2}, {6});
+  const Tensor no_repl = multinomial(w, 3, false, g);  // the three nonzero categories, each once
+  std::vector<int64_t> picked(no_repl.data<int64_t>(), no_repl.data<int64_t>() + 3);
+  std::sort(picked.begin(), picked.end());
+  EXPECT_EQ(picked, (std::vector<int64_t>{1, 3, 5}));
+  const Tensor repl = multinomial(w, 600, true, g);
+  std::map<int64_t, int> count;
+  for (int64_t i = 0; i < 600; ++i) ++count[repl.data<int64_t>()[i]];
+  EXPECT_EQ(count.size(), 3u);  // never a zero weight
+  EXPECT_NEAR(count[3] / 600.0, 0.5, 0.08);
+  Tensor b = Tensor::empty({2000});
+  bernoulli_(b, 0.25, g);
+  EXPECT_NEAR(mean(b).item(), 0.25, 0.04);
+  Tensor e = Tensor::empty({4000}, DType::Float64);
+  exponential_(e, 2.0, g);
+  EXPECT_NEAR(mean(e).item(), 0.5, 0.05);
+  Tensor r = Tensor::empty({1000}, DType::Int64);
+  random_(r, -3, 4, g);
+  const auto [lo, hi] = std::minmax_element(r.data<int64_t>(), r.data<int64_t>() + 1000);
+  EXPECT_EQ(*lo, -3);
+  EXPECT_EQ(*hi, 3);
 }
 
 }  // namespace
