@@ -46,9 +46,8 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
 
 // An in-place draw: draw(scalar_t* values, n, contiguous) writes t's n new values in torch's
 // element order (`contiguous`: t itself is, which some of torch's kernels look at); they are
-// then stored in t, as a recorded write in grad mode when t requires grad (torch's rules).
-// `inputs`: tensors read element by element alongside (bernoulli_'s p), broadcast to t's shape
-// and handed to draw in the same order.
+// then stored in t, as a recorded write in grad mode when t requires grad (torch's rules). A
+// tensor read alongside (bernoulli_'s p) comes in the same order from in_draw_order.
 template <class Draw>
 const Tensor& draw_into(const Tensor& t, Draw draw) {
   if (!t.defined()) throw std::invalid_argument("in-place draw into an undefined Tensor");
