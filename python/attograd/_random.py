@@ -98,15 +98,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             raise TypeError("normal() with a number mean and std needs a size")
         t = _C._draw_normal_(_C._empty(size, dtype, False), mean, std, generator)
         return _made(t, requires_grad)
-    from .autograd.grad_mode import no_grad
-
+    # Differentiable in mean and std, as torch's: the draws are constants.
     if not isinstance(std, Tensor):  # torch: N(0, std) drawn, mean added
-        with no_grad():
-            return _C._draw_normal_(_C._empty(mean.shape, mean.dtype, False), 0.0, std, generator) + mean
-    like = std if not isinstance(mean, Tensor) else (mean + std)  # the broadcast shape and dtype
-    with no_grad():
-        z = _C._draw_normal_(_C._empty(like.shape, like.dtype, False), 0.0, 1.0, generator)
-        return z * std + mean
+        return _C._draw_normal_(_C._empty(mean.shape, mean.dtype, False), 0.0, std, generator) + mean
+    shape_of = std if not isinstance(mean, Tensor) else (mean.detach() + std.detach())  # the broadcast's shape, dtype
+    z = _C._draw_normal_(_C._empty(shape_of.shape, shape_of.dtype, False), 0.0, 1.0, generator)
+    return z * std + mean
 
 
 rand_like = _like(rand)

@@ -83,3 +83,13 @@ def test_torchs_refusals():
         attograd.multinomial(attograd.ones(2), 3)
     with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
         attograd.randint(5, 5, (2,))
+
+
+def test_normal_is_differentiable_in_mean_and_std():
+    mean = attograd.zeros(3, requires_grad=True)
+    std = attograd.full((3,), 2.0, requires_grad=True)
+    attograd.manual_seed(0)
+    out = attograd.normal(mean, std)
+    out.sum().backward()
+    assert mean.grad.tolist() == [1.0, 1.0, 1.0]
+    assert std.grad.tolist() == (out.detach() / 2).tolist()  # d(z·std + mean)/dstd = z
