@@ -14,6 +14,7 @@
 #include "autograd/for_each_row.h"
 #include "autograd/grad_mode.h"
 #include "autograd/kernels/dispatch.h"
+#include "autograd/random_ops.h"
 #include "base/memory_limit.h"
 
 namespace ag {
@@ -206,30 +207,24 @@ Tensor Tensor::matrix(std::initializer_list<std::initializer_list<double>> rows,
   return from_vector(v, {r, c}, dtype);
 }
 
+// The factories draw as the in-place draws of random_ops.h do (torch.randn is empty().normal_()).
 Tensor Tensor::randn(const Shape& shape, DType dtype, Generator& gen, double mean, double std) {
   if (!is_floating(dtype)) throw std::invalid_argument("Tensor::randn: dtype must be floating, got " + std::string(dtype_name(dtype)));
   Tensor t = empty(shape, dtype);
-  AG_DISPATCH_FLOAT(dtype, "randn", [&] {
-    scalar_t* p = t.data<scalar_t>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<scalar_t>(mean + std * gen.normal());
-  });
+  normal_(t, mean, std, gen);
   return t;
 }
 
 Tensor Tensor::rand(const Shape& shape, DType dtype, Generator& gen, double lo, double hi) {
   if (!is_floating(dtype)) throw std::invalid_argument("Tensor::rand: dtype must be floating, got " + std::string(dtype_name(dtype)));
   Tensor t = empty(shape, dtype);
-  AG_DISPATCH_FLOAT(dtype, "rand", [&] {
-    scalar_t* p = t.data<scalar_t>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<scalar_t>(gen.uniform(lo, hi));
-  });
+  uniform_(t, lo, hi, gen);
   return t;
 }
 
 Tensor Tensor::randint(int64_t lo, int64_t hi, const Shape& shape, Generator& gen) {
   Tensor t = empty(shape, DType::Int64);
-  int64_t* p = t.data<int64_t>();
-  for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = gen.randint(lo, hi);
+  random_(t, lo, hi, gen);
   return t;
 }
 

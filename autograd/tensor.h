@@ -384,6 +384,9 @@ Tensor copy_to_contiguous(const Tensor& src, DType dtype);
 // version bump: for code that makes a tensor, and for the in-place ops, which bump once.
 void fill_values(const Tensor& dst, double value);
 void write_values(const Tensor& dst, const Tensor& src);  // same shape; converts dtype
+// torch's refusal of an in-place write in grad mode to a leaf that requires grad, or to a view
+// of one (std::runtime_error with torch's message); nothing otherwise.
+void check_writable_in_grad_mode(const Tensor& t);
 
 // The name of the op behind a node ("matmul"); the engine, which defines Node, provides it, so
 // that this layer can name a tensor's history without depending on the engine.

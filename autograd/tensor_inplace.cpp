@@ -26,8 +26,9 @@ namespace {
 // The base of t's views: t itself when t is not a view.
 Tensor base_of(const Tensor& t) { return t.is_view() ? t._base() : t; }
 
-// torch's refusals: a leaf that requires grad, or a view of one, cannot be written in grad mode.
-void check_not_leaf(const Tensor& self) {
+}  // namespace
+
+void check_writable_in_grad_mode(const Tensor& self) {
   if (self.is_view()) {
     const Tensor base = self._base();
     if (base.requires_grad() && base.is_leaf())
@@ -36,6 +37,8 @@ void check_not_leaf(const Tensor& self) {
   if (self.is_leaf() && self.requires_grad())
     throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place operation.");
 }
+
+namespace {
 
 // The layout the view geometry is counted in (as_strided's): the base's, when contiguous.
 void check_contiguous_base(const Tensor& base) {
@@ -86,7 +89,7 @@ const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_
     self.bump_version();
     return self;
   }
-  check_not_leaf(self);
+  check_writable_in_grad_mode(self);
   const Tensor cur = saves_self ? self.clone() : self;
   const Tensor result = compute(cur);
   check_result(self, result);

@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/attention.h"
 #include "base/checked.h"
+#include "nn/init.h"
 
 namespace ag::nn {
 
@@ -187,13 +188,16 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t H, double p, bool bias
   if (!(p >= 0 && p <= 1)) throw std::invalid_argument("MultiheadAttention: dropout must be in [0, 1]");
   if (opts.rope && head_dim % 2 != 0)
     throw std::invalid_argument("MultiheadAttention: rope needs an even head_dim, got " + std::to_string(head_dim));
-  // torch's init: Xavier-uniform in_proj_weight, U(±√(6 / (fan_in + fan_out))), zero biases.
+  // torch's init, in torch's order: out_proj a Linear (its own init drawn as it is made), then
+  // Xavier-uniform in_proj_weight, U(±√(6 / (fan_in + fan_out))), and zero biases. (The
+  // parameters are listed in_proj first all the same: a module's own before its children's.)
   const char* what = "MultiheadAttention's in_proj_weight";
   const int64_t E3 = checked::mul(3, E, what);
-  const Init xavier = Init::uniform(std::sqrt(6.0 / static_cast<double>(checked::add(E, E3, what))));
+  checked::add(E, E3, what);  // fan_in + fan_out
+  out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, bias, dtype, gen));
+  const Init xavier = Init::uniform(init::xavier_uniform_bound(E, E3));
   in_proj_weight = register_parameter("in_proj_weight", {{E3, E}, xavier, OptimGroup::Matrix, 1}, dtype, gen);
   if (bias) in_proj_bias = register_parameter("in_proj_bias", {{E3}, Init::zeros(), OptimGroup::NoDecay, 0}, dtype, gen);
-  out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, bias, dtype, gen));
   if (bias) out_proj->set_init("bias", Init::zeros(), gen);
 }
 

@@ -58,7 +58,7 @@ bool ParamMaterializer::meta() { return g_meta > 0; }
 void ParamMaterializer::registered(Tensor& t, const Init& init, Generator& gen) {
   DeferredInit* d = g_deferred;
   if (!d) return init.apply(t, gen);
-  if (d->module_draws_ == DeferredInit::ModuleDraws::Skipped) init.skip(gen, t.numel());
+  if (d->module_draws_ == DeferredInit::ModuleDraws::Skipped) init.skip(gen, t.numel(), t.dtype());
   d->pending_.push_back(t);
 }
 

@@ -23,7 +23,14 @@ void Init::apply(Tensor& t, Generator& gen) const {
   }
 }
 
-void Init::skip(Generator& gen, int64_t numel) const {
+void Init::skip(Generator& gen, int64_t numel, DType dtype) const {
+  if (gen.kind() == GeneratorKind::Torch) {
+    if (kind == Kind::Normal || kind == Kind::Uniform) {
+      Tensor scratch = Tensor::empty({numel}, dtype);
+      apply(scratch, gen);
+    }
+    return;
+  }
   if (kind == Kind::Uniform)
     for (int64_t i = 0; i < numel; ++i) gen.next_u64();
   if (kind != Kind::Normal || numel == 0) return;

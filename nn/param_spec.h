@@ -31,9 +31,12 @@ struct Init {
 
   // Fills t (nn/init.h's functions), drawing from gen.
   void apply(Tensor& t, Generator& gen) const;
-  // Advances gen exactly as apply() on `numel` elements would, writing nothing: a uniform
-  // value is one draw, normal ones come in Box-Muller pairs (a spare left over is computed).
-  void skip(Generator& gen, int64_t numel) const;
+  // Advances gen exactly as apply() on a contiguous tensor of `numel` elements of `dtype`
+  // would. An attograd generator is skipped without writing anything: a uniform value is one
+  // draw, normal ones come in Box-Muller pairs (a spare left over is computed); a torch
+  // generator's draws depend on the dtype and the count (torch's blocks of 16), and are drawn
+  // into scratch memory and thrown away.
+  void skip(Generator& gen, int64_t numel, DType dtype) const;
   bool operator==(const Init&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include "nn/deferred_init.h"
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
+#include "nn/init.h"
 #include "nn/linear.h"
 #include "tests/test_util.h"
 
@@ -33,9 +34,24 @@ TEST(ParamSpec, SkipLeavesTheGeneratorAsDrawingWould) {
   for (const Step& s : steps) {
     Tensor t = Tensor::empty({s.n});
     s.init.apply(t, drawn);
-    s.init.skip(skipped, s.n);
+    s.init.skip(skipped, s.n, DType::Float32);
     ASSERT_EQ(skipped.state(), drawn.state()) << s.n;
   }
+  EXPECT_EQ(skipped.normal(), drawn.normal());
+}
+
+// A torch generator's draws depend on the dtype and the count (torch's blocks of 16 for normal
+// values): skipping draws them all the same.
+TEST(ParamSpec, SkipLeavesATorchGeneratorAsDrawingWould) {
+  Generator drawn = Generator::torch(11), skipped = Generator::torch(11);
+  for (DType d : {DType::Float32, DType::Float64})
+    for (const Init& init : {Init::normal(1), Init::uniform(2), Init::ones()})
+      for (int64_t n : {0, 1, 5, 16, 33}) {
+        Tensor t = Tensor::empty({n}, d);
+        init.apply(t, drawn);
+        init.skip(skipped, n, d);
+        ASSERT_EQ(skipped.state(), drawn.state()) << n;
+      }
   EXPECT_EQ(skipped.normal(), drawn.normal());
 }
 
@@ -44,13 +60,14 @@ TEST(ParamSpec, SkipLeavesTheGeneratorAsDrawingWould) {
 TEST(ParamSpec, AModuleOnItsOwnDrawsTorchsInitAtOnce) {
   Generator gen(5), expected(5);
   const nn::Linear lin(4, 3, true, DType::Float64, gen);
-  const double b = 0.5;  // 1/√in
-  for (double v : lin.weight.to_double_vector()) EXPECT_EQ(v, expected.uniform(-b, b));
+  const double w = nn::init::kaiming_uniform_bound(4, std::sqrt(5.0)), b = 0.5;  // both 1/√in, w as torch rounds it
+  EXPECT_NEAR(w, b, 1e-15);
+  for (double v : lin.weight.to_double_vector()) EXPECT_EQ(v, expected.uniform(-w, w));
   for (double v : lin.bias.to_double_vector()) EXPECT_EQ(v, expected.uniform(-b, b));
   EXPECT_EQ(gen.state(), expected.state());
   const auto specs = lin.named_param_specs();
   ASSERT_EQ(specs.size(), 2u);
-  EXPECT_TRUE(specs[0].second == (nn::ParamSpec{{3, 4}, Init::uniform(b), OptimGroup::Matrix, 1}));
+  EXPECT_TRUE(specs[0].second == (nn::ParamSpec{{3, 4}, Init::uniform(w), OptimGroup::Matrix, 1}));
   EXPECT_TRUE(specs[1].second == (nn::ParamSpec{{3}, Init::uniform(b), OptimGroup::NoDecay, 0}));
   const nn::Embedding emb(3, 2);
   EXPECT_EQ(emb.named_param_specs()[0].second.group, OptimGroup::Decay);

@@ -68,6 +68,28 @@ TEST(Resume, InterruptedAndResumedRunsEndBitIdentical) {
   EXPECT_NO_THROW(load_model((fs::path(straight.out_dir) / "model.best.safetensors").string()));
 }
 
+// --generator torch: the model's init and dropout, the batches and the evaluations draw torch's
+// stream, whose 632-word states a checkpoint keeps and a resume continues exactly.
+TEST(Resume, ATorchStreamRunResumesBitIdentical) {
+  const fs::path d = temp_dir("resume_torch_stream");
+  std::ostringstream log;
+  auto run = [&](const std::string& name, GeneratorKind kind) {
+    TrainConfig c = small_run(d, name);
+    c.iters = 60, c.eval_every = 20, c.generator = kind;
+    return c;
+  };
+  const TrainConfig straight = run("straight", GeneratorKind::Torch), own = run("own", GeneratorKind::Attograd);
+  train_lm(straight, log);
+  train_lm(own, log);
+  EXPECT_NE(losses(own.out_dir), losses(straight.out_dir));  // another stream
+  EXPECT_EQ(read_train_state((fs::path(straight.out_dir) / "train_state.safetensors").string()).pos.rng_batch.size(), 632u);
+  const TrainConfig cut = run("cut", GeneratorKind::Torch);
+  EXPECT_TRUE(train_lm(cut, log, interrupt_after(33)).interrupted);
+  resume_lm(cut.out_dir, "", 0, false, log);
+  EXPECT_EQ(read_bytes(fs::path(cut.out_dir) / "model.safetensors"), read_bytes(fs::path(straight.out_dir) / "model.safetensors"));
+  EXPECT_EQ(losses(cut.out_dir), losses(straight.out_dir));
+}
+
 TEST(Resume, NonFiniteGradientStopsAndNamesTheParameter) {
   const fs::path d = temp_dir("resume_nan");
   TrainConfig c = small_run(d, "run");

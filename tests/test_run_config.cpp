@@ -225,6 +225,7 @@ TEST(RunConfig, RegistryAndEnumChoicesReadAlike) {
   EXPECT_EQ(train::choice_list<GemmChoice>(), "auto, openblas or onednn");
   EXPECT_EQ(train::choice_list<train::GemmBf16Choice>(), "auto, matmul or gemm");
   EXPECT_EQ(train::choice_list<Precision>(), "fp32 or bf16");
+  EXPECT_EQ(train::choice_list<GeneratorKind>(), "attograd or torch");
   const std::string optimizers = train::choice_list<OptimizerChoice>();  // "adamw or muon", and any row a program added
   EXPECT_EQ(optimizers.rfind("adamw", 0), 0u) << optimizers;
   EXPECT_NE(optimizers.find("muon"), std::string::npos) << optimizers;

@@ -36,9 +36,9 @@ Run::Run(const TrainConfig& cfg, const models::ModelEntry& entry, data::Corpus c
       loggers_(std::move(loggers)),
       hooks_(hooks),
       gemm_(cfg, entry.parameters(cfg.model), comm),  // before any GEMM (train/gemm_choice.h)
-      model_gen_(cfg.seed),
-      batch_gen_(cfg.seed + 1),
-      eval_gen_(cfg.seed + 2),
+      model_gen_(cfg.seed, cfg.generator),
+      batch_gen_(cfg.seed + 1, cfg.generator),
+      eval_gen_(cfg.seed + 2, cfg.generator),
       model_(entry.make(cfg.model, DType::Float32, model_gen_)),
       opt_(cfg.optimizer->build(*model_, cfg)),
       now_ns_(hooks.clock ? hooks.clock : std::function<int64_t()>(steady_ns)),
@@ -85,6 +85,7 @@ void Run::resume_from(const SafeTensorsFile& state, const RunPosition& pos) {
 // a stream of their own, derived from rank 0's (what a checkpoint saves) and the rank.
 void Run::decorrelate_dropout() {
   if (comm_.rank() == 0) return;
+  // (st[0]: an attograd stream's first word; a torch stream's seed, which its state starts with.)
   Generator::State st = model_gen_.state();
   model_gen_.manual_seed(st[0] ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(comm_.rank())));
 }
@@ -380,7 +381,7 @@ TrainSummary Run::finish() {
 
 std::string Run::sample_text(int64_t tokens) {
   // A generator of its own, seeded alike each time: sampling never moves the run's streams.
-  Generator sample_gen(cfg_.seed);
+  Generator sample_gen(cfg_.seed, cfg_.generator);
   const AutocastGuard precision(cfg_.precision);
   model_->eval();
   const int64_t nl = corpus_.tokenizer.id_of(U'\n');

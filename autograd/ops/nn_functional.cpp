@@ -17,6 +17,7 @@
 #include "autograd/ops/fused_backward.h"
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
+#include "autograd/random_ops.h"
 
 namespace ag {
 
@@ -325,11 +326,25 @@ Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {
   if (!training || p == 0.0) return a;
   // mask = keep / (1 − p): 0 where dropped, 1/(1−p) where kept (all 0 when p = 1).
   Tensor mask = Tensor::empty(a.shape(), a.dtype());
-  AG_DISPATCH_FLOAT(a.dtype(), "dropout", [&] {
-    scalar_t* pm = mask.data<scalar_t>();
-    const scalar_t keep = p < 1.0 ? static_cast<scalar_t>(1.0 / (1.0 - p)) : scalar_t(0);
-    for (int64_t i = 0, n = mask.numel(); i < n; ++i) pm[i] = gen.uniform() < p ? scalar_t(0) : keep;
-  });
+  if (gen.kind() == GeneratorKind::Torch) {
+    // torch's: bernoulli_(1 − p), then divided by 1 − p in the dtype; p = 1 draws nothing.
+    if (p == 1.0) {
+      fill_values(mask, 0.0);
+    } else {
+      bernoulli_(mask, 1.0 - p, gen);
+      AG_DISPATCH_FLOAT(a.dtype(), "dropout", [&] {
+        scalar_t* pm = mask.data<scalar_t>();
+        const auto q = static_cast<scalar_t>(1.0 - p);
+        for (int64_t i = 0, n = mask.numel(); i < n; ++i) pm[i] = pm[i] / q;
+      });
+    }
+  } else {
+    AG_DISPATCH_FLOAT(a.dtype(), "dropout", [&] {
+      scalar_t* pm = mask.data<scalar_t>();
+      const scalar_t keep = p < 1.0 ? static_cast<scalar_t>(1.0 / (1.0 - p)) : scalar_t(0);
+      for (int64_t i = 0, n = mask.numel(); i < n; ++i) pm[i] = gen.uniform() < p ? scalar_t(0) : keep;
+    });
+  }
   Tensor out = kernels::zip_float(a, mask, "dropout", [](auto x, auto m) { return x * m; });
   if (should_record({&a}))
     // out = a ⊙ mask  =>  da = g ⊙ mask

@@ -11,7 +11,7 @@ import os as _os
 from . import _C
 from ._C import (
     Tensor, dtype, float32, float64, int64, bool,  # noqa: A004 (torch's names)
-    get_default_dtype, set_default_dtype, manual_seed, set_num_threads, get_num_threads,
+    get_default_dtype, set_default_dtype, set_num_threads, get_num_threads,
     is_grad_enabled, from_numpy, from_dlpack, OutOfMemoryError,
     # the ops as functions
     exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, sin, cos, relu, abs, neg, negative, square,
@@ -25,9 +25,13 @@ from ._C import (
 from ._size import Size
 from ._tensor import device, _install
 from ._factories import (
-    tensor, as_tensor, zeros, ones, empty, full, randn, rand, randint, arange, linspace, eye,
-    zeros_like, ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
+    tensor, as_tensor, zeros, ones, empty, full, arange, linspace, eye, zeros_like, ones_like, empty_like, full_like,
 )
+from ._random import (
+    Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+    rand, randn, randint, randperm, normal, rand_like, randn_like, randint_like, bernoulli, multinomial,
+)
+from ._random import _install as _install_random
 from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .serialization import save, load
 from . import autograd
@@ -43,6 +47,7 @@ long = int64
 _C._set_size_type(Size)
 _C._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 _install()
+_install_random()
 
 
 def is_tensor(obj):

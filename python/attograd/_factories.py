@@ -84,32 +84,6 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _C._full(size, fill_value, dtype, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Normal(0, 1) samples from attograd's generator (seeded by manual_seed; not torch's stream)."""
-    _device.check(device)
-    if generator is not None:
-        raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
-    return _C._randn(_size(size, "randn"), dtype, requires_grad)
-
-
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Uniform [0, 1) samples from attograd's generator."""
-    _device.check(device)
-    if generator is not None:
-        raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
-    return _C._rand(_size(size, "rand"), dtype, requires_grad)
-
-
-def randint(low, high=None, size=None, *, dtype=None, device=None, generator=None):
-    """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 by default."""
-    _device.check(device)
-    if generator is not None:
-        raise NotImplementedError("attograd draws from its default generator only (seed it with manual_seed)")
-    if size is None:
-        low, high, size = 0, low, high
-    return _C._randint(low, high, size, dtype)
-
-
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """``start, start + step, ...`` up to ``end`` (excluded); int64 when all three are ints."""
     _device.check(device)
@@ -131,9 +105,9 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def _like(factory):
-    def like(input, *, dtype=None, device=None, requires_grad=False):
+    def like(input, *, dtype=None, device=None, requires_grad=False, **kwargs):  # kwargs: a factory's own (generator=)
         _device.check(device)
-        return factory(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+        return factory(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
 
     like.__name__ = factory.__name__ + "_like"
     like.__doc__ = f"attograd.{factory.__name__} of ``input``'s shape and (unless told otherwise) dtype."
@@ -143,19 +117,9 @@ def _like(factory):
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-rand_like = _like(rand)
-randn_like = _like(randn)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     """attograd.full of ``input``'s shape and (unless told otherwise) dtype."""
     _device.check(device)
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
-
-
-def randint_like(input, low=0, high=None, *, dtype=None, device=None):
-    """attograd.randint of ``input``'s shape."""
-    _device.check(device)
-    if high is None:
-        low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype or input.dtype)

@@ -1,5 +1,5 @@
-// Tensors made from Python values and by the factories (zeros, ones, randn, arange, ...), the
-// random seed and the thread count. python/attograd/_factories.py gives them torch's
+// Tensors made from Python values and by the factories (zeros, ones, arange, ...) and the thread
+// count (the random factories: bind_random.cpp). python/attograd/_factories.py gives them torch's
 // signatures (sizes as varargs or one sequence, dtype and requires_grad as keywords).
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,6 @@
 #include "autograd/errors.h"
 #include "autograd/kernels/dispatch.h"
 #include "autograd/parallel.h"
-#include "autograd/random.h"
 #include "base/memory_limit.h"
 #include "common.h"
 #include "ints.h"
@@ -241,19 +240,6 @@ void bind_factories(nb::module_& m) {
     std::fill_n(t.data<int64_t>(), t.numel(), v);
     return finish(t, requires_grad);
   }, nb::arg("size"), nb::arg("fill_value"), nb::arg("dtype").none(), nb::arg("requires_grad"));
-  m.def("_randn", [](nb::handle size, std::optional<DType> dtype, bool requires_grad) {
-    return finish(Tensor::randn(shape_from_python(size, "randn"), float_or_default(dtype)), requires_grad);
-  }, nb::arg("size"), nb::arg("dtype").none(), nb::arg("requires_grad"));
-  m.def("_rand", [](nb::handle size, std::optional<DType> dtype, bool requires_grad) {
-    return finish(Tensor::rand(shape_from_python(size, "rand"), float_or_default(dtype)), requires_grad);
-  }, nb::arg("size"), nb::arg("dtype").none(), nb::arg("requires_grad"));
-  m.def("_randint", [](int64_t low, int64_t high, nb::handle size, std::optional<DType> dtype) {
-    if (low >= high)
-      throw std::runtime_error("random_ expects 'from' to be less than 'to', but got from=" + std::to_string(low) +
-                               " >= to=" + std::to_string(high));
-    Tensor t = Tensor::randint(low, high, shape_from_python(size, "randint"));
-    return dtype && *dtype != DType::Int64 ? t.to(*dtype) : t;
-  }, nb::arg("low"), nb::arg("high"), nb::arg("size"), nb::arg("dtype").none());
   m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, std::optional<DType> dtype, bool requires_grad) {
     return finish(arange(start, end, step, dtype), requires_grad);
   }, nb::arg("start"), nb::arg("end"), nb::arg("step"), nb::arg("dtype").none(), nb::arg("requires_grad"));
@@ -282,8 +268,6 @@ void bind_factories(nb::module_& m) {
     return finish(t, requires_grad);
   }, nb::arg("n"), nb::arg("m").none(), nb::arg("dtype").none(), nb::arg("requires_grad"));
 
-  m.def("manual_seed", [](uint64_t seed) { ag::manual_seed(seed); }, nb::arg("seed"),
-        "Seeds attograd's default generator (xoshiro256**: its numbers are attograd's own, not torch's).");
   m.def("set_num_threads", [](int n) {
     if (n <= 0) throw std::runtime_error("set_num_threads expects a positive integer");
     ag::parallel::set_num_threads(n);

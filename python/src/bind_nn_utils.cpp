@@ -1,19 +1,12 @@
-// nn.init's draws and nn.utils' gradient clipping (python/attograd/nn/init.py and utils.py give
-// them torch's names): the in-place initialisers draw from attograd's generator; the other
-// initialisers of torch.nn.init are formulas over these two draws, written in Python.
-#include "autograd/random.h"
+// nn.utils' gradient clipping (python/attograd/nn/utils.py gives it torch's names). (nn.init's
+// draws are Tensor.uniform_ and normal_: bind_random.cpp.)
 #include "common.h"
 #include "gil.h"
-#include "nn/init.h"
 #include "nn/utils/clip_grad.h"
 
 namespace agpy {
 
 void bind_nn_utils(nb::module_& m) {
-  m.def("_nn_init_uniform_", [](ag::Tensor t, double a, double b) { ag::nn::init::uniform_(t, a, b); },
-        nb::arg("tensor"), nb::arg("a"), nb::arg("b"));
-  m.def("_nn_init_normal_", [](ag::Tensor t, double mean, double std) { ag::nn::init::normal_(t, mean, std); },
-        nb::arg("tensor"), nb::arg("mean"), nb::arg("std"));
   m.def("_nn_clip_grad_norm_", [](const std::vector<ag::Tensor>& params, double max_norm, double norm_type,
                                   bool error_if_nonfinite) {
     nb::gil_scoped_release release;

@@ -96,6 +96,7 @@ void bind_tensor(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_tensor_ops(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_indexing(nb::class_<ag::TensorImpl>& cls);
 void bind_factories(nb::module_& m);
+void bind_random(nb::module_& m);
 void bind_numpy(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_autograd(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_function(nb::module_& m);

@@ -26,6 +26,7 @@ NB_MODULE(_C, m) {
   agpy::bind_tensor_ops(m, tensor);
   agpy::bind_indexing(tensor);
   agpy::bind_factories(m);
+  agpy::bind_random(m);
   agpy::bind_numpy(m, tensor);
   agpy::bind_autograd(m, tensor);
   agpy::bind_function(m);

@@ -28,6 +28,7 @@
 
 #include "autograd/autocast.h"
 #include "autograd/kernels/gemm_provider.h"
+#include "autograd/random.h"
 #include "train/config/field.h"
 
 namespace ag::train {
@@ -139,6 +140,10 @@ template <> struct ChoiceNames<GemmChoice> {
 template <> struct ChoiceNames<GemmBf16Choice> {
   static constexpr std::array<std::pair<GemmBf16Choice, const char*>, 3> names = {
       {{GemmBf16Choice::Auto, "auto"}, {GemmBf16Choice::Matmul, "matmul"}, {GemmBf16Choice::Gemm, "gemm"}}};
+};
+template <> struct ChoiceNames<GeneratorKind> {
+  static constexpr std::array<std::pair<GeneratorKind, const char*>, 2> names = {
+      {{GeneratorKind::Attograd, "attograd"}, {GeneratorKind::Torch, "torch"}}};
 };
 
 template <class T>

@@ -25,17 +25,22 @@ std::string rng_to_json(const Generator::State& s) {
   return a.dump();
 }
 
+// A generator's words: 6 of an attograd stream, 632 of a torch stream (autograd/random.h).
 Generator::State rng_from_json(const std::string& text, const std::string& what) {
-  Generator::State s{};
   const json a = json::parse(text);
-  if (!a.is_array() || a.size() != s.size()) throw std::runtime_error(what + " must be an array of " + std::to_string(s.size()));
+  if (!a.is_array()) throw std::runtime_error(what + " must be an array of words");
+  Generator::State s(a.size());
   for (size_t i = 0; i < s.size(); ++i) {
     const std::string w = a[i].get<std::string>();
     size_t used = 0;
     s[i] = std::stoull(w, &used);
     if (used != w.size()) throw std::runtime_error(what + " holds a bad word \"" + w + "\"");
   }
-  if ((s[0] | s[1] | s[2] | s[3]) == 0) throw std::runtime_error(what + " is all zero");
+  try {
+    Generator().set_state(s);  // the checks of a state, on a generator of no consequence
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
   return s;
 }
 

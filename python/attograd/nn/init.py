@@ -1,15 +1,16 @@
 """``attograd.nn.init``: torch.nn.init's in-place initialisers and formulas (gain, fans, bounds),
-drawing from attograd's generator (``manual_seed``), never recorded in the graph. The draws are
-attograd's own stream, so values differ from torch's after the same seed; the distributions
-are the same."""
+never recorded in the graph. They draw from torch's generator as torch's do (``manual_seed``, or
+``generator=``), with the same bounds computed the same way: after the same seed, torch's values."""
 
 import math
+import warnings
 
 from .. import _C
+from ..autograd.grad_mode import no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "xavier_uniform_",
-    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
+    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "sparse_",
 ]
 
 
@@ -54,52 +55,61 @@ def _fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fills tensor with U(a, b)."""
-    _no_generator(generator)
-    _C._nn_init_uniform_(tensor, a, b)
-    return tensor
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fills tensor with N(mean, std²)."""
-    _no_generator(generator)
-    _C._nn_init_normal_(tensor, mean, std)
-    return tensor
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """N(mean, std²) redrawn outside [a, b] (drawn by inverting the normal CDF of a uniform draw, as torch)."""
-    _no_generator(generator)
-    lo = (1 + math.erf((a - mean) / std / math.sqrt(2))) / 2
-    hi = (1 + math.erf((b - mean) / std / math.sqrt(2))) / 2
-    from ..autograd.grad_mode import no_grad
+    """N(mean, std²) with the values outside [a, b] drawn again, by torch 2's algorithm (so the
+    same draws): when at least 30% of the mass is inside, whole fresh normal_ tensors replace the
+    values outside until none is; else uniform candidates in [a, b], each accepted with its density
+    over the peak's (one more uniform draw each), the rejected ones drawn again."""
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
     with no_grad():
-        u = _C._empty(list(tensor.shape), _C.float64, False)
-        _C._nn_init_uniform_(u, 2 * lo - 1, 2 * hi - 1)
-        values = (_erfinv(u) * (std * math.sqrt(2)) + mean).clamp(a, b)
-        tensor.copy_(values.to(tensor.dtype))
-    return tensor
+        p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if p > 0.3:
+            lo = _C._tensor(a, tensor.dtype, False).item()  # the bounds in the tensor's dtype
+            hi = _C._tensor(b, tensor.dtype, False).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any().item():
+                    break
+                fresh = _C._empty(list(result.shape), result.dtype, False).normal_(mean, std, generator=generator)
+                result = _C.where(outside, fresh, result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
 
+        def log_density(x):  # the log density over the peak's
+            return ((x - mean) / std) ** 2 * -0.5 - log_peak
 
-def _erfinv(u):
-    # attograd has no erfinv op: element by element in Python (an initialiser, run once).
-    values = [_erfinv_scalar(x) for x in u.flatten().tolist()]
-    return _C._tensor(values, _C.float64, False).reshape(list(u.shape))
+        def rejected(x):
+            return _C._empty(list(x.shape), x.dtype, False).uniform_(generator=generator).log() > log_density(x)
 
-
-def _erfinv_scalar(y):
-    if y <= -1:
-        return -math.inf
-    if y >= 1:
-        return math.inf
-    # Newton's method on erf(x) − y from a start on the right side of the root; erf is monotone.
-    x = math.copysign(math.sqrt(-math.log((1 - abs(y)) / 2)), y) if abs(y) > 0.7 else y * math.sqrt(math.pi) / 2
-    for _ in range(100):
-        step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
-        x -= step
-        if abs(step) <= 1e-15 * max(1.0, abs(x)):
-            break
-    return x
+        tensor.uniform_(a, b, generator=generator)
+        pending = rejected(tensor)
+        result = tensor
+        while pending.any().item():
+            candidates = _C._empty(list(tensor.shape), tensor.dtype, False).uniform_(a, b, generator=generator)
+            result = _C.where(pending, candidates, result)
+            pending = _C.where(pending, rejected(candidates), pending)
+        if result is not tensor:
+            tensor.copy_(result)
+        return tensor
 
 
 def constant_(tensor, val):
@@ -129,20 +139,24 @@ def eye_(tensor):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """U(−b, b), b = gain·√(6 / (fan_in + fan_out))."""
+    """U(−b, b), b = √3·gain·√(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    b = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    b = math.sqrt(3.0) * std
     return uniform_(tensor, -b, b, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
     """N(0, std²), std = gain·√(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """U(−b, b), b = gain·√(3 / fan); Linear's default is a=√5 (b = 1/√fan_in)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     b = math.sqrt(3.0) * std
     return uniform_(tensor, -b, b, generator)
@@ -150,9 +164,24 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """N(0, std²), std = gain / √fan."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)), generator)
 
 
-def _no_generator(generator):
-    if generator is not None:
-        raise NotImplementedError("attograd has no generator= argument: seed with attograd.manual_seed")
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std²) with a fraction ``sparsity`` of each column's entries zero (chosen by randperm of
+    the default generator, as torch's do)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    from .._random import randperm
+
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = randperm(rows)[:num_zeros]
+            tensor[:, col][zero_rows] = 0
+    return tensor
