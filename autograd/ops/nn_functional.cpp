@@ -243,7 +243,28 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const Tensor B = bias.defined() ? kernels::dense(bias) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());  // (rows)
-  if (x.dtype() == DType::Float32) {  // run-time dispatched vector kernel, same formula
+  // A row longer than this (LayerNorm over several large dims: torch's test normalises 9.4M
+  // elements together) has its mean and variance summed in double: the float lanes' sums drift
+  // by ~1e-4 there. Model widths stay far below it, on the vector kernel.
+  constexpr int64_t kLongRow = int64_t{1} << 16;
+  if (x.dtype() == DType::Float32 && C > kLongRow) {
+    const float* px = X.data<float>();
+    const float* pw = W.defined() ? W.data<float>() : nullptr;
+    const float* pb = B.defined() ? B.data<float>() : nullptr;
+    float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = px + r * C;
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < C; ++j) m += xr[j];
+      m /= static_cast<double>(C);
+      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+      const double rs = 1.0 / std::sqrt(v / static_cast<double>(C) + eps);  // biased variance, as PyTorch
+      pm[r] = static_cast<float>(m);
+      pr[r] = static_cast<float>(rs);
+      for (int64_t j = 0; j < C; ++j)
+        py[r * C + j] = static_cast<float>((xr[j] - m) * rs * (pw ? pw[j] : 1.0) + (pb ? pb[j] : 0.0));
+    }
+  } else if (x.dtype() == DType::Float32) {  // run-time dispatched vector kernel, same formula
     const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
                 *pb = B.defined() ? B.data<float>() : nullptr;
     float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
@@ -297,7 +318,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // Over several trailing dims: those dims as one (views when x is contiguous), the same kernel.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
   const auto k = static_cast<int64_t>(normalized_shape.size());
-  bool fits = k > 0 && x.dim() >= k;
+  if (k == 0)  // torch's message
+    throw std::invalid_argument("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                                "element, but got normalized_shape = []");
+  bool fits = x.dim() >= k;
   for (int64_t i = 1; fits && i <= k; ++i) fits = x.size(-i) == normalized_shape[static_cast<size_t>(k - i)];
   if (!fits) {  // torch's message
     std::string star = "[*";
