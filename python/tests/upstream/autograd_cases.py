@@ -2049,3 +2049,26 @@ def freeing_a_long_chain(T):
     del chain
     return {"ran": True}
 
+
+@upstream("test_reentrant_child_error")
+def error_in_a_backward_run_inside_backward(T):
+    """A Function whose backward runs the backward of another graph, whose Function raises: the
+    error comes out of the outer backward."""
+    draw = Fixed(T)
+    a = draw.rand(3, 3, requires_grad=True)
+    outer = a * a
+    b = draw.rand(3, 3, requires_grad=True)
+    inner_loss = _failing_clone(T).apply(b * b).sum()
+
+    class RunsInnerBackward(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            inner_loss.backward()
+            return g
+
+    got = outcome(lambda: RunsInnerBackward.apply(outer).sum().backward())
+    return {"raised": got["error"] is not None, "inner_message": "fails on purpose" in got.get("message", "")}
