@@ -10,6 +10,7 @@
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
+#include "autograd/tensor_data.h"
 #include "tests/test_util.h"
 
 using namespace ag;
@@ -59,8 +60,8 @@ TEST(NodeHooks, RunInTorchsOrder) {
 // torch's test_post_accumulate_grad_hook_ordering: ((1 − 2) / 5 + 0.5) · 10 = 3.
 TEST(NodeHooks, AccumulateGradPostHookSeesTheAccumulatedGradient) {
   Tensor t = leaf({0.25, 0.5, 0.75}, {3});
-  t.register_hook(GradHook([](const Tensor& g) { return sub(g, 2.0); }));
-  add_node_pre_hook(t.impl().accumulate_grad_hooks, [](const Grads& g) { return Grads{div(g[0], 5.0)}; });
+  t.register_hook(GradHook([](const Tensor& g) { return g.sub(2.0); }));
+  add_node_pre_hook(t.impl().accumulate_grad_hooks, [](const Grads& g) { return Grads{g[0].div(5.0)}; });
   t.register_post_accumulate_grad_hook([](const Tensor& leaf) {
     NoGradGuard no_grad;
     leaf.grad().add_(0.5);
@@ -89,7 +90,7 @@ TEST(NodeHooks, ReplaceGradients) {
   add_node_pre_hook(z.grad_fn()->node_hooks, [](const Grads&) { return Grads{Tensor::full({1}, 2.0, DType::Float64)}; });
   EXPECT_DOUBLE_EQ(grad({z}, {x})[0].item(), 6.0);
   add_node_pre_hook(z.grad_fn()->node_hooks, [](const Grads&) { return Grads{Tensor::ones({2}, DType::Float64)}; });
-  EXPECT_NE(error_of([&] { grad({z}, {x}); }).find("pre-hook of"), std::string::npos);
+  EXPECT_NE(error_of<std::exception>([&] { grad({z}, {x}); }).find("pre-hook of"), std::string::npos);
 }
 
 // torch's test_grad_nonleaf_register_hook: a hook on one piece of unbind sees None when only
@@ -125,11 +126,11 @@ TEST(MarkDirty, TheInputTakesTheFunctionsHistory) {
   Tensor b = mul(a, 3.0);
   Tensor out = DoubleInPlace::apply(b);
   EXPECT_TRUE(out.same(b));
-  EXPECT_EQ(b.grad_fn()->op, "DoubleInPlace");
+  EXPECT_NE(b.grad_fn()->op.find("DoubleInPlace"), std::string::npos);
   EXPECT_EQ(b.to_double_vector(), (std::vector<double>{6.0, 12.0}));
   b.sum().backward();
   EXPECT_EQ(a.grad().to_double_vector(), (std::vector<double>{6.0, 6.0}));
-  EXPECT_NE(error_of([&] { DoubleInPlace::apply(a); }).find("a leaf Variable that requires grad has been used in an "
+  EXPECT_NE(error_of<std::exception>([&] { DoubleInPlace::apply(a); }).find("a leaf Variable that requires grad has been used in an "
                                                              "in-place operation."),
             std::string::npos);
 }
