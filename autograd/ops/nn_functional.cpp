@@ -244,27 +244,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());  // (rows)
   // A row longer than this (LayerNorm over several large dims: torch's test normalises 9.4M
-  // elements together) has its mean and variance summed in double: the float lanes' sums drift
-  // by ~1e-4 there. Model widths stay far below it, on the vector kernel.
+  // elements together) has its mean and variance summed in double, as float64's always are: the
+  // float lanes' sums drift by ~1e-4 there. Model widths stay far below it, on the vector kernel.
   constexpr int64_t kLongRow = int64_t{1} << 16;
-  if (x.dtype() == DType::Float32 && C > kLongRow) {
-    const float* px = X.data<float>();
-    const float* pw = W.defined() ? W.data<float>() : nullptr;
-    const float* pb = B.defined() ? B.data<float>() : nullptr;
-    float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = px + r * C;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < C; ++j) m += xr[j];
-      m /= static_cast<double>(C);
-      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
-      const double rs = 1.0 / std::sqrt(v / static_cast<double>(C) + eps);  // biased variance, as PyTorch
-      pm[r] = static_cast<float>(m);
-      pr[r] = static_cast<float>(rs);
-      for (int64_t j = 0; j < C; ++j)
-        py[r * C + j] = static_cast<float>((xr[j] - m) * rs * (pw ? pw[j] : 1.0) + (pb ? pb[j] : 0.0));
-    }
-  } else if (x.dtype() == DType::Float32) {  // run-time dispatched vector kernel, same formula
+  if (x.dtype() == DType::Float32 && C <= kLongRow) {  // run-time dispatched vector kernel, same formula
     const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
                 *pb = B.defined() ? B.data<float>() : nullptr;
     float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
@@ -273,26 +256,28 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                              kernels::vec::layer_norm_forward(px + r0 * C, pw, pb, py + r0 * C, pm + r0, pr + r0,
                                                               r1 - r0, C, static_cast<float>(eps));
                            });
-  } else {  // float64 only: the plain reference of the float32 kernel (tests/test_vec_kernels.cpp)
-    const double* px = X.data<double>();
-    const double* pw = W.defined() ? W.data<double>() : nullptr;
-    const double* pb = B.defined() ? B.data<double>() : nullptr;
-    double* py = y.data<double>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const double* xr = px + r * C;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < C; ++j) m += xr[j];
-      m /= static_cast<double>(C);
-      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
-      v /= static_cast<double>(C);  // biased variance, as PyTorch
-      const double rs = 1.0 / std::sqrt(v + eps);
-      mean.data<double>()[r] = m;
-      rstd.data<double>()[r] = rs;
-      for (int64_t j = 0; j < C; ++j) {
-        const double xhat = (xr[j] - m) * rs;
-        py[r * C + j] = (pw ? pw[j] : 1.0) * xhat + (pb ? pb[j] : 0.0);
+  } else {  // the plain reference of the float32 kernel (tests/test_vec_kernels.cpp), sums in double
+    AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+      const scalar_t* px = X.data<scalar_t>();
+      const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
+      const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
+      scalar_t *py = y.data<scalar_t>(), *pm = mean.data<scalar_t>(), *pr = rstd.data<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const scalar_t* xr = px + r * C;
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < C; ++j) m += xr[j];
+        m /= static_cast<double>(C);
+        for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+        v /= static_cast<double>(C);  // biased variance, as PyTorch
+        const double rs = 1.0 / std::sqrt(v + eps);
+        pm[r] = static_cast<scalar_t>(m);
+        pr[r] = static_cast<scalar_t>(rs);
+        for (int64_t j = 0; j < C; ++j) {
+          const double xhat = (xr[j] - m) * rs;
+          py[r * C + j] = static_cast<scalar_t>((pw ? pw[j] : 1.0) * xhat + (pb ? pb[j] : 0.0));
+        }
       }
-    }
+    });
   }
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
