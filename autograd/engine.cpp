@@ -289,6 +289,75 @@ template <class F> static void run_grad_hooks(const std::shared_ptr<HookList<Gra
   }
 }
 
+// ---- node hooks (engine.h) ------------------------------------------------------------------
+
+template <class F>
+static HookHandle add_node_hook(std::shared_ptr<NodeHooks>& hooks, HookList<F> NodeHooks::*list, F fn) {
+  if (!fn) throw std::invalid_argument("register_hook: empty function");
+  if (!hooks) hooks = std::make_shared<NodeHooks>();
+  HookList<F>& l = (*hooks).*list;
+  const uint64_t id = l.next_id++;
+  l.entries.emplace_back(id, std::move(fn));
+  return HookHandle([weak = std::weak_ptr<NodeHooks>(hooks), list, id] {
+    if (auto h = weak.lock()) std::erase_if(((*h).*list).entries, [id](const auto& e) { return e.first == id; });
+  });
+}
+
+HookHandle add_node_pre_hook(std::shared_ptr<NodeHooks>& hooks, NodePreHook fn) {
+  return add_node_hook(hooks, &NodeHooks::pre, std::move(fn));
+}
+
+HookHandle add_node_post_hook(std::shared_ptr<NodeHooks>& hooks, NodePostHook fn) {
+  return add_node_hook(hooks, &NodeHooks::post, std::move(fn));
+}
+
+// A hook's replacement gradients: as many as it was given, each of the shape it replaces.
+static void check_replacement(const Grads& r, const Grads& given, const char* kind, const std::string& node) {
+  if (r.size() != given.size())  // torch's words, then which node
+    throw std::runtime_error(std::string("hook has returned an incorrect number of values (got ") + std::to_string(r.size()) +
+                             ", but expected " + std::to_string(given.size()) + ") (" + kind + " of " + node + ")");
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i].defined() && given[i].defined() && r[i].shape() != given[i].shape())
+      throw std::runtime_error(std::string(kind) + " of " + node + " returned a gradient " + describe(r[i]) + " at " +
+                               std::to_string(i) + " for a gradient " + describe(given[i]));
+}
+
+Grads run_node_pre_hooks(const std::shared_ptr<NodeHooks>& hooks, Grads grad_outputs, const std::string& node) {
+  if (!hooks || hooks->pre.entries.empty()) return grad_outputs;
+  const auto entries = hooks->pre.entries;  // a hook may remove itself, or another
+  for (const auto& [id, fn] : entries) {
+    Grads r = fn(grad_outputs);
+    if (r.empty()) continue;
+    check_replacement(r, grad_outputs, "a pre-hook", node);
+    grad_outputs = std::move(r);
+  }
+  return grad_outputs;
+}
+
+Grads run_node_post_hooks(const std::shared_ptr<NodeHooks>& hooks, Grads grad_inputs, const Grads& grad_outputs,
+                          const std::string& node) {
+  if (!hooks || hooks->post.entries.empty()) return grad_inputs;
+  const auto entries = hooks->post.entries;
+  for (const auto& [id, fn] : entries) {
+    Grads r = fn(grad_inputs, grad_outputs);
+    if (r.empty()) continue;
+    check_replacement(r, grad_inputs, "a post-hook", node);
+    grad_inputs = std::move(r);
+  }
+  return grad_inputs;
+}
+
+void group_outputs(const std::vector<Tensor>& outputs, const std::shared_ptr<Node>& core) {
+  auto group = std::make_shared<NodeGroup>();
+  group->core = core;
+  for (const Tensor& t : outputs)
+    if (t.defined() && t.impl().grad_fn) group->outputs.push_back(t.impl().grad_fn);
+  if (group->outputs.size() < 2 && !core) return;
+  for (const Tensor& t : outputs)
+    if (t.defined() && t.impl().grad_fn) t.impl().grad_fn->group = group;
+  if (core) core->group = group;
+}
+
 static void check_finite(const Node& node, size_t i, const Tensor& g) {
   if (!is_floating(g.dtype())) return;
   for (double v : g.to_double_vector()) {
@@ -353,12 +422,14 @@ enum class Target {
 // through the calls below it, one for each point of the walk:
 //   received(node, g)      a node's output gradient is complete: tensor hooks, retain_grad, the
 //                          gradient observer, and the tensors grad() or backward(inputs=) asked for
-//   runs(node)             grad() and backward(inputs=) run only the nodes above those tensors
-//   call_backward(node, g) the node's backward function, under its forward's autocast precision,
-//                          the running node set (SavedTensor::unpack, backward_needs_input_grad),
-//                          the backward observer after it
-//   pass_on(node, i, g)    input i's gradient: summed to its shape where the forward broadcast it,
-//                          anomaly mode's check, added into the input's node, or delivered to a
+//   runs(node, has_grad)   grad() and backward(inputs=) run only the nodes above those tensors;
+//                          the sibling outputs of a multi-output op that get no gradient
+//   call_backward(node, g) the node's pre-hooks, its backward function under its forward's
+//                          autocast precision, the running node set (SavedTensor::unpack,
+//                          backward_needs_input_grad), the backward observer after it; each
+//                          input's gradient summed to its shape where the forward broadcast it,
+//                          anomaly mode's check; the node's post-hooks
+//   pass_on(node, i, g)    input i's gradient added into the input's node, or delivered to a
 //                          leaf (whose hooks run once its last gradient is in)
 struct BackwardPass {
   Target target = Target::AllLeaves;
@@ -378,12 +449,12 @@ struct BackwardPass {
       Tensor g = std::move(node->grad);  // dLoss/d(node's output), complete
       node->grad = Tensor();
       if (g.defined()) received(*node, g);
-      if (!g.defined() || !runs(*node)) {
+      if (!runs(*node, g.defined())) {
         pass_nothing(*node);
         continue;
       }
       const profiler::RecordScope profile(node->op, profiler::Category::Backward);  // its backward and passing on
-      Grads grads = call_backward(*node, g);                                          // dLoss/d(each input)
+      Grads grads = call_backward(*node, std::move(g));                               // dLoss/d(each input)
       for (size_t i = 0; i < grads.size(); ++i) pass_on(*node, i, std::move(grads[i]));
       if (!keep_graph && node->saved_tensors) node->backward = nullptr;  // frees its saved tensors (engine.h)
     }
@@ -398,9 +469,32 @@ struct BackwardPass {
     if (target != Target::AllLeaves) reached_input_node(&node, g);
   }
 
-  bool runs(const Node& node) const { return target == Target::AllLeaves || below.count(&node); }
+  // backward(inputs=) runs a non-leaf input's node too, as torch's (its node hooks run). For an
+  // output of a multi-output op, its siblings' hooks learn here which of them get no gradient.
+  bool runs(const Node& node, bool has_grad) {
+    const bool run = has_grad && (target == Target::AllLeaves || below.count(&node) ||
+                                  (target == Target::Inputs && input_node.count(&node)));
+    if (node.group) {
+      if (!has_grad) {
+        seen_without_grad.insert(&node);
+        if (groups_run.count(node.group.get())) hook_undefined(node);
+      } else if (run) {
+        hook_siblings_without_grad(node);
+      }
+    }
+    return run;
+  }
 
-  Grads call_backward(Node& node, const Tensor& g) {
+  // The node's pre-hooks (which may replace g, or drop it: then nothing flows on), its backward,
+  // each input's gradient summed to the input's shape where the forward broadcast it (and
+  // anomaly mode's check), then its post-hooks, which see those.
+  Grads call_backward(Node& node, Tensor g) {
+    const bool node_hooks = node.node_hooks && !node.runs_own_node_hooks;
+    if (node_hooks) {
+      Grads pre = run_node_pre_hooks(node.node_hooks, {std::move(g)}, node.op);
+      g = std::move(pre[0]);
+      if (!g.defined()) return Grads(node.next.size());
+    }
     if (!node.backward) throw graph_freed(node);
     Node* const outer = g_running_node;
     const BackwardPass* const outer_pass = g_running_pass;
@@ -422,18 +516,23 @@ struct BackwardPass {
       throw std::logic_error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) +
                              " gradients for " + std::to_string(node.next.size()) + " inputs");
     if (g_backward_observer) g_backward_observer(node, g, grads);
-    return grads;
-  }
-
-  // gi is taken over (this is the engine's only handle on it from here on).
-  void pass_on(const Node& node, size_t i, Tensor gi) {
-    const Edge& e = node.next[i];
-    if (!e.active()) return;
-    if (gi.defined()) {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const Edge& e = node.next[i];
+      Tensor& gi = grads[i];
+      if (!e.active() || !gi.defined()) continue;
       const Shape& expect = e.node ? e.node->out_shape : e.leaf->shape;
       if (gi.shape() != expect) gi = reduce_to_input(gi, expect, node, i);
       if (AnomalyMode::enabled()) check_finite(node, i, gi);
     }
+    if (node_hooks) grads = run_node_post_hooks(node.node_hooks, std::move(grads), {g}, node.op);
+    return grads;
+  }
+
+  // Input i's gradient into the input's node, or delivered to a leaf (whose hooks run once its
+  // last gradient is in). gi is taken over (the engine's only handle on it from here on).
+  void pass_on(const Node& node, size_t i, Tensor gi) {
+    const Edge& e = node.next[i];
+    if (!e.active()) return;
     if (e.leaf) deliver_leaf(e.leaf, std::move(gi));
     else if (gi.defined()) accumulate(e.node->grad, gi);
   }
@@ -466,7 +565,9 @@ struct BackwardPass {
       if (!wanted(leaf.get())) return;
       LeafState& st = leaves[leaf.get()];
       ++st.pending;
-      st.buffered = target == Target::Capture || (leaf->hooks && !leaf->hooks->entries.empty());
+      st.buffered = target == Target::Capture || (leaf->hooks && !leaf->hooks->entries.empty()) ||
+                    (leaf->accumulate_grad_hooks &&
+                     !(leaf->accumulate_grad_hooks->pre.entries.empty() && leaf->accumulate_grad_hooks->post.entries.empty()));
     };
     for (const Tensor& r : roots)
       if (r.is_leaf()) note_leaf(r.impl_ptr());
@@ -486,6 +587,8 @@ struct BackwardPass {
         }
       }
     }
+    for (Node* n : order)
+      if (n->group) in_order.insert(n);
   }
 
   // ---- grad() and backward(inputs=): the tensors asked for -------------------------------------
@@ -501,6 +604,12 @@ struct BackwardPass {
   std::unordered_map<const Node*, size_t> input_node;
   // With inputs given: the nodes below which an input lies (the others need not run).
   std::unordered_set<const Node*> below;
+  // Siblings of a multi-output op (engine.h): the pass's nodes, the groups that ran a member,
+  // the members seen without a gradient, and those whose hooks got an undefined one already.
+  std::unordered_set<const Node*> in_order;
+  std::unordered_set<const NodeGroup*> groups_run;
+  std::unordered_set<const Node*> seen_without_grad;
+  std::unordered_set<const Node*> hooked_undefined;
 
   // Does this pass use the gradient that flows along e?
   bool needs(const Edge& e) const {
@@ -541,20 +650,49 @@ struct BackwardPass {
 
   void finish_leaf(const std::shared_ptr<TensorImpl>& leaf, LeafState& st) {
     if (!st.got) return;
+    // torch's AccumulateGrad: tensor hooks, node pre-hooks, accumulation, post-accumulate hooks,
+    // node post-hooks (which see the gradient accumulated: .grad itself when it was the first).
+    Tensor accumulated;
     if (st.buffered) {
-      Tensor g = st.buffer;
+      Tensor g = std::move(st.buffer);
       st.buffer = Tensor();
       run_grad_hooks(leaf->hooks, g, [&] { return "leaf " + describe(Tensor(leaf)); });
       if (target == Target::Capture) {
         captured[input_leaf.at(leaf.get())] = g;
         return;
       }
+      if (leaf->accumulate_grad_hooks) {
+        Grads pre = run_node_pre_hooks(leaf->accumulate_grad_hooks, {std::move(g)}, "AccumulateGrad");
+        g = std::move(pre[0]);
+        if (!g.defined()) return;
+      }
+      const bool first = !leaf->grad;
       accumulate_leaf(*leaf, g);
+      accumulated = first ? Tensor(leaf->grad) : g;
     }
     if (leaf->post_accumulate_hooks) {
       const auto entries = leaf->post_accumulate_hooks->entries;
       for (const auto& [id, fn] : entries) fn(Tensor(leaf));
     }
+    if (accumulated.defined() && leaf->accumulate_grad_hooks)
+      run_node_post_hooks(leaf->accumulate_grad_hooks, {}, {accumulated}, "AccumulateGrad");
+  }
+
+  // A member of a multi-output op runs: each sibling that gets no gradient in this pass has its
+  // tensor hooks called with an undefined one, once (engine.h).
+  void hook_siblings_without_grad(const Node& node) {
+    if (!groups_run.insert(node.group.get()).second) return;
+    for (const std::weak_ptr<Node>& w : node.group->outputs) {
+      std::shared_ptr<Node> s = w.lock();
+      if (!s || s.get() == &node) continue;
+      if (!in_order.count(s.get()) || seen_without_grad.count(s.get())) hook_undefined(*s);
+    }
+  }
+
+  void hook_undefined(const Node& n) {
+    if (!n.hooks || n.hooks->entries.empty() || !hooked_undefined.insert(&n).second) return;
+    const auto entries = n.hooks->entries;
+    for (const auto& [id, fn] : entries) fn(Tensor());
   }
 
   // A non-leaf tensor asked for by grad() or backward(inputs=) has its gradient g.
@@ -586,9 +724,11 @@ std::vector<Tensor> make_seeds(const std::vector<Tensor>& roots, const std::vect
         throw std::invalid_argument("grad can be implicitly created only for scalar outputs (" + std::string(who) + ": " +
                                     describe(root) + "; pass an explicit gradient)");
       seed = Tensor::ones(root.shape(), root.dtype());
-    } else if (seed.shape() != root.shape()) {
-      throw std::invalid_argument(std::string(who) + ": gradient " + describe(seed) + " does not match tensor " +
-                                  describe(root));
+    } else if (seed.shape() != root.shape()) {  // torch's message, then attograd's description
+      throw std::invalid_argument("Mismatch in shape: grad_output[" + std::to_string(i) + "] has a shape of " +
+                                  shape_str(seed.shape()) + " and output[" + std::to_string(i) + "] has a shape of " +
+                                  shape_str(root.shape()) + ". (" + who + ": gradient " + describe(seed) + ", tensor " +
+                                  describe(root) + ")");
     }
     seeds.push_back(seed);
   }

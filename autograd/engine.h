@@ -51,6 +51,22 @@
 // data-parallel trainer needs to start reducing a bucket of gradients early. It does not run
 // for ag::grad (nothing is accumulated there).
 //
+// Node hooks (torch's grad_fn.register_prehook and grad_fn.register_hook). A node's pre-hooks see
+// its output's gradient (after the tensor hooks and retain_grad) right before its backward runs,
+// and may replace it; its post-hooks see what the backward returned and the gradient it got, and
+// may replace the former. A leaf's NodeHooks (TensorImpl::accumulate_grad_hooks) are those of
+// torch's AccumulateGrad node: pre-hooks after the leaf's tensor hooks, then accumulation, the
+// post-accumulate hooks, the post-hooks (with no grad_inputs); only in backward(), as ag::grad
+// runs no AccumulateGrad. A node whose backward the pass does not need runs none of its node
+// hooks; backward(inputs=) runs the node of a non-leaf input, as torch's does.
+//
+// Several outputs (a custom Function's, unbind's, split's). attograd's nodes have one output
+// each, so the outputs of one op are sibling nodes of a NodeGroup. When one of them runs, a
+// sibling that gets no gradient in that pass has its tensor hooks called with an undefined
+// gradient (Python's None), as torch calls the hooks of every output of a node it runs. A
+// custom Function's outputs also share its core node, which stands for torch's one node: its
+// node hooks see every output's gradient, run by the function itself (function.cpp).
+//
 // Anomaly detection (torch.autograd.detect_anomaly). Inside DetectAnomalyGuard each new node
 // keeps the call stack of the forward call that made it (Boost.Stacktrace: return addresses
 // only, symbolised when an error needs them) and the innermost AnomalyScope label the caller
@@ -94,6 +110,24 @@ struct Edge {
   bool active() const { return node || leaf; }
 };
 
+// A node hook's gradients: one per output going in (pre), one per input coming out (post). A
+// hook that returns an empty list keeps the ones it was given.
+using NodePreHook = std::function<Grads(const Grads& grad_outputs)>;
+using NodePostHook = std::function<Grads(const Grads& grad_inputs, const Grads& grad_outputs)>;
+struct NodeHooks {
+  HookList<NodePreHook> pre;
+  HookList<NodePostHook> post;
+};
+// The one-output nodes of one op with several outputs (above).
+struct NodeGroup {
+  std::vector<std::weak_ptr<Node>> outputs;
+  std::weak_ptr<Node> core;  // a custom Function's node (its backward runs the node hooks); else none
+  // A front end's own: where each output sits among all the values its forward returned
+  // (Python's Functions may return non-Tensors, which torch's node hooks see as None).
+  std::vector<int> positions;
+  int n_returned = 0;
+};
+
 struct Node : std::enable_shared_from_this<Node> {
   Node(std::string op_name, Shape out_shape, DType out_dtype);
   ~Node();  // iterative, so that freeing a very long chain cannot overflow the stack
@@ -110,6 +144,9 @@ struct Node : std::enable_shared_from_this<Node> {
   Tensor grad;             // gradient of the output, accumulated during one backward pass
   std::shared_ptr<HookList<GradHook>> hooks;  // the output tensor's register_hook()s
   std::weak_ptr<TensorImpl> retained;         // set by retain_grad(): the output keeps its .grad
+  std::shared_ptr<NodeHooks> node_hooks;      // grad_fn.register_prehook / register_hook
+  std::shared_ptr<NodeGroup> group;           // its siblings, for an output of a multi-output op
+  bool runs_own_node_hooks = false;           // a custom Function's core: its backward runs them
   // Anomaly mode only: where the node was recorded (the op's source line and the
   // AnomalyScope label) and the stack of the forward call.
   std::string anomaly_trace;
@@ -180,6 +217,18 @@ struct GradOptions {
 // the outputs do not depend on throws, unless allow_unused or materialize_grads.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, const GradOptions& options = {});
+
+// Registers a node hook (grad_fn.register_prehook / register_hook) on `hooks`, made on first use.
+HookHandle add_node_pre_hook(std::shared_ptr<NodeHooks>& hooks, NodePreHook fn);
+HookHandle add_node_post_hook(std::shared_ptr<NodeHooks>& hooks, NodePostHook fn);
+// Runs them, in the order they were registered; a hook's replacement must match in count and
+// shapes (throws naming the node otherwise).
+Grads run_node_pre_hooks(const std::shared_ptr<NodeHooks>& hooks, Grads grad_outputs, const std::string& node);
+Grads run_node_post_hooks(const std::shared_ptr<NodeHooks>& hooks, Grads grad_inputs, const Grads& grad_outputs,
+                          const std::string& node);
+// Makes the nodes of `outputs` (those that have one) siblings of one op, with `core` as the
+// node that stands for the op (a custom Function's; null for a view op such as unbind).
+void group_outputs(const std::vector<Tensor>& outputs, const std::shared_ptr<Node>& core = nullptr);
 
 // For a backward function while it runs: will this backward pass use the gradient of its
 // node's i-th input? False for an input that needs none, and, under grad() or

@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 
+#include "autograd/inplace_history.h"
 #include "autograd/ops.h"
 
 namespace ag::autograd {
@@ -69,6 +70,11 @@ void FunctionState::save(AutogradContext& ctx, const std::vector<Tensor>& return
 }
 
 Grads FunctionState::run(std::vector<Tensor> grad_outputs) {
+  // Several outputs: the core stands for torch's one node, so its node hooks see them all.
+  const std::shared_ptr<Node> core_node = output_nodes.empty() ? nullptr : core.lock();
+  const bool own_hooks = core_node && core_node->node_hooks;
+  if (own_hooks) grad_outputs = run_node_pre_hooks(core_node->node_hooks, std::move(grad_outputs), name);
+  const std::vector<Tensor> given = own_hooks ? grad_outputs : std::vector<Tensor>{};
   for (size_t i = 0; i < grad_outputs.size(); ++i)
     if (!grad_outputs[i].defined() && ctx->materialize_grads_)
       grad_outputs[i] = Tensor::zeros(output_shapes[i], output_dtypes[i]);
@@ -81,7 +87,9 @@ Grads FunctionState::run(std::vector<Tensor> grad_outputs) {
     throw;
   }
   ctx->in_backward_ = false;
-  return check_gradients(std::move(grads));
+  Grads out = check_gradients(std::move(grads));
+  if (own_hooks) out = run_node_post_hooks(core_node->node_hooks, std::move(out), given, name);
+  return out;
 }
 
 // libtorch's checks (CppNode::apply and validate_outputs), with its messages.
@@ -174,32 +182,66 @@ std::vector<Tensor> FunctionState::attach(const std::string& name, std::shared_p
   }
   ctx->state_ = state;
 
-  // An output that is an input, another output, or a tensor with history of its own becomes a
-  // fresh handle on the same data, so that the function's node attaches to it alone.
+  // An output that is an input, or a tensor with history of its own, becomes a fresh handle on
+  // the same data, so that the function's node attaches to it alone; an input marked dirty takes
+  // that history back afterwards (rebase_history). An output returned twice is the first one
+  // again, as torch's: the node's place for the second gets no gradient.
   const std::vector<Tensor> returned = outputs;
+  std::vector<int> first_of(outputs.size(), -1);
+  std::vector<bool> dirty(outputs.size(), false);
+  for (const Tensor& d : ctx->dirty_) {
+    bool is_input = false, is_output = false;
+    for (const Tensor& in : args.tensors) is_input |= d.same(in);
+    for (const Tensor& out : returned) is_output |= d.same(out);
+    if (!is_input)  // torch's message
+      throw std::invalid_argument("function " + name + ": mark_dirty only accepts input tensors, but " + describe(d) +
+                                  " isn't one");
+    if (!is_output)
+      throw std::invalid_argument("Some elements marked as dirty during the forward method were not returned as output. "
+                                  "The inputs that are modified inplace must all be outputs of the Function. (function " +
+                                  name + ")");
+    if (d.is_leaf() && d.requires_grad())  // torch's message
+      throw std::runtime_error("a leaf Variable that requires grad has been used in an in-place operation. (function " +
+                               name + ")");
+    if (d.is_view() && outputs.size() > 1)
+      throw std::runtime_error("Functions which modify views in-place must return only one output (function " + name + ")");
+  }
   bool any_differentiable = false;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& out = outputs[i];
+    for (size_t j = 0; j < i && first_of[i] < 0; ++j)
+      if (out.same(returned[j])) first_of[i] = static_cast<int>(j);
+    for (const Tensor& d : ctx->dirty_) dirty[i] = dirty[i] || out.same(d);
     bool alias = out.requires_grad() || out.grad_fn() != nullptr;
     for (const Tensor& in : args.tensors) alias |= out.same(in);
-    for (size_t j = 0; j < i; ++j) alias |= out.same(returned[j]);
-    if (alias) out = out.detach();
+    if (alias || first_of[i] >= 0) out = out.detach();
     state->output_shapes.push_back(out.shape());
     state->output_dtypes.push_back(out.dtype());
     const bool diff = is_floating(out.dtype()) && !ctx->non_differentiable_.count(returned[i].impl_ptr().get());
     state->output_differentiable.push_back(diff);
     any_differentiable |= diff;
   }
+  ctx->dirty_.clear();
+  // Each dirty input takes its output's history; each duplicate is the first tensor again.
+  auto finish = [&](std::vector<Tensor>& outs) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!dirty[i] || first_of[i] >= 0) continue;
+      if (outs[i].requires_grad()) rebase_history(returned[i], outs[i]);
+      outs[i] = returned[i];
+    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (first_of[i] >= 0) outs[i] = outs[static_cast<size_t>(first_of[i])];
+    return outs;
+  };
   if (!any_differentiable) {
     ctx->to_save_.clear();
-    return outputs;
+    return finish(outputs);
   }
-
   save(*ctx, returned, outputs);
   if (outputs.size() == 1) {
     record(outputs[0], name.c_str(), args.tensors, [state](const Tensor& g) { return state->run({g}); });
     state->core = outputs[0].grad_fn();
-    return outputs;
+    return finish(outputs);
   }
   state->output_nodes.resize(outputs.size());
   state->output_grads.resize(outputs.size());
@@ -211,12 +253,14 @@ std::vector<Tensor> FunctionState::attach(const std::string& name, std::shared_p
   });
   const std::shared_ptr<Node> core_node = placeholder.grad_fn();
   state->core = core_node;
+  core_node->runs_own_node_hooks = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!state->output_differentiable[i]) continue;
+    if (!state->output_differentiable[i] || first_of[i] >= 0) continue;
     outputs[i].impl().grad_fn = state->make_output_node(core_node, i);
     outputs[i].impl().requires_grad = true;
   }
-  return outputs;
+  group_outputs(outputs, core_node);
+  return finish(outputs);
 }
 
 std::vector<Tensor> attach(const std::string& name, std::shared_ptr<AutogradContext> ctx, std::vector<Tensor> outputs,
@@ -233,9 +277,14 @@ void AutogradContext::save_for_backward(std::vector<Tensor> to_save) {
 }
 
 std::vector<Tensor> AutogradContext::get_saved_variables() const {
-  if (!in_backward_) throw std::logic_error("get_saved_variables: call it in backward (forward has the tensors themselves)");
+  // In forward the tensors are not saved yet (torch's): forward has them itself.
+  if (!to_save_.empty()) throw std::logic_error("get_saved_variables: call it in backward (forward has the tensors themselves)");
   std::vector<Tensor> out;
   for (const Saved& s : saved_) {
+    if (!in_backward_) {  // after forward, outside the backward pass: their values, as torch gives them
+      out.push_back(s.tensor.data());
+      continue;
+    }
     if (s.output < 0 || !GradMode::enabled()) {
       out.push_back(s.tensor.unpack());
       continue;
@@ -248,6 +297,11 @@ std::vector<Tensor> AutogradContext::get_saved_variables() const {
     out.push_back(state_.lock()->output_handle(data, static_cast<size_t>(s.output)));
   }
   return out;
+}
+
+void AutogradContext::mark_dirty(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined()) dirty_.push_back(t);
 }
 
 void AutogradContext::mark_non_differentiable(const std::vector<Tensor>& outputs) {

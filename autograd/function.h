@@ -13,6 +13,7 @@
 //   };
 //   Tensor y = MyExp::apply(x);
 //
+// An output returned twice is one tensor, as torch's: the second place gets no gradient of its own.
 // forward takes the context, then any arguments: Tensors, std::vector<Tensor>s and other values
 // (a double, a flag); it runs with grad mode off, so nothing inside it is recorded. It returns
 // one Tensor, or a std::vector<Tensor> for several outputs (apply then returns the vector).
@@ -61,12 +62,17 @@ class AutogradContext {
   // In forward: tensors backward needs (inputs, outputs, or tensors made in forward).
   void save_for_backward(std::vector<Tensor> to_save);
   // In backward: the tensors saved, in order. Throws if one was modified in place since.
+  // (After forward, outside backward: their values, detached, as torch lets a stashed ctx read them.)
   std::vector<Tensor> get_saved_variables() const;
   // In forward: these outputs get no gradient (their requires_grad is false); backward sees
   // zeros (or undefined) for them.
   void mark_non_differentiable(const std::vector<Tensor>& outputs);
   // false: backward gets an undefined Tensor, not zeros, for an output that got no gradient.
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
+  // In forward: these inputs were modified in place and are returned as outputs. Each returned
+  // one is the input itself, its history rewritten to go through this function (as an in-place
+  // op's: a view's base takes the new history; a leaf that requires grad throws torch's message).
+  void mark_dirty(const std::vector<Tensor>& inputs);
   // Does the i-th Tensor input (counted among the Tensor inputs only, as libtorch's) need a
   // gradient? In backward: will this backward pass use it, as torch's (false for an input that
   // does not require grad, and, under grad() or backward(inputs=), for one that leads to none of
@@ -90,6 +96,7 @@ class AutogradContext {
   bool in_backward_ = false;
   bool materialize_grads_ = true;
   std::unordered_set<const TensorImpl*> non_differentiable_;
+  std::vector<Tensor> dirty_;
   std::vector<bool> needs_input_grad_;
   std::weak_ptr<detail::FunctionState> state_;
 };

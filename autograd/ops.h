@@ -267,7 +267,9 @@ struct CrossEntropyFuncOptions {
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
 // −w·[t·log x + (1 − t)·log(1 − x)] for probabilities x in [0, 1], each log clamped at −100,
-// as torch's; target in [0, 1], of the input's shape (differentiated too: −w·logit(x)). The
+// as torch's; target in [0, 1], of the input's shape once both have their size-1 dims squeezed
+// out, as ATen's (an (N, 1) input takes an (N) target; the loss has the input's shape;
+// nn::functional's asks for equal shapes), differentiated too: −w·logit(x). The
 // gradient of x is w·(x − t) / max(x·(1 − x), ε), torch's formula with its ε = float(1e-12),
 // written with ops (so it has a second derivative).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options = {});

@@ -394,7 +394,8 @@ const Tensor& Tensor::requires_grad_(bool on) const {
         "subgraph that doesn't require differentiation use var_no_grad = var.detach().");
   }
   if (on && !is_floating(dtype()))
-    throw std::invalid_argument("only Tensors of floating point dtype can require gradients (got " + describe(*this) + ")");
+    throw std::invalid_argument("Only Tensors of floating point and complex dtype can require gradients (got " +
+                                describe(*this) + ")");
   impl().requires_grad = on;
   return *this;
 }

@@ -52,6 +52,7 @@ struct Storage {
 };
 
 struct Node;
+struct NodeHooks;  // engine.h: a graph node's pre- and post-hooks (torch's grad_fn.register_prehook/register_hook)
 class Tensor;
 struct BackwardOptions;  // below the class
 
@@ -96,6 +97,8 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   // Leaves only (an intermediate's hooks live on its grad_fn node).
   std::shared_ptr<HookList<GradHook>> hooks;
   std::shared_ptr<HookList<PostAccumulateGradHook>> post_accumulate_hooks;
+  // The hooks of torch's AccumulateGrad node for this leaf (attograd accumulates without a node).
+  std::shared_ptr<NodeHooks> accumulate_grad_hooks;
 
   // Views, as torch's: the tensor a view was made from (its _base: never a view itself; detach()
   // makes none), and that base's history_epoch when this view's grad_fn was last derived. A

@@ -16,6 +16,7 @@
 // earlier does trip it, as in torch.
 #include "autograd/dims.h"
 #include "autograd/engine.h"
+#include "autograd/inplace_history.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
 
@@ -73,6 +74,17 @@ void take_history(const Tensor& self, const Tensor& result) {
   ++i.history_epoch;
 }
 
+// A view's base as it will be once `r` (the view's new values, with their history) is written
+// through the view: where(the view's region, r scattered to the base's shape, the base).
+Tensor base_with_view_history(const Tensor& view, const Tensor& r) {
+  const Tensor base = base_of(view);
+  check_contiguous_base(base);
+  const int64_t offset = view.impl().offset - base.impl().offset;
+  Tensor region = Tensor::zeros(base.shape(), DType::Bool);
+  fill_values(make_view(region, view.shape(), view.strides(), offset), 1.0);
+  return where(region, as_strided_scatter(r, base.shape(), view.shape(), view.strides(), offset), base);
+}
+
 // The op: new values from the current ones. `saves_self`: the op keeps its first input for its
 // backward, so it gets a copy (the write would otherwise change what it saved).
 template <class F>
@@ -100,15 +112,10 @@ const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_
     take_history(self, r);
     return self;
   }
-  const Tensor base = base_of(self);
-  check_contiguous_base(base);
-  const int64_t offset = self.impl().offset - base.impl().offset;
-  Tensor region = Tensor::zeros(base.shape(), DType::Bool);
-  fill_values(make_view(region, self.shape(), self.strides(), offset), 1.0);
-  const Tensor new_base = where(region, as_strided_scatter(r, base.shape(), self.shape(), self.strides(), offset), base);
+  const Tensor new_base = base_with_view_history(self, r);
   write_values(self, r);
   self.bump_version();
-  take_history(base, new_base);
+  take_history(base_of(self), new_base);
   return self;
 }
 
@@ -124,6 +131,16 @@ Tensor operand(const Tensor& self, const Tensor& other) {
 Tensor scalar_like(const Tensor& self, double v) { return Tensor::scalar(v, self.dtype()); }
 
 }  // namespace
+
+void rebase_history(const Tensor& self, const Tensor& result) {
+  if (!GradMode::enabled() || !result.requires_grad()) return;
+  check_not_leaf(self);
+  if (!self.is_view()) {
+    take_history(self, result);
+    return;
+  }
+  take_history(base_of(self), base_with_view_history(self, result));
+}
 
 void Tensor::refresh_view_history() const {
   TensorImpl& i = impl();

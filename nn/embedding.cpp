@@ -1,6 +1,8 @@
 #include "nn/embedding.h"
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "nn/functional.h"
 
 namespace ag::nn {
 
@@ -20,9 +22,19 @@ Embedding::Embedding(const Tensor& embeddings, bool freeze) : num_embeddings(0),
 }
 
 Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
-  return Embedding(embeddings, options.freeze);
+  Embedding e(embeddings, options.freeze);
+  if (options.padding_idx) e.padding_idx = functional::padding_index(*options.padding_idx, e.num_embeddings, "Padding_idx");
+  return e;
 }
 
-Tensor Embedding::forward(const Tensor& ids) const { return embedding(ids, weight); }
+void Embedding::set_padding_idx(int64_t index) {
+  padding_idx = functional::padding_index(index, num_embeddings, "Padding_idx");
+  NoGradGuard no_grad;  // the row's initial values, as torch's _fill_padding_idx_with_zero
+  weight.select(0, *padding_idx).zero_();
+}
+
+Tensor Embedding::forward(const Tensor& ids) const {
+  return functional::embedding(ids, weight, {.padding_idx = padding_idx});
+}
 
 }  // namespace ag::nn

@@ -1,8 +1,11 @@
 // Embedding: a lookup table [num_embeddings, dim]; N(0, 1) init as in PyTorch.
 //   nn::Embedding emb(10, 4);
+//   nn::Embedding pad(10, 4); pad.set_padding_idx(0);   // torch.nn.Embedding(10, 4, padding_idx=0)
 //   nn::Embedding pre = nn::Embedding::from_pretrained(weights);                   // frozen
-//   nn::Embedding tuned = nn::Embedding::from_pretrained(weights, {.freeze = false});
+//   nn::Embedding tuned = nn::Embedding::from_pretrained(weights, {.freeze = false, .padding_idx = 0});
 #pragma once
+#include <optional>
+
 #include "nn/module.h"
 
 namespace ag::nn {
@@ -10,6 +13,7 @@ namespace ag::nn {
 // torch.nn.Embedding.from_pretrained's keyword arguments that attograd's Embedding has.
 struct EmbeddingFromPretrainedOptions {
   bool freeze = true;  // the weight does not require grad
+  std::optional<int64_t> padding_idx{};  // as set_padding_idx, but the row keeps its values
 };
 
 class Embedding : public Module {
@@ -20,9 +24,13 @@ class Embedding : public Module {
   // the flag freeze sets is the embedding's own.
   static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
   Tensor forward(const Tensor& ids) const override;  // int64 (...) -> (..., dim)
+  // torch's padding_idx (negative counts from the end): that row gets no gradient, and is zeroed
+  // here, as torch's constructor zeroes it. Out of range throws torch's message.
+  void set_padding_idx(int64_t padding_idx);
 
   int64_t num_embeddings, dim;
   Tensor weight;  // (num_embeddings, dim)
+  std::optional<int64_t> padding_idx;  // in [0, num_embeddings)
 
  private:
   Embedding(const Tensor& embeddings, bool freeze);

@@ -8,7 +8,6 @@ LayerNorm::LayerNorm(int64_t d, double e, bool affine, DType dtype) : LayerNorm(
 
 LayerNorm::LayerNorm(Shape shape, double e, bool affine, DType dtype)
     : normalized_shape(std::move(shape)), dim(shape_numel(normalized_shape)), eps(e) {
-  if (normalized_shape.empty()) throw std::invalid_argument("LayerNorm: normalized_shape must not be empty");
   for (int64_t d : normalized_shape)
     if (d <= 0) throw std::invalid_argument("LayerNorm: normalized_shape " + shape_str(normalized_shape) + " must be positive");
   if (affine) {

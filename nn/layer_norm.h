@@ -1,5 +1,6 @@
 // LayerNorm over the trailing dims `normalized_shape` (the last dim alone for an integer), eps
-// 1e-5, weight 1 and bias 0 of normalized_shape at init, as in PyTorch:
+// 1e-5, weight 1 and bias 0 of normalized_shape at init, as in PyTorch (an empty normalized_shape
+// is accepted, and refused by forward with torch's message, as torch does):
 //   nn::LayerNorm ln(64);                   // torch.nn.LayerNorm(64)
 //   nn::LayerNorm ln2({2, 2}, 2e-5);         // torch.nn.LayerNorm([2, 2], eps=2e-5)
 #pragma once

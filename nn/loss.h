@@ -9,6 +9,7 @@
 // They take two inputs, so Module's single-input forward is not theirs (it throws naming them).
 #pragma once
 #include "autograd/ops.h"
+#include "nn/functional.h"
 #include "nn/module.h"
 
 namespace ag::nn {
@@ -47,7 +48,7 @@ class L1Loss : public LossModule<L1LossOptions, l1_loss> {
  public:
   using LossModule::LossModule;
 };
-class BCELoss : public LossModule<BCELossOptions, binary_cross_entropy> {
+class BCELoss : public LossModule<BCELossOptions, functional::binary_cross_entropy> {
  public:
   using LossModule::LossModule;
 };

@@ -143,6 +143,119 @@ std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   return lrs;
 }
 
+// ---- ConstantLR -----------------------------------------------------------------------------
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
+  if (!(factor >= 0 && factor <= 1))  // torch's message
+    throw std::invalid_argument("ConstantLR: Constant multiplicative factor expected to be between 0 and 1.");
+  initial_step();
+}
+
+std::vector<double> ConstantLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch_ == 0) {
+    for (double& lr : lrs) lr *= factor_;
+  } else if (last_epoch_ == total_iters_) {
+    for (double& lr : lrs) lr *= 1.0 / factor_;
+  }
+  return lrs;
+}
+
+std::optional<std::vector<double>> ConstantLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * (last_epoch_ >= total_iters_ ? 1.0 : factor_));
+  return lrs;
+}
+
+// ---- ExponentialLR --------------------------------------------------------------------------
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  initial_step();
+}
+
+std::vector<double> ExponentialLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (!is_initial_)
+    for (double& lr : lrs) lr *= gamma_;
+  return lrs;
+}
+
+std::optional<std::vector<double>> ExponentialLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_)));
+  return lrs;
+}
+
+// ---- MultiStepLR ----------------------------------------------------------------------------
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
+    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+  std::sort(milestones_.begin(), milestones_.end());
+  initial_step();
+}
+
+std::vector<double> MultiStepLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  const auto hits = std::count(milestones_.begin(), milestones_.end(), last_epoch_);
+  if (hits == 0) return lrs;
+  for (double& lr : lrs) lr *= std::pow(gamma_, static_cast<double>(hits));
+  return lrs;
+}
+
+std::optional<std::vector<double>> MultiStepLR::closed_form_lr() const {
+  const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(passed)));
+  return lrs;
+}
+
+// ---- PolynomialLR ---------------------------------------------------------------------------
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer), total_iters_(total_iters), power_(power) {
+  if (total_iters <= 0)
+    throw std::invalid_argument("PolynomialLR: total_iters must be positive, got " + std::to_string(total_iters));
+  initial_step();
+}
+
+std::vector<double> PolynomialLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (is_initial_ || last_epoch_ > total_iters_) return lrs;
+  const double T = static_cast<double>(total_iters_), e = static_cast<double>(last_epoch_);
+  const double decay = std::pow((1.0 - e / T) / (1.0 - (e - 1) / T), power_);
+  for (double& lr : lrs) lr *= decay;
+  return lrs;
+}
+
+std::optional<std::vector<double>> PolynomialLR::closed_form_lr() const {
+  const double done = static_cast<double>(std::min(total_iters_, last_epoch_)) / static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(1.0 - done, power_));
+  return lrs;
+}
+
+// ---- MultiplicativeLR -----------------------------------------------------------------------
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas)
+    : LRScheduler(optimizer), lr_lambdas_(std::move(lr_lambdas)) {
+  if (lr_lambdas_.size() == 1 && optimizer.num_param_groups() > 1)
+    lr_lambdas_.assign(optimizer.num_param_groups(), lr_lambdas_[0]);
+  if (lr_lambdas_.size() != optimizer.num_param_groups())
+    throw std::invalid_argument("MultiplicativeLR: Expected " + std::to_string(optimizer.num_param_groups()) +
+                                " lr_lambdas, but got " + std::to_string(lr_lambdas_.size()));
+  for (const Fn& f : lr_lambdas_)
+    if (!f) throw std::invalid_argument("MultiplicativeLR: an lr_lambda is empty");
+  initial_step();
+}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> lrs = current_lrs();
+  if (!is_initial_)
+    for (size_t g = 0; g < lrs.size(); ++g) lrs[g] *= lr_lambdas_[g](last_epoch_);
+  return lrs;
+}
+
 // ---- LambdaLR -------------------------------------------------------------------------------
 
 LambdaLR::LambdaLR(Optimizer& optimizer, Fn lr_lambda, int64_t last_epoch)

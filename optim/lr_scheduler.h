@@ -103,6 +103,74 @@ class LinearLR : public LRScheduler {
   int64_t total_iters_;
 };
 
+// lr × factor until total_iters epochs have passed, then lr (torch's warm-up by a constant).
+class ConstantLR : public LRScheduler {
+ public:
+  explicit ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  double factor_;
+  int64_t total_iters_;
+};
+
+// lr × gamma every epoch.
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  double gamma_;
+};
+
+// lr × gamma at each milestone epoch (a milestone listed twice counts twice).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  std::vector<int64_t> milestones_;  // sorted
+  double gamma_;
+};
+
+// lr × (1 − epoch/total_iters)^power, reaching 0 at total_iters.
+class PolynomialLR : public LRScheduler {
+ public:
+  explicit PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+
+ protected:
+  std::vector<double> get_lr() override;
+  std::optional<std::vector<double>> closed_form_lr() const override;
+
+ private:
+  int64_t total_iters_;
+  double power_;
+};
+
+// lr × fn(epoch) every epoch after the first, one function for all groups or one per group.
+class MultiplicativeLR : public LRScheduler {
+ public:
+  using Fn = std::function<double(int64_t epoch)>;
+  MultiplicativeLR(Optimizer& optimizer, std::vector<Fn> lr_lambdas);
+
+ protected:
+  std::vector<double> get_lr() override;
+
+ private:
+  std::vector<Fn> lr_lambdas_;
+};
+
 // lr = base_lr × fn(epoch), one function for all groups or one per group: each group's lr is
 // a factor on its own initial_lr, so groups of different peaks follow one shape. A function
 // may read more than the epoch (a run's step count, fixed as it goes: train/schedules/).

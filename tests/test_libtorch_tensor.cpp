@@ -440,5 +440,5 @@ TEST(TensorTest, RequiresGradInplace) {
   ASSERT_FALSE(x.requires_grad());
 
   const auto int_tensor = ag::tensor({5}, DType::Int64);  // torch: kInt
-  ASSERT_THROWS_WITH(int_tensor.requires_grad_(true), "only Tensors of floating point dtype can require gradients");
+  ASSERT_THROWS_WITH(int_tensor.requires_grad_(true), "Only Tensors of floating point and complex dtype can require gradients");
 }

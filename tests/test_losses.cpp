@@ -189,3 +189,25 @@ TEST(Losses, FusedCrossEntropyRowsInParallelGiveOneThreadsBits) {
   parallel::set_num_threads(saved);
   for (size_t k = 0; k < got[0].size(); ++k) EXPECT_TRUE(equal(got[0][k], got[1][k])) << k;
 }
+
+// ATen's binary_cross_entropy reads both with their size-1 dims squeezed out, so an (N, 1) input
+// takes an (N) target (libtorch's test_optimizer_xor calls it so); the loss has the input's shape.
+// nn::functional's and BCELoss keep libtorch's deprecation error.
+TEST(Losses, BinaryCrossEntropySqueezesSizeOneDimsAsATen) {
+  Tensor p = Tensor::from_vector(std::vector<double>{0.25, 0.5, 0.875}, {3, 1}, DType::Float64);
+  p.requires_grad_();
+  Tensor t = Tensor::from_vector(std::vector<double>{0.0, 1.0, 1.0}, {3}, DType::Float64);
+  Tensor none = binary_cross_entropy(p, t, {.reduction = kNone});
+  EXPECT_EQ(none.shape(), (Shape{3, 1}));
+  Tensor same = binary_cross_entropy(p, reshape(t, {3, 1}), {.reduction = kNone});
+  EXPECT_TRUE(equal(none, same));
+  Tensor mean = binary_cross_entropy(p, t);
+  mean.backward();
+  EXPECT_NEAR(mean.item(), same.mean().item(), 1e-15);
+  EXPECT_EQ(p.grad().shape(), (Shape{3, 1}));
+  EXPECT_NE(error_of<std::exception>([&] { F::binary_cross_entropy(p, t); }).find("Using a target size ([3]) that is different to the "
+                                                                   "input size ([3, 1]) is deprecated."),
+            std::string::npos);
+  EXPECT_NE(error_of<std::exception>([&] { binary_cross_entropy(p, Tensor::zeros({2}, DType::Float64)); }).find("size-1 dims"),
+            std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "nn/activation.h"
@@ -251,4 +252,51 @@ TEST(Module, ActivationsAreTheirOps) {
   EXPECT_EQ(SiLU()(x).to_double_vector(), silu(x).to_double_vector());
   EXPECT_TRUE(Identity()(x).same(x));
   EXPECT_TRUE(ReLU().parameters().empty());
+}
+
+// torch's padding_idx: the row starts at zero and gets no gradient, also to second order; a
+// negative index counts from the end; out of range throws torch's message.
+TEST(Layers, EmbeddingPaddingIdx) {
+  Embedding emb(5, 3, DType::Float64);
+  emb.set_padding_idx(-2);
+  ASSERT_EQ(emb.padding_idx, 3);
+  EXPECT_EQ(emb.weight.select(0, 3).to_double_vector(), (std::vector<double>(3, 0.0)));
+  {
+    NoGradGuard no_grad;
+    emb.weight.select(0, 3).fill_(7.0);  // the row's values are looked up all the same
+  }
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 3, 0}, {4});
+  Tensor out = emb.forward(ids);
+  EXPECT_DOUBLE_EQ(out.at({0, 0}), 7.0);
+  const std::vector<Tensor> g = grad({(out * out).sum()}, {emb.weight}, {}, {.create_graph = true});
+  EXPECT_EQ(g[0].select(0, 3).to_double_vector(), (std::vector<double>(3, 0.0)));
+  EXPECT_NE(g[0].select(0, 1).to_double_vector(), (std::vector<double>(3, 0.0)));
+  const std::vector<Tensor> gg = grad({(g[0] * g[0]).sum()}, {emb.weight});
+  EXPECT_EQ(gg[0].select(0, 3).to_double_vector(), (std::vector<double>(3, 0.0)));
+  EXPECT_NE(testing_util::error_of<std::exception>([] { Embedding(5, 3).set_padding_idx(5); }).find("Padding_idx must be within "
+                                                                                    "num_embeddings"),
+            std::string::npos);
+  Embedding pre = Embedding::from_pretrained(emb.weight, {.freeze = false, .padding_idx = 3});
+  EXPECT_DOUBLE_EQ(pre.weight.at({3, 0}), 7.0);  // from_pretrained keeps the row's values
+  EXPECT_EQ(pre.padding_idx, 3);
+}
+
+// LayerNorm over two trailing dims, gradchecked to second order in float64; an empty
+// normalized_shape is refused by forward with torch's message.
+TEST(Layers, LayerNormOverSeveralDims) {
+  LayerNorm ln(Shape{2, 3}, 1e-5, true, DType::Float64);
+  {
+    NoGradGuard no_grad;
+    ln.weight.copy_(Tensor::randn({2, 3}, DType::Float64));
+    ln.bias.copy_(Tensor::randn({2, 3}, DType::Float64));
+  }
+  const Tensor x = Tensor::randn({4, 2, 3}, DType::Float64);
+  x.requires_grad_();
+  auto f = [&](const std::vector<Tensor>& in) { return layer_norm(in[0], Shape{2, 3}, in[1], in[2], 1e-5); };
+  EXPECT_TRUE(gradcheck(f, {x, ln.weight, ln.bias}).passed());
+  EXPECT_TRUE(gradgradcheck(f, {x, ln.weight, ln.bias}).passed());
+  LayerNorm empty(Shape{});
+  EXPECT_NE(testing_util::error_of<std::exception>([&] { empty.forward(Tensor::ones({2})); })
+                .find("Expected normalized_shape to be at least 1-dimensional"),
+            std::string::npos);
 }

@@ -97,7 +97,8 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
 
 Tensor embedding(const Tensor& ids, const Tensor& weight) {
   if (!weight.defined() || weight.dim() != 2)
-    throw std::invalid_argument("embedding: weight must be 2-d (num_embeddings, dim), got " + describe(weight));
+    throw std::invalid_argument("'weight' must be 2-D (embedding: the weight is (num_embeddings, dim), got " +
+                                (weight.defined() ? describe(weight) : std::string("an undefined Tensor")) + ")");
   Shape s = ids.defined() ? ids.shape() : Shape{};
   s.push_back(weight.size(1));
   return select_along(weight, 0, ids, s, "embedding");

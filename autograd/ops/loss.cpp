@@ -284,14 +284,27 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
   return reduce(abs(sub(input, target)), options.reduction);  // |0|' = 0, as PyTorch
 }
 
+// ATen's binary_cross_entropy reads input and target with their size-1 dims squeezed out, so an
+// (N, 1) input takes an (N) target; the loss has the input's shape.
+static Tensor bce_squeezed(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
+  Shape si, st;
+  for (int64_t d : input.shape())
+    if (d != 1) si.push_back(d);
+  for (int64_t d : target.shape())
+    if (d != 1) st.push_back(d);
+  if (si != st)
+    throw std::invalid_argument("binary_cross_entropy: target " + describe(target) + " does not match input " +
+                                describe(input) + ", even with their size-1 dims squeezed");
+  Tensor loss = reshape(binary_cross_entropy(reshape(input, si), reshape(target, si), {.reduction = kNone}), input.shape());
+  if (options.weight.defined()) loss = mul(loss, options.weight);
+  return reduce(loss, options.reduction);
+}
+
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
   AG_PROFILE_OP("binary_cross_entropy");
   kernels::check_float(input, "binary_cross_entropy");
   kernels::check_same_dtype(input, target, "binary_cross_entropy");
-  if (input.shape() != target.shape())  // torch's message
-    throw std::invalid_argument("Using a target size (" + shape_str(target.shape()) +
-                                ") that is different to the input size (" + shape_str(input.shape()) +
-                                ") is deprecated. Please ensure they have the same size.");
+  if (input.shape() != target.shape()) return bce_squeezed(input, target, options);
   const Tensor x = kernels::dense(input), t = kernels::dense(target);
   Tensor loss = Tensor::empty(input.shape(), input.dtype());
   AG_DISPATCH_FLOAT(input.dtype(), "binary_cross_entropy", [&] {

@@ -244,7 +244,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const Tensor B = bias.defined() ? kernels::dense(bias) : Tensor();
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   Tensor mean = Tensor::empty({rows}, x.dtype()), rstd = Tensor::empty({rows}, x.dtype());  // (rows)
-  if (x.dtype() == DType::Float32) {  // run-time dispatched vector kernel, same formula
+  // A row longer than this (LayerNorm over several large dims: torch's test normalises 9.4M
+  // elements together) has its mean and variance summed in double, as float64's always are: the
+  // float lanes' sums drift by ~1e-4 there. Model widths stay far below it, on the vector kernel.
+  constexpr int64_t kLongRow = int64_t{1} << 16;
+  if (x.dtype() == DType::Float32 && C <= kLongRow) {  // run-time dispatched vector kernel, same formula
     const float *px = X.data<float>(), *pw = W.defined() ? W.data<float>() : nullptr,
                 *pb = B.defined() ? B.data<float>() : nullptr;
     float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
@@ -253,26 +257,28 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                              kernels::vec::layer_norm_forward(px + r0 * C, pw, pb, py + r0 * C, pm + r0, pr + r0,
                                                               r1 - r0, C, static_cast<float>(eps));
                            });
-  } else {  // float64 only: the plain reference of the float32 kernel (tests/test_vec_kernels.cpp)
-    const double* px = X.data<double>();
-    const double* pw = W.defined() ? W.data<double>() : nullptr;
-    const double* pb = B.defined() ? B.data<double>() : nullptr;
-    double* py = y.data<double>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const double* xr = px + r * C;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < C; ++j) m += xr[j];
-      m /= static_cast<double>(C);
-      for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
-      v /= static_cast<double>(C);  // biased variance, as PyTorch
-      const double rs = 1.0 / std::sqrt(v + eps);
-      mean.data<double>()[r] = m;
-      rstd.data<double>()[r] = rs;
-      for (int64_t j = 0; j < C; ++j) {
-        const double xhat = (xr[j] - m) * rs;
-        py[r * C + j] = (pw ? pw[j] : 1.0) * xhat + (pb ? pb[j] : 0.0);
+  } else {  // the plain reference of the float32 kernel (tests/test_vec_kernels.cpp), sums in double
+    AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+      const scalar_t* px = X.data<scalar_t>();
+      const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;
+      const scalar_t* pb = B.defined() ? B.data<scalar_t>() : nullptr;
+      scalar_t *py = y.data<scalar_t>(), *pm = mean.data<scalar_t>(), *pr = rstd.data<scalar_t>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const scalar_t* xr = px + r * C;
+        double m = 0, v = 0;
+        for (int64_t j = 0; j < C; ++j) m += xr[j];
+        m /= static_cast<double>(C);
+        for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);
+        v /= static_cast<double>(C);  // biased variance, as PyTorch
+        const double rs = 1.0 / std::sqrt(v + eps);
+        pm[r] = static_cast<scalar_t>(m);
+        pr[r] = static_cast<scalar_t>(rs);
+        for (int64_t j = 0; j < C; ++j) {
+          const double xhat = (xr[j] - m) * rs;
+          py[r * C + j] = static_cast<scalar_t>((pw ? pw[j] : 1.0) * xhat + (pb ? pb[j] : 0.0));
+        }
       }
-    }
+    });
   }
   if (should_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
@@ -298,7 +304,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 // Over several trailing dims: those dims as one (views when x is contiguous), the same kernel.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
   const auto k = static_cast<int64_t>(normalized_shape.size());
-  bool fits = k > 0 && x.dim() >= k;
+  if (k == 0)  // torch's message
+    throw std::invalid_argument("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                                "element, but got normalized_shape = []");
+  bool fits = x.dim() >= k;
   for (int64_t i = 1; fits && i <= k; ++i) fits = x.size(-i) == normalized_shape[static_cast<size_t>(k - i)];
   if (!fits) {  // torch's message
     std::string star = "[*";

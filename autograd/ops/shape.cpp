@@ -223,6 +223,7 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   std::vector<Tensor> parts;
   for (int64_t start = 0; start < a.shape()[d]; start += split_size)
     parts.push_back(narrow(a, d, start, std::min(split_size, a.shape()[d] - start)));
+  group_outputs(parts);  // one op's outputs: a piece's hooks see None when a sibling alone is used (engine.h)
   return parts;
 }
 
@@ -244,6 +245,7 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
   const int64_t d = wrap_dim(dim, a.dim(), "unbind", a);
   std::vector<Tensor> parts;
   for (int64_t i = 0; i < a.shape()[d]; ++i) parts.push_back(squeeze(narrow(a, d, i, 1), d));  // views
+  group_outputs(parts);
   return parts;
 }
 

@@ -51,14 +51,52 @@ struct AccumulateGrad {
   std::shared_ptr<TensorImpl> variable;
 };
 
+// The node torch shows for `node`: a custom Function's one node for each of its outputs' nodes
+// (engine.h), else the node itself; and the output of it that `node` is.
+std::shared_ptr<Node> shown_node(const std::shared_ptr<Node>& node) {
+  if (node && node->group)
+    if (std::shared_ptr<Node> core = node->group->core.lock()) return core;
+  return node;
+}
+
+int output_nr(const std::shared_ptr<Node>& node) {
+  if (!node || !node->group || node->group->core.expired()) return 0;
+  const auto& outs = node->group->outputs;
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i].lock() == node) {
+      const auto& places = node->group->positions;
+      return places.empty() ? static_cast<int>(i) : places[i];
+    }
+  return 0;
+}
+
+// A Function's hooks see its grad outputs among all it returned (python_hooks.h).
+HookPlaces places_of(const Node& n) {
+  if (!n.group || n.group->core.lock().get() != &n || n.group->positions.empty()) return {};
+  return {n.group->positions, static_cast<size_t>(n.group->n_returned)};
+}
+
 nb::tuple next_functions(const Node& node) {
   nb::list out;
   for (const ag::Edge& e : node.next) {
-    if (e.node) out.append(nb::make_tuple(nb::cast(e.node), 0));
+    if (e.node) out.append(nb::make_tuple(nb::cast(shown_node(e.node)), output_nr(e.node)));
     else if (e.leaf) out.append(nb::make_tuple(nb::cast(AccumulateGrad{e.leaf}), 0));
     else out.append(nb::make_tuple(nb::none(), 0));
   }
+  // torch records tensor·number as a binary op whose number is a constant: an edge to nothing
+  if (node.op == "add_scalar" || node.op == "mul_scalar") out.append(nb::make_tuple(nb::none(), 0));
   return nb::tuple(out);
+}
+
+// torch's Python check of the given gradients (autograd's _make_grads), with its Size reprs.
+void check_grad_shapes(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grads) {
+  for (size_t i = 0; i < outputs.size() && i < grads.size(); ++i) {
+    if (!grads[i].defined() || !outputs[i].defined() || grads[i].shape() == outputs[i].shape()) continue;
+    const std::string n = std::to_string(i);
+    throw std::runtime_error("Mismatch in shape: grad_output[" + n + "] has a shape of " +
+                             nb::cast<std::string>(nb::repr(size_object(grads[i].shape()))) + " and output[" + n +
+                             "] has a shape of " + nb::cast<std::string>(nb::repr(size_object(outputs[i].shape()))) + ".");
+  }
 }
 
 std::vector<Tensor> optional_tensors(const std::vector<std::optional<Tensor>>& ts) {
@@ -79,6 +117,12 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
       .def("name", [](const Node& n) { return torch_node_name(n.op); })
       .def_prop_ro("_op", [](const Node& n) { return n.op; }, "attograd's name of the op")
       .def_prop_ro("next_functions", &next_functions)
+      .def("register_prehook", [](Node& n, nb::handle hook) {
+        return ag::add_node_pre_hook(n.node_hooks, PythonNodePreHook{PyRef(hook), places_of(n)});
+      }, nb::arg("fn"), "fn(grad_outputs) before the node's backward: None, or the gradients to use instead")
+      .def("register_hook", [](Node& n, nb::handle hook) {
+        return ag::add_node_post_hook(n.node_hooks, PythonNodePostHook{PyRef(hook), places_of(n)});
+      }, nb::arg("fn"), "fn(grad_inputs, grad_outputs) after the node's backward: None, or grad_inputs to use instead")
       .def("__repr__", [](nb::handle self) {
         const Node& n = nb::cast<const Node&>(self);
         char addr[32];
@@ -89,8 +133,14 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
       .def("name", [](const AccumulateGrad&) { return "torch::autograd::AccumulateGrad"; })
       .def_prop_ro("variable", [](const AccumulateGrad& a) { return Tensor(a.variable); })
       .def_prop_ro("next_functions", [](const AccumulateGrad&) { return nb::tuple(); })
+      .def("register_prehook", [](AccumulateGrad& a, nb::handle hook) {
+        return ag::add_node_pre_hook(a.variable->accumulate_grad_hooks, PythonNodePreHook{PyRef(hook), {}});
+      }, nb::arg("fn"), "fn(grad_outputs) before the gradient is accumulated into .grad (backward only)")
+      .def("register_hook", [](AccumulateGrad& a, nb::handle hook) {
+        return ag::add_node_post_hook(a.variable->accumulate_grad_hooks, PythonNodePostHook{PyRef(hook), {}});
+      }, nb::arg("fn"), "fn((), grad_outputs) after the gradient is accumulated (backward only)")
       .def("__repr__", [](const AccumulateGrad&) { return "<AccumulateGrad object>"; });
-  cls.def_prop_ro("grad_fn", [](const TensorImpl& t) { return t.grad_fn; });
+  cls.def_prop_ro("grad_fn", [](const TensorImpl& t) { return shown_node(t.grad_fn); });
   m.def("_live_nodes", &Node::live_count, "Graph nodes alive in this process (for leak tests).");
 
   // ---- hooks ---------------------------------------------------------------------------------------
@@ -104,6 +154,9 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
     return t.register_hook(PythonGradHook{PyRef(hook)});
   }, nb::arg("hook"));
   cls.def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::handle hook) {
+    if (!t.requires_grad())  // torch's messages
+      throw std::runtime_error("cannot register a hook on a tensor that doesn't require gradient");
+    if (!t.is_leaf()) throw std::runtime_error("post accumulate grad hooks cannot be registered on non-leaf tensors");
     return t.register_post_accumulate_grad_hook(PythonPostAccumulateHook{PyRef(hook)});
   }, nb::arg("hook"));
   cls.def("retain_grad", [](const Tensor& t) {
@@ -114,7 +167,12 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
 
   // ---- backward --------------------------------------------------------------------------------------
   cls.def("backward", [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
-                         bool create_graph, std::optional<std::vector<Tensor>> inputs) {
+                         bool create_graph, nb::handle inputs_arg) {
+    std::optional<std::vector<Tensor>> inputs;  // one tensor or a sequence of them, as torch's
+    if (!inputs_arg.is_none()) {
+      Tensor one;
+      inputs = nb::try_cast(inputs_arg, one) ? std::vector<Tensor>{one} : nb::cast<std::vector<Tensor>>(inputs_arg);
+    }
     ag::BackwardOptions options;
     options.retain_graph = retain_graph;
     options.create_graph = create_graph;
@@ -122,6 +180,7 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
       if (inputs->empty()) throw std::runtime_error("'inputs' argument to backward() cannot be empty.");
       options.inputs = *inputs;
     }
+    if (gradient) check_grad_shapes({t}, {*gradient});
     nb::gil_scoped_release release;
     t.backward(gradient ? *gradient : Tensor(), options);
   }, nb::arg("gradient").none() = nb::none(), nb::arg("retain_graph").none() = nb::none(), nb::arg("create_graph") = false,
@@ -136,6 +195,7 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
       options.inputs = *inputs;
     }
     const std::vector<Tensor> grads = optional_tensors(grad_tensors);
+    check_grad_shapes(tensors, grads);
     nb::gil_scoped_release release;
     ag::backward(tensors, grads, options);
   }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("retain_graph").none(), nb::arg("create_graph"),
@@ -149,6 +209,7 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
     options.allow_unused = allow_unused || materialize_grads;
     options.materialize_grads = materialize_grads;
     const std::vector<Tensor> grads = optional_tensors(grad_outputs);
+    check_grad_shapes(outputs, grads);
     nb::gil_scoped_release release;
     return ag::grad(outputs, inputs, grads, options);
   }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs"), nb::arg("retain_graph").none(),

@@ -52,12 +52,14 @@ ag::autograd::detail::UserBackward python_backward(nb::handle cls, nb::handle ct
   };
 }
 
-nb::object apply(nb::handle cls, nb::handle ctx_type, nb::args args) {
+// torch's two styles: forward(ctx, *args); or, with setup_context defined, forward(*args) and then
+// setup_context(ctx, inputs, output), both with grad mode off.
+nb::object apply(nb::handle cls, nb::handle ctx_type, bool setup_context, nb::args args) {
   ag::autograd::detail::Arguments arguments;
   nb::list needs;
   for (nb::handle a : args) {
     Tensor t;
-    if (nb::try_cast(a, t)) {
+    if (!a.is_none() && nb::try_cast(a, t)) {
       arguments.add(t);
       needs.append(nb::bool_(ag::GradMode::enabled() && t.requires_grad()));
     } else {
@@ -70,10 +72,15 @@ nb::object apply(nb::handle cls, nb::handle ctx_type, nb::args args) {
   nb::object out;
   {
     ag::NoGradGuard no_grad;  // forward is one node of the graph, not the ops inside it
-    nb::list forward_args;
-    forward_args.append(ctx);
-    for (nb::handle a : args) forward_args.append(a);
-    out = cls.attr("forward")(*nb::tuple(forward_args));
+    if (setup_context) {
+      out = cls.attr("forward")(*args);
+      cls.attr("setup_context")(ctx, nb::tuple(args), out);
+    } else {
+      nb::list forward_args;
+      forward_args.append(ctx);
+      for (nb::handle a : args) forward_args.append(a);
+      out = cls.attr("forward")(*nb::tuple(forward_args));
+    }
   }
   const bool single = !nb::isinstance<nb::tuple>(out);
   nb::tuple outs = single ? nb::make_tuple(out) : nb::borrow<nb::tuple>(out);
@@ -81,7 +88,7 @@ nb::object apply(nb::handle cls, nb::handle ctx_type, nb::args args) {
   std::vector<int> at;
   for (size_t i = 0; i < outs.size(); ++i) {
     Tensor t;
-    if (nb::try_cast(outs[i], t)) {
+    if (!outs[i].is_none() && nb::try_cast(outs[i], t)) {
       tensor_outs.push_back(t);
       at.push_back(static_cast<int>(i));
     }
@@ -90,6 +97,15 @@ nb::object apply(nb::handle cls, nb::handle ctx_type, nb::args args) {
   const std::string name = nb::cast<std::string>(cls.attr("__name__"));
   std::vector<Tensor> attached = ag::autograd::detail::attach(name, cpp_ctx, tensor_outs, arguments,
                                                               python_backward(cls, ctx, at, outs.size()));
+  // Its node hooks see the gradients among all it returned, non-Tensors as None (engine.h).
+  for (const Tensor& t : attached) {
+    if (!t.defined() || !t.impl().grad_fn || !t.impl().grad_fn->group) continue;
+    ag::NodeGroup& group = *t.impl().grad_fn->group;
+    if (group.core.expired()) continue;
+    group.positions = at;
+    group.n_returned = static_cast<int>(outs.size());
+    break;
+  }
   nb::list result;
   for (size_t i = 0, k = 0; i < outs.size(); ++i) {
     if (k < at.size() && at[k] == static_cast<int>(i)) result.append(nb::cast(attached[k++]));
@@ -113,8 +129,9 @@ void bind_function(nb::module_& m) {
       .def("mark_non_differentiable", [](AutogradContext& c, nb::args tensors) {
         c.mark_non_differentiable(tensors_of(tensors, "mark_non_differentiable"));
       })
-      .def("set_materialize_grads", &AutogradContext::set_materialize_grads, nb::arg("value"));
-  m.def("_function_apply", &apply);  // (cls, ctx_type, *args)
+      .def("set_materialize_grads", &AutogradContext::set_materialize_grads, nb::arg("value"))
+      .def("mark_dirty", [](AutogradContext& c, nb::args tensors) { c.mark_dirty(tensors_of(tensors, "mark_dirty")); });
+  m.def("_function_apply", &apply);  // (cls, ctx_type, setup_context, *args)
 }
 
 }  // namespace agpy

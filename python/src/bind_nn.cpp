@@ -79,20 +79,30 @@ void bind_nn(nb::module_& m) {
   param_property(linear, "bias", &nn::Linear::bias);
 
   auto embedding = nb::class_<nn::Embedding, nn::Module>(m, "_Embedding")
-      .def(nb::new_([](int64_t num_embeddings, int64_t embedding_dim, std::optional<ag::DType> dtype) {
-        return std::make_shared<nn::Embedding>(num_embeddings, embedding_dim, dtype_or_default(dtype));
-      }), nb::arg("num_embeddings"), nb::arg("embedding_dim"), nb::arg("dtype").none() = nb::none())
+      .def(nb::new_([](int64_t num_embeddings, int64_t embedding_dim, std::optional<ag::DType> dtype,
+                       std::optional<int64_t> padding_idx) {
+        auto e = std::make_shared<nn::Embedding>(num_embeddings, embedding_dim, dtype_or_default(dtype));
+        if (padding_idx) e->set_padding_idx(*padding_idx);
+        return e;
+      }), nb::arg("num_embeddings"), nb::arg("embedding_dim"), nb::arg("dtype").none() = nb::none(),
+         nb::arg("padding_idx").none() = nb::none())
+      .def_static("from_pretrained", [](const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx) {
+        return std::make_shared<nn::Embedding>(nn::Embedding::from_pretrained(embeddings, {freeze, padding_idx}));
+      }, nb::arg("embeddings"), nb::arg("freeze") = true, nb::arg("padding_idx").none() = nb::none())
       .def("forward", [](const nn::Embedding& e, const Tensor& ids) { return e.forward(ids); }, nb::arg("input"))
       .def_ro("num_embeddings", &nn::Embedding::num_embeddings)
-      .def_ro("embedding_dim", &nn::Embedding::dim);
+      .def_ro("embedding_dim", &nn::Embedding::dim)
+      .def_ro("padding_idx", &nn::Embedding::padding_idx);
   param_property(embedding, "weight", &nn::Embedding::weight);
 
   auto layer_norm = nb::class_<nn::LayerNorm, nn::Module>(m, "_LayerNorm")
-      .def(nb::new_([](int64_t dim, double eps, bool elementwise_affine, std::optional<ag::DType> dtype) {
-        return std::make_shared<nn::LayerNorm>(dim, eps, elementwise_affine, dtype_or_default(dtype));
+      .def(nb::new_([](nb::handle normalized_shape, double eps, bool elementwise_affine, std::optional<ag::DType> dtype) {
+        return std::make_shared<nn::LayerNorm>(shape_from_python(normalized_shape, "normalized_shape"), eps,
+                                               elementwise_affine, dtype_or_default(dtype));
       }), nb::arg("normalized_shape"), nb::arg("eps") = 1e-5, nb::arg("elementwise_affine") = true,
          nb::arg("dtype").none() = nb::none())
       .def("forward", [](const nn::LayerNorm& l, const Tensor& x) { return l.forward(x); }, nb::arg("input"))
+      .def_prop_ro("normalized_shape", [](const nn::LayerNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); })
       .def_ro("dim", &nn::LayerNorm::dim)
       .def_ro("eps", &nn::LayerNorm::eps);
   param_property(layer_norm, "weight", &nn::LayerNorm::weight);

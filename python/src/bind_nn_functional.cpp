@@ -4,6 +4,7 @@
 #include "autograd/ops.h"
 #include "common.h"
 #include "gil.h"
+#include "nn/functional.h"
 
 namespace agpy {
 
@@ -37,12 +38,15 @@ void bind_nn_functional(nb::module_& m) {
     if (!(p >= 0 && p <= 1)) throw nb::value_error(("dropout probability has to be between 0 and 1, but got " + std::to_string(p)).c_str());
     return ag::dropout(x, p, training);
   }, nb::arg("input"), nb::arg("p"), nb::arg("training"));
-  m.def("_nn_embedding", [](const Tensor& ids, const Tensor& weight) { return ag::embedding(ids, weight); },
-        nb::arg("input"), nb::arg("weight"));
-  m.def("_nn_layer_norm", [](const Tensor& x, std::optional<Tensor> weight, std::optional<Tensor> bias, double eps) {
+  m.def("_nn_embedding", [](const Tensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx) {
+    return ag::nn::functional::embedding(ids, weight, {.padding_idx = padding_idx});
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("padding_idx").none() = nb::none());
+  m.def("_nn_layer_norm", [](const Tensor& x, nb::handle normalized_shape, std::optional<Tensor> weight,
+                             std::optional<Tensor> bias, double eps) {
+    const ag::Shape shape = shape_from_python(normalized_shape, "normalized_shape");
     ReleaseGilIf release(x.numel() >= kReleaseElements);
-    return ag::layer_norm(x, or_undefined(weight), or_undefined(bias), eps);
-  }, nb::arg("input"), nb::arg("weight").none(), nb::arg("bias").none(), nb::arg("eps"));
+    return ag::layer_norm(x, shape, or_undefined(weight), or_undefined(bias), eps);
+  }, nb::arg("input"), nb::arg("normalized_shape"), nb::arg("weight").none(), nb::arg("bias").none(), nb::arg("eps"));
   m.def("_nn_rms_norm", [](const Tensor& x, std::optional<Tensor> weight, std::optional<double> eps) {
     ReleaseGilIf release(x.numel() >= kReleaseElements);
     return ag::rms_norm(x, or_undefined(weight), eps);

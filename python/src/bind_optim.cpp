@@ -248,6 +248,26 @@ void bind_optim(nb::module_& m) {
       .def("__init__", [](sched::LambdaLR* self, optim::Optimizer& opt, std::vector<sched::LambdaLR::Fn> fns) {
         value_errors([&] { new (self) sched::LambdaLR(opt, std::move(fns)); });
       }, nb::arg("optimizer"), nb::arg("lr_lambdas"), nb::keep_alive<1, 2>());
+  nb::class_<sched::ConstantLR, sched::LRScheduler>(m, "_ConstantLR")
+      .def("__init__", [](sched::ConstantLR* self, optim::Optimizer& opt, double factor, int64_t total_iters) {
+        value_errors([&] { new (self) sched::ConstantLR(opt, factor, total_iters); });
+      }, nb::arg("optimizer"), nb::arg("factor"), nb::arg("total_iters"), nb::keep_alive<1, 2>());
+  nb::class_<sched::ExponentialLR, sched::LRScheduler>(m, "_ExponentialLR")
+      .def("__init__", [](sched::ExponentialLR* self, optim::Optimizer& opt, double gamma) {
+        value_errors([&] { new (self) sched::ExponentialLR(opt, gamma); });
+      }, nb::arg("optimizer"), nb::arg("gamma"), nb::keep_alive<1, 2>());
+  nb::class_<sched::MultiStepLR, sched::LRScheduler>(m, "_MultiStepLR")
+      .def("__init__", [](sched::MultiStepLR* self, optim::Optimizer& opt, std::vector<int64_t> milestones, double gamma) {
+        value_errors([&] { new (self) sched::MultiStepLR(opt, std::move(milestones), gamma); });
+      }, nb::arg("optimizer"), nb::arg("milestones"), nb::arg("gamma"), nb::keep_alive<1, 2>());
+  nb::class_<sched::PolynomialLR, sched::LRScheduler>(m, "_PolynomialLR")
+      .def("__init__", [](sched::PolynomialLR* self, optim::Optimizer& opt, int64_t total_iters, double power) {
+        value_errors([&] { new (self) sched::PolynomialLR(opt, total_iters, power); });
+      }, nb::arg("optimizer"), nb::arg("total_iters"), nb::arg("power"), nb::keep_alive<1, 2>());
+  nb::class_<sched::MultiplicativeLR, sched::LRScheduler>(m, "_MultiplicativeLR")
+      .def("__init__", [](sched::MultiplicativeLR* self, optim::Optimizer& opt, std::vector<sched::MultiplicativeLR::Fn> fns) {
+        value_errors([&] { new (self) sched::MultiplicativeLR(opt, std::move(fns)); });
+      }, nb::arg("optimizer"), nb::arg("lr_lambdas"), nb::keep_alive<1, 2>());
   nb::class_<sched::SequentialLR, sched::LRScheduler>(m, "_SequentialLR")
       .def("__init__", [](sched::SequentialLR* self, optim::Optimizer& opt,
                           std::vector<std::shared_ptr<sched::LRScheduler>> schedulers, std::vector<int64_t> milestones) {

@@ -101,9 +101,16 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
   // ---- autograd state ------------------------------------------------------------------------------
   cls.def_prop_rw(
          "requires_grad", [](TensorImpl& t) { return t.requires_grad; },
-         [](Tensor s, bool on) { s.requires_grad_(on); })
+         [](Tensor s, bool on) {
+           if (on && !ag::is_floating(s.dtype()))  // torch's Python texts (the C++ one is capitalised)
+             throw std::runtime_error("only Tensors of floating point and complex dtype can require gradients");
+           s.requires_grad_(on);
+         })
       .def("requires_grad_", [](nb::handle self, bool on) {
-        nb::cast<Tensor>(self).requires_grad_(on);
+        const Tensor t = nb::cast<Tensor>(self);
+        if (on && !ag::is_floating(t.dtype()))
+          throw std::runtime_error("only Tensors of floating point dtype can require gradients");
+        t.requires_grad_(on);
         return nb::borrow(self);
       }, nb::arg("requires_grad") = true)
       .def_prop_ro("is_leaf", [](TensorImpl& t) { return t.grad_fn == nullptr || !t.requires_grad; })

@@ -31,11 +31,20 @@ template <class F> void for_each_python_hook(ag::TensorImpl& t, F&& f) {
   if (t.grad_fn && t.grad_fn.use_count() == 1 && t.grad_fn->hooks)
     for (auto& [id, fn] : t.grad_fn->hooks->entries)
       if (const PythonGradHook* h = fn.template target<PythonGradHook>()) f(h->fn.get().ptr());
+  for (ag::NodeHooks* nh : {t.accumulate_grad_hooks.get(),
+                            t.grad_fn && t.grad_fn.use_count() == 1 ? t.grad_fn->node_hooks.get() : nullptr}) {
+    if (!nh) continue;
+    for (auto& [id, fn] : nh->pre.entries)
+      if (const PythonNodePreHook* h = fn.template target<PythonNodePreHook>()) f(h->fn.get().ptr());
+    for (auto& [id, fn] : nh->post.entries)
+      if (const PythonNodePostHook* h = fn.template target<PythonNodePostHook>()) f(h->fn.get().ptr());
+  }
 }
 
 template <class F> void erase_python_hooks(std::vector<std::pair<uint64_t, F>>& entries) {
   std::erase_if(entries, [](const auto& e) {
-    return e.second.template target<PythonGradHook>() || e.second.template target<PythonPostAccumulateHook>();
+    return e.second.template target<PythonGradHook>() || e.second.template target<PythonPostAccumulateHook>() ||
+           e.second.template target<PythonNodePreHook>() || e.second.template target<PythonNodePostHook>();
   });
 }
 
@@ -67,6 +76,16 @@ int tensor_clear(PyObject* self) {
   if (t.grad_fn && t.grad_fn.use_count() == 1 && t.grad_fn->hooks) {
     node_hooks = t.grad_fn->hooks->entries;
     erase_python_hooks(t.grad_fn->hooks->entries);
+  }
+  std::vector<std::pair<uint64_t, ag::NodePreHook>> pre;
+  std::vector<std::pair<uint64_t, ag::NodePostHook>> post_node;
+  for (ag::NodeHooks* nh : {t.accumulate_grad_hooks.get(),
+                            t.grad_fn && t.grad_fn.use_count() == 1 ? t.grad_fn->node_hooks.get() : nullptr}) {
+    if (!nh) continue;
+    pre.insert(pre.end(), nh->pre.entries.begin(), nh->pre.entries.end());
+    post_node.insert(post_node.end(), nh->post.entries.begin(), nh->post.entries.end());
+    erase_python_hooks(nh->pre.entries);
+    erase_python_hooks(nh->post.entries);
   }
   return 0;
 }

@@ -184,8 +184,10 @@ def test_exceptions_are_torchs_types():
         attograd.zeros("a")
     with pytest.raises(ValueError, match="expected sequence of length 2 at dim 1"):
         attograd.tensor([[1, 2], [3]])
-    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
         attograd.arange(3).requires_grad_()
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
+        attograd.tensor([5], requires_grad=True)
 
 
 def test_integer_arithmetic_is_exact_or_refused():

@@ -11,11 +11,12 @@ from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "functional", "grad",
     "gradcheck", "gradgradcheck", "inference_mode", "is_grad_enabled", "no_grad", "once_differentiable",
-    "set_detect_anomaly", "set_grad_enabled",
+    "set_detect_anomaly", "set_grad_enabled", "Variable",
 ]
 
 Tensor = _C.Tensor
@@ -56,8 +57,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "but got: allow_unused=False.")
     outs = _tensors(outputs, "outputs")
     ins = _tensors(inputs, "inputs")
-    return tuple(_C._grad(outs, ins, _grads(grad_outputs, len(outs), "grad_outputs"), retain_graph,
-                          create_graph, bool(allow_unused), materialize_grads))
+    if not ins:  # torch's message
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    result = _C._grad(outs, ins, _grads(grad_outputs, len(outs), "grad_outputs"), retain_graph, create_graph,
+                      bool(allow_unused) or materialize_grads, False)
+    if materialize_grads:  # zeros for the unused inputs, leaves that require grad under create_graph (torch's)
+        from .._factories import zeros_like
+
+        result = [g if g is not None else zeros_like(x).requires_grad_(create_graph) for g, x in zip(result, ins)]
+    return tuple(result)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):

@@ -1,5 +1,6 @@
 """``autograd.Function`` subclassed in Python, as torch's: static ``forward(ctx, *args)`` and
-``backward(ctx, *grad_outputs)``, called through ``apply``.
+``backward(ctx, *grad_outputs)``, called through ``apply`` (or torch 2's style: ``forward(*args)``
+with a static ``setup_context(ctx, inputs, output)`` that fills ``ctx``).
 
 ``forward`` runs under no_grad; its outputs get one node of the graph, named after the class
 (``grad_fn.name()`` is ``"MyFnBackward"``). ``backward`` gets one gradient per output and
@@ -10,6 +11,10 @@ which checks them for in-place changes and frees them after backward; anything e
 attribute of ``ctx``. (A tensor the function made, stored as an attribute, would tie the graph to
 itself: use ``save_for_backward`` for those.)
 """
+
+import functools
+import inspect
+import warnings
 
 from .. import _C
 
@@ -40,16 +45,26 @@ class FunctionCtx:
         self._cpp.set_materialize_grads(value)
 
     def mark_dirty(self, *tensors):
-        raise NotImplementedError(
-            "attograd records no in-place op, so a Function cannot modify its inputs in place (mark_dirty); "
-            "return a new tensor instead")
+        """These inputs were modified in place by forward, which returns them: each output is the
+        input itself, its history now going through this function (a leaf that requires grad
+        cannot be one, as in torch)."""
+        self._cpp.mark_dirty(*tensors)
 
 
 class Function:
     """Base class of custom differentiable functions; subclasses define the static methods
-    ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` and are called as ``F.apply(*args)``."""
+    ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)`` and are called as ``F.apply(*args)``.
+    With ``setup_context`` defined too, ``forward(*args)`` takes no ctx (torch 2's style)."""
+
+    generate_vmap_rule = False  # torch's flag; attograd has no vmap to generate a rule for
 
     def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, so you "
+            "should invoke them on the class itself. Instantiating an autograd function will raise an error in a "
+            "future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd "
             "function with static forward method. (Example: "
@@ -60,15 +75,39 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD (attograd has no forward mode AD).")
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("attograd has no vmap: autograd.Function.vmap is not supported")
+
     @classmethod
     def apply(cls, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{cls.__name__}.apply takes positional arguments only (as torch's)")
-        return _C._function_apply(cls, FunctionCtx, *args)
+        setup = _defines_setup_context(cls)
+        if kwargs:  # bound to forward's positional parameters, defaults filled in, as torch's
+            signature = inspect.signature(cls.forward)
+            bound = (signature.bind(*args, **kwargs) if setup else signature.bind(None, *args, **kwargs))
+            bound.apply_defaults()
+            args = bound.args if setup else bound.args[1:]
+        return _C._function_apply(cls, FunctionCtx, setup, *args)
+
+
+def _defines_setup_context(cls):
+    """Does cls override setup_context (so that its forward takes no ctx)?"""
+    return inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(Function, "setup_context")
 
 
 class once_differentiable:
@@ -76,8 +115,6 @@ class once_differentiable:
     cannot be differentiated again)."""
 
     def __new__(cls, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(ctx, *args):
             with _C_no_grad():

@@ -1,19 +1,64 @@
 """Grad mode as torch spells it: ``no_grad``, ``enable_grad``, ``set_grad_enabled`` and
 ``inference_mode``, each a context manager and a function decorator. Grad mode is per thread,
-as torch's."""
+as torch's. A decorated generator function runs in the mode only while its own code runs: the
+caller's mode is back at every ``yield``, as with torch's decorators."""
 
 import functools
+import inspect
+import warnings
 
 from .. import _C
+
+
+def _in_context(make_context, gen):
+    """A generator that drives ``gen`` with each of its steps inside a fresh context from
+    make_context(): next, send, throw and close reach ``gen`` in that mode, and the values it
+    yields come back to the caller in the caller's mode."""
+    try:
+        with make_context():
+            value = next(gen)
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                with make_context():
+                    gen.close()
+                raise
+            except BaseException as caught:  # thrown in by the caller: into gen, in its mode
+                with make_context():
+                    value = gen.throw(caught)
+            else:
+                with make_context():
+                    value = gen.send(sent)
+    except StopIteration as done:
+        return done.value
 
 
 class _GradModeContext:
     """A context manager that is also a decorator: the wrapped function runs inside it."""
 
     def __call__(self, func):
+        if inspect.isclass(func):  # torch's deprecation: the class is made inside the context
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You should only decorate "
+                "functions or methods. To preserve the current behavior of class decoration, you can directly "
+                "decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+            cls = func
+
+            def func(*args, **kwargs):
+                return cls(*args, **kwargs)
+
+        make = self.clone
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def generator(*args, **kwargs):
+                return (yield from _in_context(make, func(*args, **kwargs)))
+
+            return generator
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            with self.__class__(*self._args()):
+            with make():
                 return func(*args, **kwargs)
 
         return wrapper

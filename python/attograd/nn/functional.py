@@ -6,12 +6,14 @@ which torch leaves without gradient."""
 import math
 
 from .. import _C
+from ._multi_head_attention import multi_head_attention_forward
 
 Tensor = _C.Tensor
 
 __all__ = [
     "relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "linear", "embedding",
-    "layer_norm", "rms_norm", "scaled_dot_product_attention", "one_hot", "normalize", "mse_loss", "l1_loss",
+    "layer_norm", "rms_norm", "scaled_dot_product_attention", "multi_head_attention_forward", "one_hot", "normalize",
+    "mse_loss", "l1_loss",
     "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
 ]
 
@@ -90,10 +92,15 @@ def linear(input, weight, bias=None):
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    """The rows of ``weight`` at the int64 ids ``input``."""
-    if padding_idx is not None or max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("attograd's embedding has no padding_idx, max_norm, scale_grad_by_freq or sparse")
-    return _C._nn_embedding(input, weight)
+    """The rows of ``weight`` at the int64 ids ``input``; the rows looked up at ``padding_idx`` pass
+    no gradient back to the weight."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("attograd's embedding has no max_norm, scale_grad_by_freq or sparse")
+    if padding_idx is not None and weight.dim() == 2:
+        from .modules.cpp import padding_index
+
+        padding_idx = padding_index(padding_idx, weight.size(0))
+    return _C._nn_embedding(input, weight, padding_idx)
 
 
 def _normalized_last(input, normalized_shape, who):
@@ -106,8 +113,8 @@ def _normalized_last(input, normalized_shape, who):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    _normalized_last(input, normalized_shape, "layer_norm")
-    return _C._nn_layer_norm(input, weight, bias, eps)
+    """Normalised over the trailing dims ``normalized_shape``, then ⊙ weight + bias (of that shape)."""
+    return _C._nn_layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

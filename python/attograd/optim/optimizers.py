@@ -7,6 +7,22 @@ from .optimizer import Optimizer
 __all__ = ["SGD", "Adam", "AdamW", "Muon"]
 
 
+def _check(lr=0.0, eps=0.0, betas=None, weight_decay=0.0, momentum=0.0):
+    """torch's checks of the hyper-parameters, in its words (Python's repr of the value), before
+    the C++ optimizer's own."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= momentum:
+        raise ValueError(f"Invalid momentum value: {momentum}")
+    for i, beta in enumerate(betas or ()):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _unsupported(**flags):
     for name, value in flags.items():
         if value:
@@ -21,6 +37,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         _unsupported(maximize=maximize, differentiable=differentiable, fused=fused)
+        _check(lr=lr, momentum=momentum, weight_decay=weight_decay)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov))
 
@@ -33,6 +50,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
         _unsupported(maximize=maximize, capturable=capturable, differentiable=differentiable, fused=fused)
+        _check(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
 
 
@@ -44,6 +62,7 @@ class AdamW(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
         _unsupported(maximize=maximize, capturable=capturable, differentiable=differentiable, fused=fused)
+        _check(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad))
 
 

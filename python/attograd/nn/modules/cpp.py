@@ -8,6 +8,7 @@ what ``named_parameters`` shows."""
 import copy
 
 from ... import _C, _device
+from .._multi_head_attention import mha_shape_check
 from ..parameter import as_parameter
 from .module import Module
 
@@ -151,35 +152,61 @@ class Linear(CppModule):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+def padding_index(padding_idx, num_embeddings):
+    """torch's check and reading of padding_idx (negative counts from the end)."""
+    if padding_idx is None:
+        return None
+    if padding_idx > 0:
+        assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+    elif padding_idx < 0:
+        assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
+        padding_idx = num_embeddings + padding_idx
+    return padding_idx
+
+
 class Embedding(CppModule):
-    """A lookup table (num_embeddings, embedding_dim), N(0, 1) at init, as torch.nn.Embedding."""
+    """A lookup table (num_embeddings, embedding_dim), N(0, 1) at init, as torch.nn.Embedding; the
+    row at ``padding_idx`` starts at zero and gets no gradient."""
 
     _cpp_members = ("weight",)
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         _no_device(device)
-        if padding_idx is not None or max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("attograd's Embedding has no padding_idx, max_norm, scale_grad_by_freq or sparse")
-        super().__init__(_C._Embedding(num_embeddings, embedding_dim, dtype))
-        if _weight is not None:
-            with _no_grad():
-                self.weight.copy_(_weight)
-        self.weight.requires_grad_(not _freeze)
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("attograd's Embedding has no max_norm, scale_grad_by_freq or sparse")
+        padding_idx = padding_index(padding_idx, num_embeddings)
+        if _weight is None:
+            cpp = _C._Embedding(num_embeddings, embedding_dim, dtype, padding_idx)
+        else:  # the Parameter is made on _weight's memory, as torch's
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
+            cpp = _C._Embedding.from_pretrained(_weight if dtype is None else _weight.to(dtype), _freeze, padding_idx)
+        super().__init__(cpp)
 
-    @property
-    def num_embeddings(self):
-        return self._cpp.num_embeddings
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is ``embeddings`` (2-d; the same memory), frozen unless freeze=False."""
+        assert embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        return cls(num_embeddings=rows, embedding_dim=cols, _weight=embeddings, _freeze=freeze, padding_idx=padding_idx,
+                   max_norm=max_norm, norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
-    @property
-    def embedding_dim(self):
-        return self._cpp.embedding_dim
+    num_embeddings = property(lambda self: self._cpp.num_embeddings)
+    embedding_dim = property(lambda self: self._cpp.embedding_dim)
+    padding_idx = property(lambda self: self._cpp.padding_idx)
+    max_norm = None
+    norm_type = 2.0
+    scale_grad_by_freq = False
+    sparse = False
 
     def _clone_cpp(self):
-        return _C._Embedding(self.num_embeddings, self.embedding_dim, self.weight.dtype)
+        return _C._Embedding(self.num_embeddings, self.embedding_dim, self.weight.dtype, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
 
 
 def _last_dim(normalized_shape, who):
@@ -191,26 +218,26 @@ def _last_dim(normalized_shape, who):
 
 
 class LayerNorm(CppModule):
-    """Normalisation over the last dim with a gain and a bias, as torch.nn.LayerNorm."""
+    """Normalisation over the trailing dims ``normalized_shape`` with a gain and a bias, as
+    torch.nn.LayerNorm."""
 
     _cpp_members = ("weight", "bias")
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         _no_device(device)
-        shape = _last_dim(normalized_shape, "LayerNorm")
-        super().__init__(_C._LayerNorm(shape[0], eps, elementwise_affine, dtype))
+        super().__init__(_C._LayerNorm(normalized_shape, eps, elementwise_affine, dtype))
         if not elementwise_affine:
             self._parameters["weight"] = None
             self._parameters["bias"] = None
         elif not bias:
             self.bias = None
 
-    normalized_shape = property(lambda self: (self._cpp.dim,))
+    normalized_shape = property(lambda self: tuple(self._cpp.normalized_shape))
     eps = property(lambda self: self._cpp.eps)
     elementwise_affine = property(lambda self: self.weight is not None)
 
     def _clone_cpp(self):
-        return _C._LayerNorm(self._cpp.dim, self.eps, self.elementwise_affine, _dtype_of(self))
+        return _C._LayerNorm(self.normalized_shape, self.eps, self.elementwise_affine, _dtype_of(self))
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -244,15 +271,28 @@ class MultiheadAttention(CppModule):
 
     _cpp_members = ("in_proj_weight", "in_proj_bias")
 
+    # torch's attributes for what attograd's layer does not have (F.multi_head_attention_forward reads them)
+    bias_k = bias_v = None
+    add_zero_attn = False
+    q_proj_weight = k_proj_weight = v_proj_weight = None
+    _qkv_same_embed_dim = True
+
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         _no_device(device)
+        if embed_dim <= 0 or num_heads <= 0:  # torch's message
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        assert (embed_dim // num_heads) * num_heads == embed_dim, "embed_dim must be divisible by num_heads"
         if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("attograd's MultiheadAttention has no add_bias_kv, add_zero_attn, kdim or vdim")
+            raise NotImplementedError("attograd's MultiheadAttention has no add_bias_kv, add_zero_attn, kdim or vdim "
+                                      "(F.multi_head_attention_forward has them)")
         super().__init__(_C._MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first, dtype))
         if not bias:
             self._parameters["in_proj_bias"] = None
 
+    kdim = property(lambda self: self._cpp.embed_dim)
+    vdim = property(lambda self: self._cpp.embed_dim)
     embed_dim = property(lambda self: self._cpp.embed_dim)
     num_heads = property(lambda self: self._cpp.num_heads)
     head_dim = property(lambda self: self._cpp.head_dim)
@@ -266,6 +306,12 @@ class MultiheadAttention(CppModule):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         """(output, weights): weights averaged over heads, per head, or None without need_weights."""
+        # torch's checks, with its AssertionErrors, before attograd's own (which name the layout)
+        mha_shape_check(query, key, value, key_padding_mask, attn_mask, self.num_heads)
+        if query.shape[-1] != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {query.shape[-1]}")
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
         return self._cpp.forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
                                  is_causal)
 

@@ -67,6 +67,10 @@ class Module:
         set_(self, "_modules", OrderedDict())
         set_(self, "_forward_hooks", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
+        set_(self, "_state_dict_pre_hooks", OrderedDict())
+        set_(self, "_state_dict_hooks", OrderedDict())
+        set_(self, "_load_state_dict_pre_hooks", OrderedDict())
+        set_(self, "_load_state_dict_post_hooks", OrderedDict())
 
     # ---- forward ------------------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
@@ -278,70 +282,141 @@ class Module:
     # ---- state --------------------------------------------------------------------------------------
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An OrderedDict of every parameter and persistent buffer by dotted name, sharing memory
-        with them (detached unless ``keep_vars``)."""
+        with them (detached unless ``keep_vars``): each module's ``_save_to_state_dict``, then its
+        children's, with the state-dict hooks around it, as torch's."""
         if args:
             destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
         if destination is None:
             destination = OrderedDict()
+        for hook in list(getattr(self, "_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(getattr(self, "_state_dict_hooks", {}).values()):
+            result = hook(self, destination, prefix, {})
+            if result is not None:
+                destination = result
+        return destination
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own parameters and persistent buffers into ``destination`` (overridable)."""
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
 
-    def _state_targets(self):
-        """Every tensor load_state_dict writes, by the key it reads."""
-        out = OrderedDict()
-        for module_prefix, module in self.named_modules(remove_duplicate=False):
-            dot = module_prefix + ("." if module_prefix else "")
-            for name, p in module._parameters.items():
-                if p is not None:
-                    out[dot + name] = p
-            for name, b in module._buffers.items():
-                if b is not None and name not in module._non_persistent_buffers_set:
-                    out[dot + name] = b
-        return out
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copies the values of ``state_dict`` into the parameters and buffers, as torch's: with
-        ``strict``, a missing or unexpected key is an error; a shape mismatch always is. Unlike
-        torch, nothing is copied when it raises. Returns (missing_keys, unexpected_keys)."""
-        if not hasattr(state_dict, "items"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        targets = self._state_targets()
-        missing = [k for k in targets if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in targets]
-        errors = []
-        if strict:
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
-        for key, target in targets.items():
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """This module's own parameters and buffers from ``state_dict`` (overridable, as torch's):
+        keys it lacks go to missing_keys, keys under its prefix that name nothing to
+        unexpected_keys, bad values to error_msgs. attograd's own copies wait until the whole
+        load is known to succeed (local_metadata["_pending"]), so a failed load changes nothing."""
+        for hook, with_module in list(getattr(self, "_load_state_dict_pre_hooks", {}).values()):
+            args = (state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+            hook(self, *args) if with_module else hook(*args)
+        local = OrderedDict((n, p) for n, p in self._parameters.items() if p is not None)
+        local.update((n, b) for n, b in self._buffers.items()
+                     if b is not None and n not in self._non_persistent_buffers_set)
+        pending = local_metadata.get("_pending")
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, target in local.items():
+            key = prefix + name
             if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
-                              f"object from checkpoint but received {type(value)}")
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(value)}")
             elif tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
-                              f"the shape in current model is {target.shape}.")
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                                  f"the shape in current model is {target.shape}.")
+            elif pending is not None:
+                pending.append((target, value, assign))
+            else:
+                _copy_state(target, value, assign)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    head = key[len(prefix):].split(".", 1)
+                    if (len(head) > 1 and head[0] not in self._modules) or (len(head) == 1 and head[0] not in local):
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies the values of ``state_dict`` into the parameters and buffers, as torch's: each
+        module's ``_load_from_state_dict`` (its load pre-hooks first), then its children's, then its
+        load post-hooks, which may change the incompatible keys; with ``strict``, a missing or
+        unexpected key is then an error; a shape mismatch always is. Unlike torch, attograd's own
+        copies are not made when it raises. Returns (missing_keys, unexpected_keys)."""
+        if not hasattr(state_dict, "items"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors, pending = [], [], [], []
+
+        def load(module, local_state, prefix):
+            metadata = {"_pending": pending}
+            if assign:
+                metadata["assign_to_params_buffers"] = True
+            module._load_from_state_dict(local_state, prefix, metadata, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state.items() if k.startswith(child_prefix)}, child_prefix)
+            keys = _IncompatibleKeys(missing, unexpected)
+            for hook in list(getattr(module, "_load_state_dict_post_hooks", {}).values()):
+                out = hook(module, keys)
+                assert out is None, ("Hooks registered with ``register_load_state_dict_post_hook`` are not expected to "
+                                     "return new values, if incompatible_keys need to be modified, it should be done "
+                                     "inplace.")
+
+        load(self, state_dict, "")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(type(self).__name__, "\n\t".join(errors)))
-        with no_grad():
-            for key, target in targets.items():
-                if key in state_dict:
-                    if assign:
-                        target.data = state_dict[key].detach()
-                    else:
-                        target.copy_(state_dict[key])
+        for target, value, assign_it in pending:
+            _copy_state(target, value, assign_it)
         return _IncompatibleKeys(missing, unexpected)
+
+    # ---- state-dict hooks (torch's) ------------------------------------------------------------------
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) before this module loads its part of a state dict."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """torch's older form: without ``with_module`` the hook is called without the module."""
+        handle = _RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = (hook, with_module)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) after this module and its children loaded; it may change
+        incompatible_keys.missing_keys and .unexpected_keys in place (before ``strict`` reads them)."""
+        handle = _RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) before state_dict() saves this module."""
+        handle = _RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) after state_dict() saved this module."""
+        handle = _RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    _register_state_dict_hook = register_state_dict_post_hook
 
     # ---- modes and conversions -----------------------------------------------------------------------
     def train(self, mode=True):
@@ -428,6 +503,14 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return f"{self._get_name()}({lines[0]})"
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _copy_state(target, value, assign):
+    with no_grad():
+        if assign:
+            target.data = value.detach()
+        else:
+            target.copy_(value)
 
 
 def _check_name(name, what):
