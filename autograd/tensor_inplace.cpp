@@ -134,7 +134,7 @@ Tensor scalar_like(const Tensor& self, double v) { return Tensor::scalar(v, self
 
 void rebase_history(const Tensor& self, const Tensor& result) {
   if (!GradMode::enabled() || !result.requires_grad()) return;
-  check_not_leaf(self);
+  check_writable_in_grad_mode(self);
   if (!self.is_view()) {
     take_history(self, result);
     return;
