@@ -15,6 +15,8 @@
 // that the write does not trip the saved tensors' version check; a graph that saved this tensor
 // earlier does trip it, as in torch.
 #include "autograd/dims.h"
+#include "autograd/inplace.h"
+
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
@@ -73,8 +75,8 @@ void take_history(const Tensor& self, const Tensor& result) {
 // The op: new values from the current ones. `saves_self`: the op keeps its first input for its
 // backward, so it gets a copy (the write would otherwise change what it saved).
 template <class F>
-const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_self, F compute) {
-  const bool recorded = GradMode::enabled() && (self.requires_grad() || (other && other->defined() && other->requires_grad()));
+const Tensor& inplace_impl(const Tensor& self, bool operands_require_grad, bool saves_self, F compute) {
+  const bool recorded = GradMode::enabled() && (self.requires_grad() || operands_require_grad);
   if (!recorded) {
     Tensor result;
     {
@@ -103,10 +105,16 @@ const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_
   Tensor region = Tensor::zeros(base.shape(), DType::Bool);
   fill_values(make_view(region, self.shape(), self.strides(), offset), 1.0);
   const Tensor new_base = where(region, as_strided_scatter(r, base.shape(), self.shape(), self.strides(), offset), base);
+  if (new_base.grad_fn()) new_base.grad_fn()->op = "copy_slices";  // torch's CopySlices: the node of a write through a view
   write_values(self, r);
   self.bump_version();
   take_history(base, new_base);
   return self;
+}
+
+template <class F>
+const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_self, F compute) {
+  return inplace_impl(self, other && other->defined() && other->requires_grad(), saves_self, compute);
 }
 
 // other as an operand of this tensor's op: this tensor's dtype when both are floating, and a
@@ -121,6 +129,13 @@ Tensor operand(const Tensor& self, const Tensor& other) {
 Tensor scalar_like(const Tensor& self, double v) { return Tensor::scalar(v, self.dtype()); }
 
 }  // namespace
+
+const Tensor& inplace_op(const Tensor& self, const std::vector<Tensor>& operands, bool saves_self,
+                         const std::function<Tensor(const Tensor& current)>& compute) {
+  bool operands_require_grad = false;
+  for (const Tensor& t : operands) operands_require_grad |= t.defined() && t.requires_grad();
+  return inplace_impl(self, operands_require_grad, saves_self, compute);
+}
 
 void Tensor::refresh_view_history() const {
   TensorImpl& i = impl();
