@@ -4,7 +4,6 @@
 // python/attograd/_tensor.py.
 #include <cmath>
 
-#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "common.h"
 #include "scalars.h"
@@ -40,13 +39,6 @@ nb::object item(const Tensor& t) {
     throw std::invalid_argument("a Tensor with " + std::to_string(t.numel()) +
                                 " elements cannot be converted to Scalar");
   return element(t, t.impl().offset);
-}
-
-void check_inplace(const Tensor& t, const char* op) {
-  // torch's check, before attograd's own (which names the op).
-  if (ag::GradMode::enabled() && t.requires_grad() && t.is_leaf())
-    throw std::runtime_error(std::string(op) +
-                             ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 }  // namespace
@@ -97,22 +89,35 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 
   // ---- autograd state ------------------------------------------------------------------------------
+  // Through Tensor's accessors: a view whose base was written in place takes its new history
+  // from the base first (autograd/tensor_inplace.cpp).
   cls.def_prop_rw(
-         "requires_grad", [](TensorImpl& t) { return t.requires_grad; },
+         "requires_grad", [](const Tensor& s) { return s.requires_grad(); },
          [](Tensor s, bool on) { s.requires_grad_(on); })
       .def("requires_grad_", [](nb::handle self, bool on) {
         nb::cast<Tensor>(self).requires_grad_(on);
         return nb::borrow(self);
       }, nb::arg("requires_grad") = true)
-      .def_prop_ro("is_leaf", [](TensorImpl& t) { return t.grad_fn == nullptr || !t.requires_grad; })
+      .def_prop_ro("is_leaf", [](const Tensor& s) { return s.grad_fn() == nullptr || !s.requires_grad(); })
+      // torch's view metadata: the tensor a view was made from (never a view itself; None for a
+      // tensor that is no view), and the output of its grad_fn this tensor is. Every attograd
+      // node has one output (split, chunk and unbind give each piece a node of its own), so 0.
+      .def_prop_ro("_base", [](const Tensor& s) { return s._base(); })
+      .def("_is_view", [](const Tensor& s) { return s.is_view(); })
+      .def_prop_ro("output_nr", [](const Tensor&) { return 0; })
       .def_prop_rw(
           "grad", [](const Tensor& s) { return s.grad(); },
-          [](Tensor s, std::optional<Tensor> g) {
-            if (!g || !g->defined()) return s.zero_grad();
-            if (g->dtype() != s.dtype())
-              throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(*g) +
-                                       " for " + ag::describe(s) + ")");
-            s.set_grad(*g);
+          [](Tensor s, nb::handle value) {
+            if (value.is_none()) return s.zero_grad();
+            Tensor g;
+            if (!nb::try_cast(value, g))  // torch's TypeError (a tutorial's `a.grad = 0.` meets it)
+              throw nb::type_error(("assigned grad expected to be a Tensor or None but got grad of type " +
+                                    nb::cast<std::string>(value.type().attr("__name__")))
+                                       .c_str());
+            if (g.dtype() != s.dtype())
+              throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(g) + " for " +
+                                       ag::describe(s) + ")");
+            s.set_grad(g);
           },
           nb::arg("grad").none())
       .def("detach", [](const Tensor& s) { return s.detach(); })
@@ -159,22 +164,18 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       });
 
   // ---- in-place writes ---------------------------------------------------------------------------------
-  cls.def("copy_", [](nb::handle self, const Tensor& src) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "copy_");
-        t.copy_(src.shape() == t.shape() ? src : ag::expand(src, t.shape()));  // torch broadcasts src
+  // Recorded as the C++ API records them (torch's refusal of a leaf that requires grad included).
+  cls.def("copy_", [](nb::handle self, const Tensor& src, bool non_blocking) {
+        (void)non_blocking;  // nothing is asynchronous on the CPU
+        nb::cast<Tensor>(self).copy_(src);  // src broadcast to this shape, as torch's
         return nb::borrow(self);
-      }, nb::arg("src"))
+      }, nb::arg("src"), nb::arg("non_blocking") = false)
       .def("zero_", [](nb::handle self) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "zero_");
-        t.fill_(0.0);
+        nb::cast<Tensor>(self).fill_(0.0);
         return nb::borrow(self);
       })
       .def("fill_", [](nb::handle self, nb::handle value) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "fill_");
-        t.fill_(scalar_value(value, "fill_"));
+        nb::cast<Tensor>(self).fill_(scalar_value(value, "fill_"));
         return nb::borrow(self);
       }, nb::arg("value"));
   (void)m;
