@@ -95,6 +95,7 @@ void bind_dtype(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_tensor_ops(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_indexing(nb::class_<ag::TensorImpl>& cls);
+void bind_sampling(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_factories(nb::module_& m);
 void bind_numpy(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_autograd(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
