@@ -106,8 +106,8 @@ Tensor view(const Tensor& a, const Shape& shape) {
   const Shape s = infer_shape(a, shape, "view");
   if (a.is_contiguous()) return record_reshape(make_view(a, s, contiguous_strides(s), a.impl().offset), "view", a);
   const std::optional<Shape> st = view_strides(a.shape(), a.strides(), s);
-  if (!st)  // torch's message
-    throw std::runtime_error(
+  if (!st)  // torch's message (an invalid_argument, as every bad input of an op: RuntimeError in Python)
+    throw std::invalid_argument(
         "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
         "contiguous subspaces). Use .reshape(...) instead.");
   return record_reshape(make_view(a, s, *st, a.impl().offset), "view", a);

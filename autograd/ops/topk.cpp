@@ -52,13 +52,13 @@ std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool lar
   if (a.dim() == 0) {
     // torch: a 0-d tensor is its own top element, for k of 0 or 1.
     wrap_dim(dim, 1, "topk", a);
-    if (k < 0 || k > 1) throw std::runtime_error("selected index k out of range");  // torch's message
+    if (k < 0 || k > 1) throw std::invalid_argument("selected index k out of range");  // torch's message
     auto [v, i] = topk(reshape(a, {1}), 1, 0, largest, true);
     return {reshape(v, {}), reshape(i, {})};
   }
   const int64_t d = wrap_dim(dim, a.dim(), "topk", a);
   const int64_t n = a.size(d);
-  if (k < 0 || k > n) throw std::runtime_error("selected index k out of range");  // torch's message
+  if (k < 0 || k > n) throw std::invalid_argument("selected index k out of range");  // torch's message
   Shape out_shape = a.shape();
   out_shape[d] = k;
   Tensor values = Tensor::empty(out_shape, a.dtype());    // a's shape, k along d

@@ -19,12 +19,6 @@ using ag::Shape;
 using ag::Tensor;
 using ag::TensorImpl;
 
-template <class F>
-void def_both(nb::module_& m, nb::class_<TensorImpl>& cls, const char* name, F f, const auto&... extra) {
-  cls.def(name, f, extra...);
-  m.def(name, f, nb::arg("input"), extra...);
-}
-
 // torch's check of a dim argument, with its IndexError text (a 0-d tensor takes dims -1 and 0).
 void check_dim(int64_t dim, int64_t ndim) {
   const int64_t n = std::max<int64_t>(ndim, 1);

@@ -1,6 +1,6 @@
 // The ops, as Tensor methods and as attograd.* functions (torch's names and keywords), and
-// Python's operators. Each op is one lambda bound twice by def_both: as a method (self first) and as
-// a function (its first argument named `input`, as torch's).
+// Python's operators. Each op is one lambda bound twice by def_both (common.h): as a method (self
+// first) and as a function (its first argument named `input`, as torch's).
 //
 // attograd's kernels are floating-point; what torch does on integer and bool tensors that is
 // exact in float64 (sums, max, comparisons, where) is done there and converted back (arith.h).
@@ -22,12 +22,6 @@ using ag::DType;
 using ag::Shape;
 using ag::Tensor;
 using ag::TensorImpl;
-
-template <class F, class... Extra>
-void def_both(nb::module_& m, nb::class_<TensorImpl>& cls, const char* name, F f, const Extra&... extra) {
-  cls.def(name, f, extra...);
-  m.def(name, f, nb::arg("input"), extra...);
-}
 
 // A GEMM this large (multiply-adds) releases the GIL: below it the release costs more than it frees.
 constexpr double kGemmReleaseWork = 32768;

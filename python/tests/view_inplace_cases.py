@@ -113,3 +113,18 @@ def _cases():
 
 
 CASES = _cases()
+
+
+def buffer_names(T):
+    """nn.Buffer registered on assignment (persistent or not), a plain tensor attribute not: the
+    state_dict's keys, the buffers' names, whether the plain one is a buffer."""
+
+    class M(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.kept = T.nn.Buffer(T.ones(2))
+            self.scratch = T.nn.Buffer(T.zeros(1), persistent=False)
+            self.plain = T.zeros(3)
+
+    m = M()
+    return [sorted(m.state_dict()), sorted(n for n, _ in m.named_buffers()), "plain" in dict(m.named_buffers())]
