@@ -7,6 +7,7 @@
 #include "autograd/dims.h"
 #include "autograd/grad_lock.h"
 #include "autograd/kernels/dispatch.h"
+#include "autograd/node_names.h"
 #include "autograd/ops.h"  // sum_to: the broadcast reduction of a gradient (reduce_to_input)
 #include "autograd/parallel.h"
 #include "autograd/profiler.h"
@@ -118,6 +119,7 @@ SavedTensor SavedTensor::save(const Tensor& t) {
   SavedTensor s;
   if (!t.defined()) return s;
   s.data_ = t.detach();
+  s.original_ = t.impl_ptr();
   s.version_ = t.impl().storage->version;
   ++g_saved_since_record;
   if (t.requires_grad()) {
@@ -141,11 +143,34 @@ Tensor SavedTensor::unpack() const {
   if (!data_.defined()) return Tensor();
   const uint64_t now = data_.impl().storage->version;
   if (now != version_) {
+    // torch's message: the tensor as torch prints its type, the node it is an output of (for a
+    // saved input, its node now: the in-place op's; for a saved output, the node that saved
+    // it), the versions; then which backward needed it ('op', attograd's name).
     const std::string op = g_running_node ? g_running_node->op : std::string("?");
-    throw std::runtime_error("one of the variables needed for gradient computation has been modified by an inplace "
-                             "operation: the " + std::string(is_output_ ? "output" : "input") + " " + describe(data_) +
-                             " of '" + op + "' is at version " + std::to_string(now) + "; expected version " +
-                             std::to_string(version_) + " instead");
+    std::shared_ptr<Node> now_made_by = node_;
+    if (const std::shared_ptr<TensorImpl> original = original_.lock()) now_made_by = Tensor(original).grad_fn();
+    const Node* maker = is_output_ ? g_running_node : now_made_by.get();
+    static const char* const type_names[] = {"FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor"};
+    const char* type_name = data_.dtype() == DType::Float32   ? type_names[0]
+                            : data_.dtype() == DType::Float64 ? type_names[1]
+                            : data_.dtype() == DType::Int64   ? type_names[2]
+                                                              : type_names[3];
+    // torch 2 names the node by its op and overload ("Add" for AddBackward0, "Pow1" for
+    // PowBackward1), CopySlices by its C++ class.
+    std::string maker_name = maker ? torch_node_name(maker->op) : std::string();
+    if (const size_t at = maker_name.rfind("Backward"); at != std::string::npos && at + 9 == maker_name.size()) {
+      const char overload = maker_name.back();
+      maker_name.resize(at);
+      if (overload != '0') maker_name += overload;
+    }
+    throw std::runtime_error(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: [torch." +
+        std::string(type_name) + " " + shape_str(data_.shape()) + "]" +
+        (maker ? ", which is output 0 of " + maker_name + "," : std::string()) + " is at version " +
+        std::to_string(now) + "; expected version " + std::to_string(version_) + " instead. (attograd: the " +
+        (is_output_ ? "output" : "input") + " " + describe(data_) + " of '" + op +
+        "', saved for its backward.) Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).");
   }
   if (!GradMode::enabled()) return data_;
   // create_graph: the value with its place in the graph, so that ops on it are recorded.

@@ -194,6 +194,7 @@ class SavedTensor {
 
  private:
   Tensor data_;                       // detached handle on the same storage
+  std::weak_ptr<TensorImpl> original_;  // the input saved: its node now names it in the version error
   std::shared_ptr<TensorImpl> leaf_;  // an input leaf that requires grad
   std::shared_ptr<Node> node_;        // an input's node
   bool is_output_ = false;

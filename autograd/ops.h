@@ -5,6 +5,7 @@
 // Dims may be negative (counted from the end), as in PyTorch.
 #pragma once
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -22,6 +23,9 @@ Tensor mul(const Tensor& a, double s);
 Tensor rsub(double s, const Tensor& a);  // s - a
 Tensor rdiv(double s, const Tensor& a);  // s / a
 Tensor pow(const Tensor& a, double exponent);
+// a ** b with both a tensor (broadcast together), differentiable in both: da = g·b·a^(b−1)
+// (0 where b = 0), db = g·a^b·log(a) (0 where a = 0 and b ≥ 0), as PyTorch's pow.
+Tensor pow(const Tensor& a, const Tensor& b);
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
@@ -81,6 +85,12 @@ Tensor max(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor min(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices; no gradient
 Tensor argmin(const Tensor& a, int64_t dim, bool keepdim = false);  // int64 indices; no gradient
+// The k largest (largest = true) or smallest elements along dim with their int64 positions,
+// as torch.topk: sorted from the most extreme; NaN counts as larger than any number. Equal
+// values, and the order with sorted = false, come out as torch's CPU kernel leaves them (its
+// selection algorithm, run on the same sequence). Any dtype. The gradient of the values goes
+// to the picked positions (autograd/ops/topk.cpp).
+std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
 // Largest/smallest value over dims (empty: all), as torch.amax/amin (NaN wins). Elements that
 // tie for the extreme share its gradient equally, as in PyTorch.
 Tensor amax(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);
@@ -112,8 +122,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor gelu_mlp(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2);
 
 // ---- shapes and views (autograd/ops/shape.cpp) -------------------------------------------------
-Tensor reshape(const Tensor& a, const Shape& shape);  // one dim may be -1; a view when contiguous
-Tensor view(const Tensor& a, const Shape& shape);     // like reshape, but throws if a copy is needed
+// One dim may be -1. Always contiguous (the kernels that read raw data rely on it): a view
+// when a is contiguous, else a copy (which is no view of anything).
+Tensor reshape(const Tensor& a, const Shape& shape);
+// A view of a's elements in a's row-major order with the new shape, whenever strides exist
+// for it (ATen's computeStride rule: a's dims fall into runs each laid out as one contiguous
+// block, and the new shape must split into runs of the same sizes; so a split, a narrow or a
+// transpose can be viewed where the merged dims stay within one run). Throws torch's
+// message otherwise. The view may not be contiguous.
+Tensor view(const Tensor& a, const Shape& shape);
+// torch's reshape: view() when it can make one, whatever a's layout, else reshape()'s copy.
+Tensor view_or_copy(const Tensor& a, const Shape& shape);
 Tensor transpose(const Tensor& a, int64_t d0, int64_t d1);  // view
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);  // view
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);  // view

@@ -16,6 +16,7 @@
 // earlier does trip it, as in torch.
 #include "autograd/dims.h"
 #include "autograd/engine.h"
+#include "autograd/inplace.h"
 #include "autograd/inplace_history.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops.h"
@@ -82,14 +83,16 @@ Tensor base_with_view_history(const Tensor& view, const Tensor& r) {
   const int64_t offset = view.impl().offset - base.impl().offset;
   Tensor region = Tensor::zeros(base.shape(), DType::Bool);
   fill_values(make_view(region, view.shape(), view.strides(), offset), 1.0);
-  return where(region, as_strided_scatter(r, base.shape(), view.shape(), view.strides(), offset), base);
+  Tensor new_base = where(region, as_strided_scatter(r, base.shape(), view.shape(), view.strides(), offset), base);
+  if (new_base.grad_fn()) new_base.grad_fn()->op = "copy_slices";  // torch's CopySlices: the node of a write through a view
+  return new_base;
 }
 
 // The op: new values from the current ones. `saves_self`: the op keeps its first input for its
 // backward, so it gets a copy (the write would otherwise change what it saved).
 template <class F>
-const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_self, F compute) {
-  const bool recorded = GradMode::enabled() && (self.requires_grad() || (other && other->defined() && other->requires_grad()));
+const Tensor& inplace_impl(const Tensor& self, bool operands_require_grad, bool saves_self, F compute) {
+  const bool recorded = GradMode::enabled() && (self.requires_grad() || operands_require_grad);
   if (!recorded) {
     Tensor result;
     {
@@ -119,6 +122,11 @@ const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_
   return self;
 }
 
+template <class F>
+const Tensor& apply_inplace(const Tensor& self, const Tensor* other, bool saves_self, F compute) {
+  return inplace_impl(self, other && other->defined() && other->requires_grad(), saves_self, compute);
+}
+
 // other as an operand of this tensor's op: this tensor's dtype when both are floating, and a
 // copy when it shares this tensor's storage (x.mul_(x): the write must not change what it saved).
 Tensor operand(const Tensor& self, const Tensor& other) {
@@ -140,6 +148,13 @@ void rebase_history(const Tensor& self, const Tensor& result) {
     return;
   }
   take_history(base_of(self), base_with_view_history(self, result));
+}
+
+const Tensor& inplace_op(const Tensor& self, const std::vector<Tensor>& operands, bool saves_self,
+                         const std::function<Tensor(const Tensor& current)>& compute) {
+  bool operands_require_grad = false;
+  for (const Tensor& t : operands) operands_require_grad |= t.defined() && t.requires_grad();
+  return inplace_impl(self, operands_require_grad, saves_self, compute);
 }
 
 void Tensor::refresh_view_history() const {

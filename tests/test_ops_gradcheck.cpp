@@ -35,7 +35,7 @@ using V = const std::vector<Tensor>&;
 // The function a line of ops.h declares ("" for none): a declaration starts the line with its
 // return type, as every declaration in ops.h does.
 std::string declared_function(const std::string& line) {
-  for (const std::string type : {"Tensor ", "Shape ", "std::vector<Tensor> "}) {
+  for (const std::string type : {"Tensor ", "Shape ", "std::vector<Tensor> ", "std::pair<Tensor, Tensor> "}) {
     if (line.rfind(type, 0) != 0) continue;
     size_t b = line.find_first_not_of(' ', type.size()), e = b;
     while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_')) ++e;
@@ -80,6 +80,7 @@ TEST(GradcheckTable, CoversEveryOpOfOpsH) {
 TEST(GradcheckTable, TheCoverageCheckSeesANewDeclaration) {
   // The parser must recognise each form of declaration that ops.h uses.
   for (const std::string line : {"Tensor foo(const Tensor& a);", "std::vector<Tensor> foo(const Tensor& a, int64_t n);",
+                                 "std::pair<Tensor, Tensor> foo(const Tensor& a, int64_t k);",
                                  "Shape foo(const Shape& a, const Shape& b, const char* op);"})
     EXPECT_EQ(declared_function(line), "foo") << line;
   EXPECT_EQ(declared_function("inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }"), "");

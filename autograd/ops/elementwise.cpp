@@ -149,6 +149,35 @@ Tensor pow(const Tensor& a, double e) {
   return out;
 }
 
+Tensor pow(const Tensor& a, const Tensor& b) {
+  AG_PROFILE_OP("pow_tensor");
+  Tensor out = zip_float(a, b, "pow", [](auto x, auto y) { return static_cast<decltype(x)>(std::pow(x, y)); });
+  if (should_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    record(out, "pow_tensor", {a, b}, [sa = SavedTensor::save(a), sb = SavedTensor::save(b), ga, gb](const Tensor& g) {
+      // out = a^b  =>  da = g·b·a^(b−1), 0 where b = 0 (the formula would give 0·0^(−1) at a = 0);
+      //                db = g·a^b·log(a), 0 where a = 0 and b ≥ 0 (a^b is constant 0 or 1 there)
+      // The masks are piecewise constant in the inputs: computed from the values alone. Inside
+      // them the formulas read a harmless 1 (b − 1 → 0, log(a) → log 1), so that no NaN of the
+      // branch not taken reaches a second-order gradient.
+      const Tensor a = sa.unpack(), b = sb.unpack(), zero = Tensor::zeros({}, g.dtype()), one = Tensor::ones({}, g.dtype());
+      Tensor da, db;
+      if (ga) {
+        const Tensor constant = eq(b.detach(), 0.0);
+        da = where(constant, zero, mul(mul(g, b), pow(a, sub(where(constant, one, b), one))));
+      }
+      if (gb) {
+        const Tensor flat = zip_float(a.detach(), b.detach(), "pow", [](auto x, auto y) {
+          return x == 0 && y >= 0 ? decltype(x)(1) : decltype(x)(0);
+        }).to(DType::Bool);
+        db = where(flat, zero, mul(mul(g, pow(a, b)), log(where(flat, one, a))));
+      }
+      return Grads{da, db};
+    });
+  }
+  return out;
+}
+
 Tensor exp(const Tensor& a) {
   AG_PROFILE_OP("exp");
   Tensor out = map_float(a, "exp", [](auto x) { return std::exp(x); });

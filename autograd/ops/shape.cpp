@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "autograd/dims.h"
 #include "autograd/engine.h"
@@ -39,6 +40,48 @@ Shape infer_shape(const Tensor& a, const Shape& shape, const char* op) {
   return s;
 }
 
+// The strides with which `shape` views the elements of a tensor of (old_shape, old_strides) in
+// its row-major order, or none when no strides can (ATen's computeStride). The old dims fall
+// into runs ("chunks"): within one, each dim's stride is the next one's times that one's size,
+// so the run is a single block of memory with one innermost stride. Walking both shapes from
+// the last dim, the new dims must group into consecutive runs holding the same numbers of
+// elements as the old runs; a new dim inside a run takes the run's innermost stride times the
+// elements of the new dims after it within that run. Size-1 dims fit anywhere.
+std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& shape) {
+  const int64_t new_rank = static_cast<int64_t>(shape.size());
+  if (old_shape.empty()) return Shape(shape.size(), 1);  // one element: any strides do
+  if (shape_numel(old_shape) == 0) {
+    // No element to reach: the old strides if nothing changes, else contiguous ones (a size 0
+    // counting as 1, so that no stride becomes 0).
+    if (old_shape == shape) return old_strides;
+    Shape st(shape.size());
+    for (int64_t d = new_rank - 1; d >= 0; --d)
+      st[d] = d == new_rank - 1 ? 1 : std::max<int64_t>(shape[d + 1], 1) * st[d + 1];
+    return st;
+  }
+  Shape st(shape.size());
+  int64_t new_d = new_rank - 1;
+  int64_t run_stride = old_strides.back();  // the innermost stride of the current run
+  int64_t old_count = 1, new_count = 1;     // elements in the current run, old and new dims
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    old_count *= old_shape[d];
+    const bool run_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != old_count * run_stride);
+    if (!run_ends) continue;
+    while (new_d >= 0 && (new_count < old_count || shape[new_d] == 1)) {
+      st[new_d] = new_count * run_stride;
+      new_count *= shape[new_d];
+      --new_d;
+    }
+    if (new_count != old_count) return std::nullopt;  // a new dim would span two runs
+    if (d > 0) {
+      run_stride = old_strides[d - 1];
+      old_count = new_count = 1;
+    }
+  }
+  if (new_d != -1) return std::nullopt;
+  return st;
+}
+
 // Records the gradient of a reshape-like op: the gradient is reshaped back.
 Tensor record_reshape(Tensor out, const char* op, const Tensor& a) {
   if (should_record({&a}))
@@ -52,15 +95,30 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
   const Shape s = infer_shape(a, shape, "reshape");
   if (s == a.shape()) return a;
   if (a.is_contiguous()) return record_reshape(make_view(a, s, contiguous_strides(s), a.impl().offset), "reshape", a);
-  // A strided view is copied first (the copy is recorded, so gradients still flow).
+  // A strided view is copied first (the copy is recorded, so gradients still flow). The result
+  // is a view of nothing the caller can reach, so it is no view (torch's _unsafe_view).
   Tensor c = a.contiguous();
-  return record_reshape(make_view(c, s, contiguous_strides(s), c.impl().offset), "reshape", c);
+  Tensor out = make_view(c, s, contiguous_strides(s), c.impl().offset);
+  out.impl().view_base = nullptr;
+  return record_reshape(out, "reshape", c);
 }
 
 Tensor view(const Tensor& a, const Shape& shape) {
-  if (!a.is_contiguous())
-    throw std::invalid_argument("view: " + describe(a) + " is not contiguous; use reshape(), which copies");
-  return reshape(a, shape);
+  AG_PROFILE_OP("view");
+  const Shape s = infer_shape(a, shape, "view");
+  if (a.is_contiguous()) return record_reshape(make_view(a, s, contiguous_strides(s), a.impl().offset), "view", a);
+  const std::optional<Shape> st = view_strides(a.shape(), a.strides(), s);
+  if (!st)  // torch's message (an invalid_argument, as every bad input of an op: RuntimeError in Python)
+    throw std::invalid_argument(
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
+        "contiguous subspaces). Use .reshape(...) instead.");
+  return record_reshape(make_view(a, s, *st, a.impl().offset), "view", a);
+}
+
+Tensor view_or_copy(const Tensor& a, const Shape& shape) {
+  const Shape s = infer_shape(a, shape, "reshape");
+  if (a.is_contiguous() || view_strides(a.shape(), a.strides(), s)) return view(a, s);
+  return reshape(a, s);
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
@@ -164,7 +222,10 @@ Tensor concat(const std::vector<Tensor>& ts, int64_t dim) {
   Shape out_shape = first.shape();
   out_shape[d] = 0;
   for (const Tensor& t : ts) {
-    kernels::check_same_dtype(first, t, "concat");
+    if (!t.defined()) throw std::invalid_argument("concat: undefined input tensor");
+    if (t.dtype() != first.dtype())  // any dtype, one for all (the copy below is bytes)
+      throw std::invalid_argument("concat: dtype mismatch, " + describe(first) + " and " + describe(t) +
+                                  " (convert one with .to())");
     bool ok = t.dim() == first.dim();
     for (int64_t i = 0; ok && i < t.dim(); ++i) ok = i == d || t.shape()[i] == first.shape()[i];
     if (!ok)

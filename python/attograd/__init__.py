@@ -12,7 +12,7 @@ from . import _C
 from ._C import (
     Tensor, dtype, float32, float64, int64, bool,  # noqa: A004 (torch's names)
     get_default_dtype, set_default_dtype, set_num_threads, get_num_threads,
-    is_grad_enabled, from_numpy, from_dlpack, OutOfMemoryError,
+    is_grad_enabled, from_numpy, from_dlpack, OutOfMemoryError, topk, select, mv, repeat_interleave,
     # the ops as functions
     exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, sin, cos, relu, abs, neg, negative, square,
     isnan, isinf, isfinite, add, sub, mul, div, true_divide, pow, maximum, minimum, clamp, clip,
@@ -23,7 +23,8 @@ from ._C import (
     scatter_add,
 )
 from ._size import Size
-from ._tensor import device, _install
+from ._device import device, set_default_device, get_default_device
+from ._tensor import _install
 from ._factories import (
     tensor, as_tensor, zeros, ones, empty, full, arange, linspace, eye, zeros_like, ones_like, empty_like, full_like,
 )
@@ -36,7 +37,7 @@ from .autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inferenc
 from .serialization import save, load
 from . import autograd
 from . import nn, optim
-from . import backends, models, study, training
+from . import accelerator, backends, cuda, models, study, training
 
 __version__ = _C.__version__
 

@@ -17,7 +17,7 @@ def _size(size, name):
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data``: a number, a (nested) list or tuple of numbers, a
     NumPy array or a Tensor. Floats give the default dtype, ints int64, bools bool."""
-    _device.check(device)
+    _device.check_device(device)
     if isinstance(data, Tensor):
         t = data.detach().clone()
         if dtype is not None:
@@ -48,7 +48,7 @@ def _from_array_copy(array, dtype, requires_grad):
 def as_tensor(data, dtype=None, device=None):
     """``data`` itself if it is a Tensor of that dtype, a tensor sharing a NumPy array's memory
     when it can, else a copy (torch.as_tensor)."""
-    _device.check(device)
+    _device.check_device(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if type(data).__module__ == "numpy" and hasattr(data, "dtype") and data.dtype.kind in "fb":
@@ -62,31 +62,31 @@ def as_tensor(data, dtype=None, device=None):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros of shape ``size``."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._zeros(_size(size, "zeros"), dtype, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones of shape ``size``."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._ones(_size(size, "ones"), dtype, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` whose values are whatever its memory held."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._empty(_size(size, "empty"), dtype, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype follows the value's kind)."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._full(size, fill_value, dtype, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """``start, start + step, ...`` up to ``end`` (excluded); int64 when all three are ints."""
-    _device.check(device)
+    _device.check_device(device)
     if end is None:
         start, end = 0, start
     return _C._arange(start, end, step, dtype, requires_grad)
@@ -94,19 +94,19 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` values evenly spaced from ``start`` to ``end``, both included."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._linspace(start, end, steps, dtype, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The ``n`` by ``m`` identity matrix."""
-    _device.check(device)
+    _device.check_device(device)
     return _C._eye(n, m, dtype, requires_grad)
 
 
 def _like(factory):
     def like(input, *, dtype=None, device=None, requires_grad=False, **kwargs):  # kwargs: a factory's own (generator=)
-        _device.check(device)
+        _device.check_device(device)
         return factory(input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
 
     like.__name__ = factory.__name__ + "_like"
@@ -121,5 +121,5 @@ empty_like = _like(empty)
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     """attograd.full of ``input``'s shape and (unless told otherwise) dtype."""
-    _device.check(device)
+    _device.check_device(device)
     return full(input.shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)

@@ -64,19 +64,19 @@ def _made(t, requires_grad):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples."""
-    _device.check(device)
+    _device.check_device(device)
     return _made(_C._draw_uniform_(_C._empty(_size(size), dtype, False), 0.0, 1.0, generator), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal(0, 1) samples."""
-    _device.check(device)
+    _device.check_device(device)
     return _made(_C._draw_normal_(_C._empty(_size(size), dtype, False), 0.0, 1.0, generator), requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 by default."""
-    _device.check(device)
+    _device.check_device(device)
     if size is None:
         low, high, size = 0, low, high
     t = _C._empty(size, _C.int64 if dtype is None else dtype, False)
@@ -85,14 +85,14 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """0 .. n−1 in random order."""
-    _device.check(device)
+    _device.check_device(device)
     return _made(_C._randperm(n, _C.int64 if dtype is None else dtype, generator), requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal samples: ``normal(mean, std, size)`` for numbers, or with a tensor ``mean`` and/or
     ``std`` one sample per element of their broadcast (torch's: N(0, 1) scaled by std, then mean added)."""
-    _device.check(device)
+    _device.check_device(device)
     if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         if size is None:
             raise TypeError("normal() with a number mean and std needs a size")
@@ -112,7 +112,7 @@ randn_like = _like(randn)
 
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """attograd.randint of ``input``'s shape and (unless told otherwise) dtype."""
-    _device.check(device)
+    _device.check_device(device)
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad)

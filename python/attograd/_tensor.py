@@ -1,40 +1,14 @@
 """The Tensor methods written in Python, attached to the C++ class at import: printing, ``to`` and
-the dtype shorthands, ``new_*``, the device, pickling."""
+the dtype shorthands, ``new_*``, the device surface of a CPU-only torch (``cpu``, ``cuda``,
+``pin_memory``), pickling."""
 
 import builtins
 
-from . import _C, _device
+from . import _C
+from ._device import CPU, check_device, device  # noqa: F401 (device: attograd.device)
 from ._tensor_str import tensor_repr
 
 Tensor = _C.Tensor
-
-
-class device:
-    """A device, as torch.device; attograd computes on the CPU only."""
-
-    def __init__(self, type="cpu", index=None):
-        name, number = _device.parse(type, index)
-        _device.refuse(name)
-        self.type = "cpu"
-        self.index = number
-
-    def __eq__(self, other):
-        try:
-            return device(other).type == self.type
-        except (RuntimeError, TypeError):
-            return NotImplemented
-
-    def __hash__(self):
-        return hash(self.type)
-
-    def __repr__(self):
-        return "device(type='cpu')"
-
-    def __str__(self):
-        return "cpu"
-
-
-_CPU = device("cpu")
 
 
 def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
@@ -47,9 +21,22 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
         elif isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
             dtype = a
         else:
-            _device.check(a)  # refuses anything but the CPU
-    _device.check(device)
+            check_device(a)  # the CPU, or what a CPU-only torch raises
+    if device is not None:
+        check_device(device)
     return self._to_dtype(self.dtype if dtype is None else dtype, copy)
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=None):
+    """Tensor.cuda() of a CPU-only torch: it raises."""
+    del device, non_blocking, memory_format
+    raise AssertionError("Torch not compiled with CUDA enabled")
+
+
+def _pin_memory(self, device=None):
+    """Tensor.pin_memory() of a CPU-only torch: pinned memory needs an accelerator, so it raises."""
+    del device
+    raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
 def _new_tensor(self, data, dtype=None, requires_grad=False):
@@ -117,9 +104,16 @@ def _install():
     T.float = lambda self: self._to_dtype(_C.float32, False)
     T.long = lambda self: self._to_dtype(_C.int64, False)
     T.bool = lambda self: self._to_dtype(_C.bool, False)
-    T.cpu = lambda self: self
-    T.device = property(lambda self: _CPU)
+    T.cpu = lambda self, memory_format=None: self
+    T.cuda = _cuda
+    T.device = property(lambda self: CPU)
     T.is_cuda = property(lambda self: False)
+    T.is_cpu = property(lambda self: True)
+    T.is_mps = property(lambda self: False)
+    T.is_meta = property(lambda self: False)
+    T.get_device = lambda self: -1  # torch's answer for a CPU tensor
+    T.is_pinned = lambda self, device=None: False
+    T.pin_memory = _pin_memory
     T.new_tensor = _new_tensor
     for name in ("zeros", "ones", "empty", "full"):
         setattr(T, "new_" + name, _new_factory(name))

@@ -6,11 +6,36 @@ choose as it does::
 
     attograd.backends.set_gemm_provider("auto", model=model, tokens=batch * block)
 
-The choice is process-wide (every thread); set it while no GEMM runs."""
+The choice is process-wide (every thread); set it while no GEMM runs.
+
+``mps``, ``cuda`` and ``cudnn`` are torch.backends' namespaces as a CPU-only torch has them:
+nothing is available, and the flags programs set (``cuda.matmul.allow_tf32 = True``) are kept
+and change nothing."""
+
+import types as _types
 
 from . import _C
 
-__all__ = ["get_gemm_provider", "set_gemm_provider", "gemm_providers"]
+__all__ = ["get_gemm_provider", "set_gemm_provider", "gemm_providers", "mps", "cuda", "cudnn"]
+
+
+def _namespace(name, doc, **members):
+    module = _types.ModuleType(__name__ + "." + name, doc)
+    module.__dict__.update(members)
+    return module
+
+
+def _false():
+    return False
+
+
+mps = _namespace("mps", "torch.backends.mps: no Metal device here.", is_available=_false, is_built=_false)
+cuda = _namespace("cuda", "torch.backends.cuda: not built with CUDA; its flags are kept and change nothing.",
+                  is_built=_false,
+                  matmul=_types.SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
+                                                allow_bf16_reduced_precision_reduction=True))
+cudnn = _namespace("cudnn", "torch.backends.cudnn: not available; its flags are kept and change nothing.",
+                   is_available=_false, enabled=True, benchmark=False, deterministic=False, allow_tf32=True)
 
 
 def get_gemm_provider():

@@ -5,6 +5,7 @@
 
 #include "autograd/errors.h"
 #include "autograd/grad_mode.h"
+#include "autograd/inplace.h"
 #include "autograd/ops.h"
 
 namespace agpy {
@@ -44,10 +45,9 @@ Tensor float_op(BinaryOp op, const Tensor& a, const Tensor& b) {
     case BinaryOp::Div: return ag::div(a, b);
     case BinaryOp::Maximum: return ag::maximum(a, b);
     case BinaryOp::Minimum: return ag::minimum(a, b);
-    case BinaryOp::Pow: break;
+    case BinaryOp::Pow: return ag::pow(a, b);
   }
-  throw std::runtime_error(
-      "pow: the exponent must be a number (attograd's pow has no tensor exponent; write exp(b * log(a)) for a > 0)");
+  throw std::logic_error("float_op: unknown op");
 }
 
 // The result dtype an op gives for operands promoted to `common` (true division of integers
@@ -101,6 +101,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (ag::is_floating(out)) return float_op(op, as_dtype(a, out), as_dtype(b, out));
   check_bool_op(op, common);
   ag::NoGradGuard no_grad;  // integer tensors never require grad
+  // (An integer tensor to negative integer powers truncates toward 0, as torch's: 2^-1 is 0.)
   return integer_result(float_op(op, as_dtype(a, DType::Float64), as_dtype(b, DType::Float64)), out, op_name(op));
 }
 
@@ -112,17 +113,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Scalar& s, bool reflected) {
     const double v = s.value;
     switch (op) {
       case BinaryOp::Add: return ag::add(x, v);
-      case BinaryOp::Sub: return reflected ? ag::rsub(v, x) : ag::add(x, -v);
+      case BinaryOp::Sub: return reflected ? ag::rsub(v, x) : ag::sub(x, Tensor::scalar(v, out));  // SubBackward0
       case BinaryOp::Mul: return ag::mul(x, v);
       case BinaryOp::Div:
         // Division by the number itself (as torch), not multiplication by its reciprocal.
         return reflected ? ag::rdiv(v, x) : ag::div(x, Tensor::scalar(v, out));
       case BinaryOp::Pow:
-        if (!reflected) return ag::pow(x, v);
-        if (!(v > 0))
-          throw std::runtime_error("pow: a number raised to a tensor needs a positive base (got " + std::to_string(v) +
-                                   ")");
-        return ag::exp(ag::mul(x, std::log(v)));  // v ** x
+        return reflected ? ag::pow(Tensor::scalar(v, out), x) : ag::pow(x, v);  // v ** x, or x ** v
       case BinaryOp::Maximum:
       case BinaryOp::Minimum: return float_op(op, x, Tensor::scalar(v, out));
     }
@@ -171,28 +168,16 @@ nb::object times_alpha(nb::handle other, double alpha) {
 }
 
 void binary_inplace(BinaryOp op, const Tensor& self, nb::handle other, const char* name) {
-  if (ag::GradMode::enabled() && self.requires_grad()) {
-    if (self.is_leaf())
-      throw std::runtime_error(std::string(name) +
-                               ": a leaf Variable that requires grad is being used in an in-place operation.");
-    throw std::runtime_error(std::string(name) +
-                             ": attograd records no in-place op, and this tensor is part of a graph; use the "
-                             "out-of-place op (y = y + x) or work under no_grad()");
-  }
-  const std::optional<Tensor> result = try_binary(op, self, other);
-  if (!result)
+  Tensor t;
+  const bool is_tensor = nb::try_cast(other, t);
+  if (!is_tensor && !scalar_from_python(other))
     throw nb::type_error((std::string(name) + "(): expected a Tensor or a number, got " +
                           nb::cast<std::string>(nb::str(other.type().attr("__name__"))))
                              .c_str());
-  const Tensor& r = *result;
-  if (!ag::is_floating(self.dtype()) && ag::is_floating(r.dtype()))
-    throw std::runtime_error(std::string("result type ") + ag::dtype_name(r.dtype()) +
-                             " can't be cast to the desired output type " + ag::dtype_name(self.dtype()));
-  if (r.shape() != self.shape())
-    throw std::runtime_error(std::string(name) + ": output with shape " + ag::shape_str(self.shape()) +
-                             " doesn't match the broadcast shape " + ag::shape_str(r.shape()));
-  Tensor target = self;
-  target.copy_(r);
+  // mul, div, pow, maximum and minimum keep their first input for the backward.
+  const bool saves_self = op != BinaryOp::Add && op != BinaryOp::Sub;
+  ag::inplace_op(self, is_tensor ? std::vector<Tensor>{t} : std::vector<Tensor>{}, saves_self,
+                 [&](const Tensor& current) { return *try_binary(op, current, other); });
 }
 
 }  // namespace agpy

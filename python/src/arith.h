@@ -35,7 +35,7 @@ nb::object times_alpha(nb::handle other, double alpha);
 ag::Tensor float64_to_int64_exact(const ag::Tensor& t, const char* op);
 
 // Python's in-place operators and torch's add_, ...: the result written into `self` (which keeps
-// its dtype, as torch's), never recorded: refused in grad mode when self requires grad.
+// its dtype, as torch's), recorded as the C++ API records its in-place ops (autograd/inplace.h).
 void binary_inplace(BinaryOp op, const ag::Tensor& self, nb::handle other, const char* name);
 
 }  // namespace agpy

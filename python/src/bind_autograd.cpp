@@ -6,6 +6,7 @@
 // that registered it.
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "autograd/node_names.h"
 #include "common.h"
 #include "gil.h"
 #include "python_hooks.h"
@@ -17,34 +18,6 @@ namespace {
 using ag::Node;
 using ag::Tensor;
 using ag::TensorImpl;
-
-// torch's name of a backward node: "AddBackward0" for attograd's op "add" (and "add_scalar"),
-// "MulConstantBackward" for a custom Function's class name.
-std::string torch_node_name(const std::string& op) {
-  bool snake = true;
-  for (char c : op) snake &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  if (!snake) return op + "Backward";
-  // Where torch's node has another name than attograd's op (torch.cat is attograd's concat).
-  static const std::pair<const char*, const char*> renamed[] = {
-      {"concat", "CatBackward0"}, {"clamp", "ClampBackward1"}, {"norm", "LinalgVectorNormBackward0"},
-      {"to", "ToCopyBackward0"}, {"narrow", "SliceBackward0"}, {"slice", "SliceBackward0"},
-      {"rsub_scalar", "RsubBackward1"}, {"rdiv_scalar", "DivBackward0"}};
-  for (const auto& [ours, torchs] : renamed)
-    if (op == ours) return torchs;
-  std::string base = op;
-  if (base.ends_with("_scalar")) base.resize(base.size() - 7);  // add_scalar is torch's AddBackward0
-  std::string out;
-  bool upper = true;
-  for (char c : base) {
-    if (c == '_') {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(c - 'a' + 'A') : c;
-    upper = false;
-  }
-  return out + "Backward0";
-}
 
 // torch's AccumulateGrad node, for an edge into a leaf (attograd accumulates without a node).
 struct AccumulateGrad {
@@ -114,7 +87,7 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
 
   // ---- the graph -----------------------------------------------------------------------------------
   nb::class_<Node>(m, "Node")
-      .def("name", [](const Node& n) { return torch_node_name(n.op); })
+      .def("name", [](const Node& n) { return ag::torch_node_name(n.op); })
       .def_prop_ro("_op", [](const Node& n) { return n.op; }, "attograd's name of the op")
       .def_prop_ro("next_functions", &next_functions)
       .def("register_prehook", [](Node& n, nb::handle hook) {
@@ -127,7 +100,9 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
         const Node& n = nb::cast<const Node&>(self);
         char addr[32];
         std::snprintf(addr, sizeof addr, "%p", static_cast<const void*>(self.ptr()));
-        return "<" + torch_node_name(n.op) + " object at " + addr + ">";
+        std::string name = ag::torch_node_name(n.op);
+        if (name.starts_with("torch::autograd::")) name.erase(0, 17);  // torch's repr: the class alone
+        return "<" + name + " object at " + addr + ">";
       });
   nb::class_<AccumulateGrad>(m, "AccumulateGrad")
       .def("name", [](const AccumulateGrad&) { return "torch::autograd::AccumulateGrad"; })
@@ -140,7 +115,9 @@ void bind_autograd(nb::module_& m, nb::class_<TensorImpl>& cls) {
         return ag::add_node_post_hook(a.variable->accumulate_grad_hooks, PythonNodePostHook{PyRef(hook), {}});
       }, nb::arg("fn"), "fn((), grad_outputs) after the gradient is accumulated (backward only)")
       .def("__repr__", [](const AccumulateGrad&) { return "<AccumulateGrad object>"; });
-  cls.def_prop_ro("grad_fn", [](const TensorImpl& t) { return shown_node(t.grad_fn); });
+  // A view's, refreshed after its base changed; a custom Function's one node for its outputs.
+  cls.def_prop_ro("grad_fn", [](const Tensor& t) { return shown_node(t.grad_fn()); });
+  cls.def_prop_ro("output_nr", [](const Tensor& t) { return output_nr(t.grad_fn()); });
   m.def("_live_nodes", &Node::live_count, "Graph nodes alive in this process (for leak tests).");
 
   // ---- hooks ---------------------------------------------------------------------------------------

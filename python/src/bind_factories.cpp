@@ -136,7 +136,12 @@ struct Nested {
 Tensor from_nested(nb::handle data, std::optional<DType> dtype) {
   Nested v;
   v.walk(data, 0);
-  const DType d = dtype ? *dtype : v.any_float ? default_dtype() : (v.all_bool && !v.floats.empty()) ? DType::Bool : DType::Int64;
+  // No element at all (torch.tensor([])) gives the default dtype, as torch's.
+  const DType d = dtype                ? *dtype
+                  : v.floats.empty()   ? default_dtype()
+                  : v.any_float        ? default_dtype()
+                  : v.all_bool         ? DType::Bool
+                                       : DType::Int64;
   if (d == DType::Int64) {
     if (!v.int_overflow.empty())
       throw nb::value_error(("Overflow when unpacking long long: " + v.int_overflow +

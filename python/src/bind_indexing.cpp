@@ -5,13 +5,15 @@
 // Reading: an int is narrow + squeeze, a slice of step 1 is narrow, a slice of step k is a
 // strided view recorded as one op ("slice") whose backward is made of differentiable ops (so
 // double backward works); an int tensor index is index_select, a bool mask selects its true
-// positions. Writing (t[...] = v) works on the same views, under the in-place rules of copy_.
+// positions. Writing (t[...] = v) works on the same views, under the in-place rules of copy_
+// (recorded in a graph, as torch's).
 #include <algorithm>
 #include <cstring>
 
 #include "autograd/engine.h"
 #include "autograd/errors.h"
 #include "autograd/grad_mode.h"
+#include "autograd/inplace.h"
 #include "autograd/ops.h"
 #include "common.h"
 #include "ints.h"
@@ -67,7 +69,21 @@ Tensor select_int(const Tensor& a, int64_t d, int64_t i, int64_t shown_dim = -1)
 
 // a's rows along d at the int64 `index` (1-d), any dtype; recorded for float tensors.
 Tensor take(const Tensor& a, int64_t d, const Tensor& index) {
-  if (ag::is_floating(a.dtype())) return ag::index_select(a, d, index);
+  if (ag::is_floating(a.dtype())) {
+    // Negative positions count from the end, as torch's (index_select takes [0, n) only).
+    const int64_t n = a.size(d);
+    std::vector<int64_t> at;
+    bool negative = false;
+    for (double v : index.to_double_vector()) {
+      const auto p = static_cast<int64_t>(v);
+      if (p < -n || p >= n)
+        throw ag::IndexError("index " + std::to_string(p) + " is out of bounds for dimension " + std::to_string(d) +
+                             " with size " + std::to_string(n));
+      negative |= p < 0;
+      at.push_back(p < 0 ? p + n : p);
+    }
+    return ag::index_select(a, d, negative ? Tensor::from_vector(at, index.shape()) : index);
+  }
   const Tensor src = a.contiguous(), idx = index.contiguous();
   Shape shape = a.shape();
   shape[static_cast<size_t>(d)] = idx.numel();
@@ -236,9 +252,14 @@ Tensor value_for(nb::handle value, const Tensor& like, const Shape& shape) {
   return v.shape() == shape ? v : ag::expand(v, shape);
 }
 
+// Writes through the same views, with the in-place rules of copy_ (autograd/tensor_inplace.cpp):
+// recorded when self or the value is part of a graph, the base taking the new history. The views
+// are made in grad mode, so that each knows whether its base requires grad.
 void setitem(const Tensor& self, nb::handle index, nb::handle value) {
-  ag::NoGradGuard views_only;  // the views below are places to write to, not ops of a graph
   Indexed r = apply_basic(self, index);
+  // A tensor index writes through index_put_ in torch, which refuses a leaf by its own words.
+  if (r.advanced.defined() && ag::GradMode::enabled() && self.requires_grad() && self.is_leaf())
+    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place operation.");
   if (!r.advanced.defined()) {
     Tensor target = r.view;
     target.copy_(value_for(value, target, target.shape()));
@@ -289,23 +310,76 @@ void setitem(const Tensor& self, nb::handle index, nb::handle value) {
   }
 }
 
+// index_put_(indices, values, accumulate): indices is a tuple of index tensors (None for a whole
+// dim), as torch's; one of them a tensor, as attograd's indexing takes. accumulate adds the
+// values (repeated positions adding up) instead of writing them.
+void index_put(const Tensor& self, nb::handle indices, nb::handle values, bool accumulate) {
+  if (!nb::isinstance<nb::tuple>(indices) && !nb::isinstance<nb::list>(indices))
+    throw nb::type_error("index_put_(): argument 'indices' must be tuple of Tensors");
+  nb::list items;
+  int64_t tensors = 0, at = 0, d = 0;
+  Tensor index;
+  for (nb::handle item : nb::iter(indices)) {
+    if (item.is_none()) {
+      items.append(nb::steal(PySlice_New(nullptr, nullptr, nullptr)));
+    } else {
+      index = nb::cast<Tensor>(item);
+      at = d;
+      ++tensors;
+      items.append(item);
+    }
+    ++d;
+  }
+  if (tensors != 1)
+    throw std::runtime_error("index_put_: attograd takes one index tensor (the others None), got " +
+                             std::to_string(tensors));
+  if (!accumulate) return setitem(self, nb::tuple(items), values);
+  if (index.dtype() == DType::Bool) {  // a mask over one dim: its true positions
+    if (index.dim() != 1) throw std::runtime_error("index_put_(accumulate=True): attograd takes a mask over one dim only");
+    index = true_positions(index);
+  }
+  if (index.dtype() != DType::Int64) throw nb::index_error("tensors used as indices must be long, int, byte or bool tensors");
+  const int64_t n = self.size(at);
+  std::vector<int64_t> pos;
+  for (double p : index.to_double_vector()) {
+    if (p < -n || p >= n)
+      throw ag::IndexError("index " + std::to_string(static_cast<int64_t>(p)) + " is out of bounds for dimension " +
+                           std::to_string(at) + " with size " + std::to_string(n));
+    pos.push_back(static_cast<int64_t>(p < 0 ? p + n : p));
+  }
+  // values broadcast to what self[indices] reads: self's shape with the indexed dim replaced by
+  // the positions, and an index of that shape holding each position along that dim.
+  Shape target = self.shape();
+  target[static_cast<size_t>(at)] = static_cast<int64_t>(pos.size());
+  const Tensor v = value_for(values, self, target);
+  Shape line(target.size(), 1);
+  line[static_cast<size_t>(at)] = static_cast<int64_t>(pos.size());
+  const Tensor where_to = ag::expand(Tensor::from_vector(pos, line), target).contiguous();
+  std::vector<Tensor> operands;
+  Tensor vt;
+  if (nb::try_cast(values, vt)) operands.push_back(vt);
+  ag::inplace_op(self, operands, false, [&](const Tensor& cur) {
+    // self[..., pos[j], ...] += v[..., j, ...]  (scatter_add: repeated positions add up)
+    return ag::scatter_add(cur, at, where_to, v);
+  });
+}
+
 }  // namespace
 
 void bind_indexing(nb::class_<ag::TensorImpl>& cls) {
   cls.def("__getitem__", [](const Tensor& self, nb::handle index) { return getitem(self, index); },
           nb::arg("index").none());
-  cls.def("__setitem__", [](const Tensor& self, nb::handle index, nb::handle value) {
-    // torch's rule for in-place writes: not into a leaf that requires grad, in grad mode.
-    if (ag::GradMode::enabled() && self.requires_grad())
-      throw std::runtime_error(self.is_leaf() ? "a leaf Variable that requires grad is being used in an in-place operation."
-                                              : "attograd records no in-place op, and this tensor is part of a graph; "
-                                                "assign under no_grad(), or build the new tensor out of place (where)");
-    Tensor v;
-    if (ag::GradMode::enabled() && nb::try_cast(value, v) && v.requires_grad())
-      throw std::runtime_error("attograd records no in-place op: assigning a tensor that requires grad into another "
-                               "would drop its gradient; build the result out of place (cat, where)");
-    setitem(self, index, value);
-  }, nb::arg("index").none(), nb::arg("value"));
+  cls.def("__setitem__", [](const Tensor& self, nb::handle index, nb::handle value) { setitem(self, index, value); },
+          nb::arg("index").none(), nb::arg("value"));
+  cls.def("index_put_", [](nb::handle self, nb::handle indices, nb::handle values, bool accumulate) {
+    index_put(nb::cast<Tensor>(self), indices, values, accumulate);
+    return nb::borrow(self);
+  }, nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false);
+  cls.def("index_put", [](const Tensor& self, nb::handle indices, nb::handle values, bool accumulate) {
+    const Tensor out = self.clone();
+    index_put(out, indices, values, accumulate);
+    return out;
+  }, nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false);
 }
 
 }  // namespace agpy

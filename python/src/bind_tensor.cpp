@@ -44,13 +44,6 @@ nb::object item(const Tensor& t) {
   return element(t, t.impl().offset);
 }
 
-void check_inplace(const Tensor& t, const char* op) {
-  // torch's check, before attograd's own (which names the op).
-  if (ag::GradMode::enabled() && t.requires_grad() && t.is_leaf())
-    throw std::runtime_error(std::string(op) +
-                             ": a leaf Variable that requires grad is being used in an in-place operation.");
-}
-
 }  // namespace
 
 void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
@@ -99,8 +92,10 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 
   // ---- autograd state ------------------------------------------------------------------------------
+  // Through Tensor's accessors: a view whose base was written in place takes its new history
+  // from the base first (autograd/tensor_inplace.cpp).
   cls.def_prop_rw(
-         "requires_grad", [](TensorImpl& t) { return t.requires_grad; },
+         "requires_grad", [](const Tensor& s) { return s.requires_grad(); },
          [](Tensor s, bool on) {
            if (on && !ag::is_floating(s.dtype()))  // torch's Python texts (the C++ one is capitalised)
              throw std::runtime_error("only Tensors of floating point and complex dtype can require gradients");
@@ -113,7 +108,11 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
         t.requires_grad_(on);
         return nb::borrow(self);
       }, nb::arg("requires_grad") = true)
-      .def_prop_ro("is_leaf", [](TensorImpl& t) { return t.grad_fn == nullptr || !t.requires_grad; })
+      .def_prop_ro("is_leaf", [](const Tensor& s) { return s.grad_fn() == nullptr || !s.requires_grad(); })
+      // torch's view metadata: the tensor a view was made from (never a view itself; None for a
+      // tensor that is no view). output_nr: bind_autograd.cpp.
+      .def_prop_ro("_base", [](const Tensor& s) { return s._base(); })
+      .def("_is_view", [](const Tensor& s) { return s.is_view(); })
       // Under the engine's accumulation lock (autograd/grad_lock.h): another Python thread's
       // backward, outside the GIL, may be adding into this .grad meanwhile.
       .def_prop_rw(
@@ -122,13 +121,18 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
             std::lock_guard<std::mutex> lock(ag::grad_accumulation_mutex(&s.impl()));
             return s.grad();
           },
-          [](Tensor s, std::optional<Tensor> g) {
+          [](Tensor s, nb::handle value) {
+            Tensor g;
+            if (!value.is_none() && !nb::try_cast(value, g))  // torch's TypeError (a tutorial's `a.grad = 0.` meets it)
+              throw nb::type_error(("assigned grad expected to be a Tensor or None but got grad of type " +
+                                    nb::cast<std::string>(value.type().attr("__name__")))
+                                       .c_str());
             std::lock_guard<std::mutex> lock(ag::grad_accumulation_mutex(&s.impl()));
-            if (!g || !g->defined()) return s.zero_grad();
-            if (g->dtype() != s.dtype())
-              throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(*g) +
-                                       " for " + ag::describe(s) + ")");
-            s.set_grad(*g);
+            if (value.is_none()) return s.zero_grad();
+            if (g.dtype() != s.dtype())
+              throw std::runtime_error("assigned grad has data of a different type (" + ag::describe(g) + " for " +
+                                       ag::describe(s) + ")");
+            s.set_grad(g);
           },
           nb::arg("grad").none())
       .def("detach", [](const Tensor& s) { return s.detach(); })
@@ -184,22 +188,18 @@ void bind_tensor(nb::module_& m, nb::class_<TensorImpl>& cls) {
       });
 
   // ---- in-place writes ---------------------------------------------------------------------------------
-  cls.def("copy_", [](nb::handle self, const Tensor& src) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "copy_");
-        t.copy_(src.shape() == t.shape() ? src : ag::expand(src, t.shape()));  // torch broadcasts src
+  // Recorded as the C++ API records them (torch's refusal of a leaf that requires grad included).
+  cls.def("copy_", [](nb::handle self, const Tensor& src, bool non_blocking) {
+        (void)non_blocking;  // nothing is asynchronous on the CPU
+        nb::cast<Tensor>(self).copy_(src);  // src broadcast to this shape, as torch's
         return nb::borrow(self);
-      }, nb::arg("src"))
+      }, nb::arg("src"), nb::arg("non_blocking") = false)
       .def("zero_", [](nb::handle self) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "zero_");
-        t.fill_(0.0);
+        nb::cast<Tensor>(self).fill_(0.0);
         return nb::borrow(self);
       })
       .def("fill_", [](nb::handle self, nb::handle value) {
-        Tensor t = nb::cast<Tensor>(self);
-        check_inplace(t, "fill_");
-        t.fill_(scalar_value(value, "fill_"));
+        nb::cast<Tensor>(self).fill_(scalar_value(value, "fill_"));
         return nb::borrow(self);
       }, nb::arg("value"));
   (void)m;

@@ -1,6 +1,6 @@
 // The ops, as Tensor methods and as attograd.* functions (torch's names and keywords), and
-// Python's operators. Each op is one lambda bound twice by def_both: as a method (self first) and as
-// a function (its first argument named `input`, as torch's).
+// Python's operators. Each op is one lambda bound twice by def_both (common.h): as a method (self
+// first) and as a function (its first argument named `input`, as torch's).
 //
 // attograd's kernels are floating-point; what torch does on integer and bool tensors that is
 // exact in float64 (sums, max, comparisons, where) is done there and converted back (arith.h).
@@ -9,6 +9,7 @@
 
 #include "arith.h"
 #include "autograd/grad_mode.h"
+#include "autograd/inplace.h"
 #include "autograd/ops.h"
 #include "common.h"
 #include "ints.h"
@@ -22,12 +23,6 @@ using ag::DType;
 using ag::Shape;
 using ag::Tensor;
 using ag::TensorImpl;
-
-template <class F, class... Extra>
-void def_both(nb::module_& m, nb::class_<TensorImpl>& cls, const char* name, F f, const Extra&... extra) {
-  cls.def(name, f, extra...);
-  m.def(name, f, nb::arg("input"), extra...);
-}
 
 // A GEMM this large (multiply-adds) releases the GIL: below it the release costs more than it frees.
 constexpr double kGemmReleaseWork = 32768;
@@ -77,11 +72,11 @@ Shape varargs_shape(const nb::args& args, const char* what) {
 Tensor squeeze_dim(const Tensor& a, int64_t dim) {
   const int64_t d = ag::wrap_dim(dim, std::max<int64_t>(a.dim(), 1), "squeeze", a);
   if (a.dim() > 0 && a.size(d) == 1) return ag::squeeze(a, d);
-  return ag::reshape(a, a.shape());  // torch returns the tensor unchanged (a view)
+  return ag::view(a, a.shape());  // torch returns the tensor unchanged (a view)
 }
 
 Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
-  if (a.dim() == 0) return ag::reshape(a, {1});
+  if (a.dim() == 0) return ag::view(a, {1});
   const int64_t s = ag::wrap_dim(start, a.dim(), "flatten", a), e = ag::wrap_dim(end, a.dim(), "flatten", a);
   if (s > e) throw std::runtime_error("flatten() has invalid args: start_dim cannot come after end_dim");
   Shape shape(a.shape().begin(), a.shape().begin() + s);
@@ -89,7 +84,7 @@ Tensor flatten(const Tensor& a, int64_t start, int64_t end) {
   for (int64_t i = s; i <= e; ++i) n *= a.size(i);
   shape.push_back(n);
   shape.insert(shape.end(), a.shape().begin() + e + 1, a.shape().end());
-  return ag::reshape(a, shape);
+  return ag::view_or_copy(a, shape);
 }
 
 Tensor expand_to(const Tensor& a, Shape sizes) {
@@ -205,6 +200,15 @@ Tensor where(const Tensor& cond, nb::handle input, nb::handle other) {
   return ag::where(cond, as_dtype(a, d), as_dtype(b, d));
 }
 
+// masked_fill with a 0-d tensor as the value (torch's; the gradient of the value is the sum
+// over the filled places).
+Tensor masked_fill_tensor(const Tensor& a, const Tensor& mask, const Tensor& value) {
+  if (value.dim() != 0)
+    throw std::runtime_error("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with " +
+                             std::to_string(value.dim()) + " dimension(s).");
+  return where(mask, nb::cast(as_dtype(value, a.dtype())), nb::cast(a));  // the value where mask is true
+}
+
 Tensor max_all(const Tensor& a) {
   return reduce_integer(a, a.dtype(), "max", [](const Tensor& x) { return ag::amax(x); });
 }
@@ -252,6 +256,18 @@ double norm_order(nb::handle p) {
   return nb::cast<double>(p);
 }
 
+// cat's and stack's inputs in the dtype torch's promotion gives them all.
+std::vector<Tensor> promoted(const std::vector<Tensor>& ts) {
+  bool one_dtype = true;
+  for (const Tensor& t : ts) one_dtype &= t.dtype() == ts[0].dtype();
+  if (one_dtype) return ts;
+  DType d = ts[0].dtype();
+  for (const Tensor& t : ts) d = result_type(Tensor::empty({1}, d), Tensor::empty({1}, t.dtype()));
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(as_dtype(t, d));
+  return out;
+}
+
 nb::tuple as_tuple(const std::vector<Tensor>& ts) {
   nb::list out;
   for (const Tensor& t : ts) out.append(nb::cast(t));
@@ -291,16 +307,12 @@ nb::object op_or_not_implemented(BinaryOp op, const Tensor& a, nb::handle b, boo
   return nb::borrow(Py_NotImplemented);
 }
 
-// `x += y`: in place when nothing is recorded; when torch would record the in-place op (x or y
-// part of a graph in grad mode), attograd, which records none, rebinds x to the out-of-place
-// result instead, so gradients stay right (other references to the old x keep the old value).
+// `x += y`: in place, recorded as torch's (autograd/inplace.h); NotImplemented for an operand
+// that is neither a Tensor nor a number, so that Python raises its TypeError.
 nb::object inplace_operator(BinaryOp op, nb::handle self, nb::handle other, const char* name) {
-  const Tensor a = nb::cast<Tensor>(self);
   Tensor b;
-  const bool other_records = nb::try_cast(other, b) && b.requires_grad();
-  if (ag::GradMode::enabled() && ((a.requires_grad() && !a.is_leaf()) || (other_records && !a.requires_grad())))
-    return op_or_not_implemented(op, a, other, false);
-  binary_inplace(op, a, other, name);
+  if (!nb::try_cast(other, b) && !scalar_from_python(other)) return nb::borrow(Py_NotImplemented);
+  binary_inplace(op, nb::cast<Tensor>(self), other, name);
   return nb::borrow(self);
 }
 
@@ -347,6 +359,8 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
            nb::arg("other"));
   def_both(m, cls, "pow", [](const Tensor& a, nb::handle exponent) { return binary(BinaryOp::Pow, nb::cast(a), exponent); },
            nb::arg("exponent"));
+  m.def("pow", [](nb::handle self, const Tensor& exponent) { return binary(BinaryOp::Pow, self, nb::cast(exponent)); },
+        nb::arg("self"), nb::arg("exponent"));  // torch.pow(2, x)
   def_both(m, cls, "maximum", [](const Tensor& a, const Tensor& other) { return binary(BinaryOp::Maximum, a, other); },
            nb::arg("other"));
   def_both(m, cls, "minimum", [](const Tensor& a, const Tensor& other) { return binary(BinaryOp::Minimum, a, other); },
@@ -365,6 +379,8 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     return where(condition, nb::cast(self), other);
   }, nb::arg("condition"), nb::arg("other"));
   def_both(m, cls, "masked_fill", [](const Tensor& a, const Tensor& mask, nb::handle value) {
+    Tensor v;
+    if (nb::try_cast(value, v)) return masked_fill_tensor(a, mask, v);
     return ag::masked_fill(a, mask, scalar_value(value, "masked_fill"));
   }, nb::arg("mask"), nb::arg("value"));
   def_both(m, cls, "logical_not", [](const Tensor& a) {
@@ -429,8 +445,8 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
     def_both(m, cls, name, [](const Tensor& a, const Tensor& other) { return matmul_gil_released(a, other); }, nb::arg("other"));
 
   // ---- shapes and views --------------------------------------------------------------------------------------
-  cls.def("reshape", [](const Tensor& a, nb::args shape) { return ag::reshape(a, varargs_shape(shape, "reshape")); });
-  m.def("reshape", [](const Tensor& a, nb::handle shape) { return ag::reshape(a, shape_from_python(shape, "reshape")); },
+  cls.def("reshape", [](const Tensor& a, nb::args shape) { return ag::view_or_copy(a, varargs_shape(shape, "reshape")); });
+  m.def("reshape", [](const Tensor& a, nb::handle shape) { return ag::view_or_copy(a, shape_from_python(shape, "reshape")); },
         nb::arg("input"), nb::arg("shape"));
   cls.def("view", [](const Tensor& a, nb::args shape) { return ag::view(a, varargs_shape(shape, "view")); });
   cls.def("permute", [](const Tensor& a, nb::args dims) { return ag::permute(a, varargs_shape(dims, "permute")); });
@@ -442,7 +458,7 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
         nb::arg("input"), nb::arg("dims"));
   cls.def("expand_as", [](const Tensor& a, const Tensor& other) { return ag::expand(a, other.shape()); }, nb::arg("other"));
   cls.def("view_as", [](const Tensor& a, const Tensor& other) { return ag::view(a, other.shape()); }, nb::arg("other"));
-  cls.def("reshape_as", [](const Tensor& a, const Tensor& other) { return ag::reshape(a, other.shape()); }, nb::arg("other"));
+  cls.def("reshape_as", [](const Tensor& a, const Tensor& other) { return ag::view_or_copy(a, other.shape()); }, nb::arg("other"));
   cls.def("type_as", [](const Tensor& a, const Tensor& other) { return as_dtype(a, other.dtype()); }, nb::arg("other"));
   for (const char* name : {"transpose", "swapaxes", "swapdims"})
     def_both(m, cls, name, [](const Tensor& a, int64_t dim0, int64_t dim1) { return ag::transpose(a, dim0, dim1); },
@@ -478,7 +494,7 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
         throw std::runtime_error("unflatten: sizes " + ag::shape_str(inner) + " multiply beyond int64");
     }
     if (unknown >= 0) shape[static_cast<size_t>(d + unknown)] = a.size(d) / std::max<int64_t>(known, 1);
-    return ag::reshape(a, shape);
+    return ag::view_or_copy(a, shape);
   }, nb::arg("dim"), nb::arg("sizes"));
   def_both(m, cls, "narrow", [](const Tensor& a, int64_t dim, int64_t start, int64_t length) {
     const int64_t d = ag::wrap_dim(dim, a.dim(), "narrow", a);
@@ -496,11 +512,11 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
   for (const char* name : {"cat", "concat", "concatenate"})
     m.def(name, [](const std::vector<Tensor>& tensors, int64_t dim) {
       if (tensors.empty()) throw std::runtime_error("torch.cat(): expected a non-empty list of Tensors");
-      return ag::concat(tensors, dim);
+      return ag::concat(promoted(tensors), dim);
     }, nb::arg("tensors"), nb::arg("dim") = 0);
   m.def("stack", [](const std::vector<Tensor>& tensors, int64_t dim) {
     if (tensors.empty()) throw std::runtime_error("stack expects a non-empty TensorList");
-    return ag::stack(tensors, dim);
+    return ag::stack(promoted(tensors), dim);
   }, nb::arg("tensors"), nb::arg("dim") = 0);
   def_both(m, cls, "index_select", [](const Tensor& a, int64_t dim, const Tensor& index) { return ag::index_select(a, dim, index); },
            nb::arg("dim"), nb::arg("index"));
@@ -551,18 +567,21 @@ void bind_tensor_ops(nb::module_& m, nb::class_<TensorImpl>& cls) {
       return nb::borrow(self);
     }, nb::arg("other"));
   }
-  cls.def("clamp_", [](nb::handle self, std::optional<double> min, std::optional<double> max) {
-    Tensor a = nb::cast<Tensor>(self);
-    if (ag::GradMode::enabled() && a.requires_grad())
-      throw std::runtime_error("clamp_: a tensor that requires grad is being used in an in-place operation");
-    a.copy_(ag::clamp(a, min, max));
-    return nb::borrow(self);
-  }, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
+  for (const char* name : {"clamp_", "clip_"})
+    cls.def(name, [](nb::handle self, std::optional<double> min, std::optional<double> max) {
+      if (!min && !max) throw std::runtime_error("torch.clamp: At least one of 'min' or 'max' must not be None");
+      ag::inplace_op(nb::cast<Tensor>(self), {}, true, [&](const Tensor& cur) { return ag::clamp(cur, min, max); });
+      return nb::borrow(self);
+    }, nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
   cls.def("masked_fill_", [](nb::handle self, const Tensor& mask, nb::handle value) {
-    Tensor a = nb::cast<Tensor>(self);
-    if (ag::GradMode::enabled() && a.requires_grad())
-      throw std::runtime_error("masked_fill_: a tensor that requires grad is being used in an in-place operation");
-    a.copy_(ag::masked_fill(a, mask, scalar_value(value, "masked_fill_")));
+    const Tensor a = nb::cast<Tensor>(self);
+    Tensor v;
+    if (nb::try_cast(value, v)) {  // a 0-d tensor value, differentiable as torch's
+      ag::inplace_op(a, {v}, false, [&](const Tensor& cur) { return masked_fill_tensor(cur, mask, v); });
+      return nb::borrow(self);
+    }
+    const double number = scalar_value(value, "masked_fill_");
+    ag::inplace_op(a, {}, false, [&](const Tensor& cur) { return ag::masked_fill(cur, mask, number); });
     return nb::borrow(self);
   }, nb::arg("mask"), nb::arg("value"));
   cls.def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul_gil_released(a, b); });

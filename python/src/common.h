@@ -84,6 +84,14 @@ std::vector<int64_t> dims_from_python(nb::handle h);
 // attograd.Size(shape): a tuple subclass defined in Python (attograd/_size.py), as torch.Size.
 nb::object size_object(const ag::Shape& shape);
 
+// An op bound twice, as torch has it: a Tensor method (self first) and an attograd.* function
+// whose first argument is named `input`.
+template <class F, class... Extra>
+void def_both(nb::module_& m, nb::class_<ag::TensorImpl>& cls, const char* name, F f, const Extra&... extra) {
+  cls.def(name, f, extra...);
+  m.def(name, f, nb::arg("input"), extra...);
+}
+
 // The Tensor type's garbage-collector slots (gc.cpp).
 int tensor_traverse(PyObject* self, visitproc visit, void* arg);
 int tensor_clear(PyObject* self);
@@ -95,6 +103,7 @@ void bind_dtype(nb::module_& m);
 void bind_tensor(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_tensor_ops(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_indexing(nb::class_<ag::TensorImpl>& cls);
+void bind_sampling(nb::module_& m, nb::class_<ag::TensorImpl>& cls);
 void bind_factories(nb::module_& m);
 void bind_random(nb::module_& m);
 void bind_numpy(nb::module_& m, nb::class_<ag::TensorImpl>& cls);

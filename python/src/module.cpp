@@ -25,6 +25,7 @@ NB_MODULE(_C, m) {
   agpy::bind_tensor(m, tensor);
   agpy::bind_tensor_ops(m, tensor);
   agpy::bind_indexing(tensor);
+  agpy::bind_sampling(m, tensor);
   agpy::bind_factories(m);
   agpy::bind_random(m);
   agpy::bind_numpy(m, tensor);

@@ -25,6 +25,14 @@ def tables():
         return json.load(f)
 
 
+@pytest.fixture(scope="session")
+def view_tables():
+    """What torch answers about views, in-place ops, selection, sampling and devices
+    (make_view_fixtures.py)."""
+    with open(os.path.join(FIXTURES, "view_inplace.json")) as f:
+        return json.load(f)
+
+
 @pytest.fixture(autouse=True)
 def fresh_state():
     """Each test starts in grad mode with the float32 default, and leaves them so."""

@@ -262,4 +262,9 @@ if __name__ == "__main__":
     make_losses()
     make_optim()
     make_tables(make_nn())
+    import make_program_fixtures  # the learner programs
+    import make_view_fixtures  # views, in-place ops, selection and sampling, devices
+
+    make_view_fixtures.make()
+    make_program_fixtures.make()
     print(f"fixtures written to {OUT} with torch {torch.__version__}")

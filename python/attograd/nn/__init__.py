@@ -5,14 +5,16 @@ as Modules, mixable with Python ones in ``Sequential``, ``ModuleList`` and ``Mod
 
 from . import functional, init, utils
 from .modules import (
-    BCEWithLogitsLoss, CppModule, CrossEntropyLoss, Dropout, Embedding, GELU, Identity, L1Loss, LayerNorm, Linear,
+    BCEWithLogitsLoss, CppModule, CrossEntropyLoss, Dropout, Embedding, Flatten, GELU, Identity, L1Loss, LayerNorm,
+    Linear, Unflatten,
     LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, MultiheadAttention, NLLLoss, ReLU, RMSNorm, Sequential,
     Sigmoid, SiLU, Softmax, Tanh,
 )
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 __all__ = [
-    "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "Embedding", "GELU", "Identity", "L1Loss", "LayerNorm",
+    "BCEWithLogitsLoss", "Buffer", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "L1Loss",
+    "LayerNorm", "Unflatten",
     "Linear", "LogSoftmax", "Module", "ModuleDict", "ModuleList", "MSELoss", "MultiheadAttention", "NLLLoss",
     "Parameter", "ReLU", "RMSNorm", "Sequential", "Sigmoid", "SiLU", "Softmax", "Tanh", "functional", "init", "utils",
 ]

@@ -1,6 +1,7 @@
 """``nn.Parameter``: a Tensor that a Module registers as its parameter when it is assigned as an
 attribute. It is a Python subclass of Tensor, so it keeps its class through C++: the same
-tensor always comes back as the same Parameter object."""
+tensor always comes back as the same Parameter object. ``nn.Buffer``: a tensor marked to be
+registered as a buffer when assigned."""
 
 from .. import _C
 
@@ -31,6 +32,26 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         del protocol
         return (_rebuild_parameter, (self.detach().tolist(), self.dtype, self.requires_grad))
+
+
+class _BufferMeta(type):
+    # isinstance(t, Buffer): a tensor Buffer(...) marked, as torch's.
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+
+
+class Buffer(metaclass=_BufferMeta):
+    """torch.nn.Buffer(data, persistent=True): ``data`` detached (keeping its requires_grad), marked
+    so that assigning it to a Module attribute registers it as a buffer (in the state_dict when
+    persistent). It is a Tensor, as torch's; ``isinstance(t, nn.Buffer)`` tells the marked ones."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C._empty([0], None, False)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 def _rebuild_parameter(values, dtype, requires_grad):

@@ -123,7 +123,7 @@ def wrap_cpp_module(cpp):
 
 
 def _no_device(device):
-    _device.check(device)
+    _device.check_device(device)
 
 
 class Linear(CppModule):

@@ -9,7 +9,7 @@ from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
 
@@ -129,10 +129,13 @@ class Module:
             self._set_module(name, value)
             return
         buffers = self.__dict__.get("_buffers")
-        if buffers is not None and name in buffers:
+        if isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' (attograd.Tensor or None expected)")
-            buffers[name] = value
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                "(attograd.nn.Buffer, attograd.Tensor or None expected)")
+            persistent = value.persistent if isinstance(value, Buffer) else name not in self._non_persistent_buffers_set
+            self._remove_from(name, self.__dict__, params, modules)
+            self.register_buffer(name, value, persistent)
             return
         object.__setattr__(self, name, value)
 
@@ -470,9 +473,10 @@ class Module:
         return self._convert(_C.float32)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):
-        """``to(dtype)``, ``to("cpu")``, ``to(tensor)``: converts the floating parameters in place."""
+        """``to(dtype)``, ``to("cpu")``, ``to(tensor)``: converts the floating parameters in place.
+        Any device but the CPU raises what a CPU-only torch raises."""
         del non_blocking
-        from ... import _device
+        from ..._device import check_device
 
         for a in args:
             if isinstance(a, Tensor):
@@ -480,12 +484,18 @@ class Module:
             elif isinstance(a, _C.dtype):
                 dtype = a
             else:
-                _device.check(a)
-        _device.check(device)
+                check_device(a)
+        if device is not None:
+            check_device(device)
         return self if dtype is None else self._convert(dtype)
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        """As a CPU-only torch's: it raises."""
+        del device
+        raise AssertionError("Torch not compiled with CUDA enabled")
 
     # ---- printing ----------------------------------------------------------------------------------------
     def extra_repr(self):
