@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "arith.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "common.h"
 
