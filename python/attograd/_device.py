@@ -98,7 +98,8 @@ def check_device(where):
     """The device a ``device=`` argument names, if attograd can put a tensor there: None (the
     default device, ``set_default_device``) or the CPU (any index) give ``device("cpu")``;
     anything else raises what a CPU-only torch raises for it."""
-    if where is not None and not isinstance(where, (builtins.str, bytes, builtins.int)) and not hasattr(where, "index"):
+    if where is not None and not isinstance(where, (builtins.str, bytes, builtins.int)) and not (
+            hasattr(where, "type") and hasattr(where, "index")):  # ours, or torch's own
         raise TypeError(f"argument 'device' must be torch.device, not {builtins.type(where).__name__}")
     d = _default if where is None else device(where)
     if d.type == "cpu":
