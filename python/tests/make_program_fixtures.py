@@ -1,6 +1,7 @@
 """Makes the fixtures of the learner programs (python/tests/programs/): runs each with PyTorch and
-keeps what torch drew (the initial weights, the batch positions) and what the program computed
-(losses, gradient norms, logits, final weights, generated tokens, the lines it printed).
+keeps what torch drew (the initial weights, the batch positions, makemore's split) and what the
+program computed (losses, gradients or their norms, logits, final weights, generated tokens, the
+lines it printed).
 test_programs.py runs the same programs on attograd with torch's draws and compares. Run by
 make_fixtures.py, or alone:
 
@@ -15,7 +16,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from programs import Log, Record, lecture_bigram, lecture_gpt, mingpt, nanogpt, tutorial_polynomials  # noqa: E402
+from programs import (Log, Record, lecture_bigram, lecture_gpt, makemore, mingpt, nanogpt,  # noqa: E402
+                      tutorial_polynomials)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 SAMPLE_TOKENS = 24  # generated with multinomial after torch.manual_seed(1337)
@@ -39,6 +41,20 @@ def _run_lm(name, program, store, tables, seed=1337, **kwargs):
     for key in ("losses", "estimates", "norms", "lrs", "greedy", "decay_groups", "num_params", "mfu", "sample"):
         if key in out:
             entry[key] = out[key]
+    tables[name] = entry
+
+
+def _run_makemore(name, store, tables, seed=1337, **kwargs):
+    # the seed before the split's randperm, as makemore seeds before making its datasets
+    torch.manual_seed(seed)
+    draws, log = Record(), Log()
+    out = makemore.program(torch, draws, log, **kwargs)
+    _state(f"{name}/initial", out["initial"], store)
+    _state(f"{name}/final", out["model"].state_dict(), store)
+    _state(f"{name}/first_grads", out["first_grads"], store)
+    entry = {"draws": draws.draws, "log": list(log), "kwargs": kwargs, "seed": seed}
+    for key in ("losses", "evaluations", "split", "greedy", "sample"):
+        entry[key] = out[key]
     tables[name] = entry
 
 
@@ -78,6 +94,8 @@ def make():
     _run_lm("nanogpt", nanogpt.program, store, tables, top_k=5)
     _run_lm("nanogpt_manual_attention", nanogpt.program, store, tables, fast_attention=False, bias=False)
     _run_lm("mingpt", mingpt.program, store, tables)
+    _run_makemore("makemore_mlp", store, tables, kind="mlp", temperature=0.8, top_k=5, num_samples=8)
+    _run_makemore("makemore_bigram", store, tables, kind="bigram", learning_rate=5e-2, num_samples=8)
     _tutorials(store, tables)
     np.savez_compressed(os.path.join(OUT, "programs.npz"), **store)
     with open(os.path.join(OUT, "programs.json"), "w") as f:
