@@ -1,11 +1,14 @@
 """The learner programs (python/tests/programs/: the lecture's bigram and GPT, nanoGPT's model and
-training step, minGPT's model and Trainer, PyTorch's polynomial tutorials) run with attograd as
-their ``torch``, on the weights and batches torch drew, and compute what torch computed
-(fixtures/programs.*, made by make_program_fixtures.py): the same losses, gradient norms, logits,
-trained weights, greedy tokens and printed lines, to float32 round-off.
+training step, minGPT's model and Trainer, makemore's Bigram and MLP, PyTorch's polynomial
+tutorials) run with attograd as their ``torch``, on the weights and batches torch drew, and
+compute what torch computed (fixtures/programs.*, made by make_program_fixtures.py): the same
+losses, gradients and gradient norms, logits, trained weights, greedy tokens and printed lines, to
+float32 round-off.
 
-Sampling with torch.multinomial gives torch's tokens only with torch's generator; those checks
-run once attograd has multinomial (the torch-identical generator's work), and are skipped before."""
+attograd's generator is torch's (test_generator.py), so what the programs draw themselves comes
+out as torch's: the tokens sampled with torch.multinomial after torch.manual_seed are torch's, token
+for token, and makemore's split by torch.randperm, its initial weights and its batches drawn with
+torch.randint are torch's when it runs from the seed alone."""
 
 import json
 import math
@@ -17,13 +20,12 @@ import pytest
 
 import attograd
 from conftest import FIXTURES
-from programs import Log, Replay, cut_to_top_k, lecture_bigram, lecture_gpt, mingpt, nanogpt, tutorial_polynomials
+from programs import (Log, Record, Replay, cut_to_top_k, lecture_bigram, lecture_gpt, makemore, mingpt, nanogpt,
+                      tutorial_polynomials)
 
 T = attograd
 SAMPLE_TOKENS = 24  # as make_program_fixtures.py
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
-needs_multinomial = pytest.mark.skipif(not hasattr(attograd, "multinomial"),
-                                       reason="torch.multinomial comes with the torch-identical generator")
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,6 @@ def test_top_k_cut_of_the_gpts_sampling(runs):
     assert probs[0, 0].item() == 0.0 and math.isclose(probs[1].sum().item(), 1.0, rel_tol=1e-6)
 
 
-@needs_multinomial
 @pytest.mark.parametrize("name,program", [("bigram", lecture_bigram.program), ("gpt", lecture_gpt.program),
                                           ("nanogpt", nanogpt.program), ("mingpt", mingpt.program)])
 def test_sampling_draws_torchs_tokens(runs, name, program):
@@ -119,6 +120,66 @@ def test_sampling_draws_torchs_tokens(runs, name, program):
     out = program(T, Replay(entry["draws"]), Log(), init_state=state(arrays, f"{name}/initial"),
                   sample_tokens=SAMPLE_TOKENS, **entry["kwargs"])
     assert out["sample"] == entry["sample"]
+
+
+MAKEMORE = ["makemore_mlp", "makemore_bigram"]
+
+
+def run_makemore(runs, name, from_seed):
+    """makemore's program on attograd after torch's seed: on torch's initial weights and batches,
+    or (from_seed) on the weights its own modules draw and the batches its own randint draws."""
+    tables, arrays = runs
+    entry = tables[name]
+    log = Log()
+    T.manual_seed(entry["seed"])
+    if from_seed:
+        draws = Record()
+        out = makemore.program(T, draws, log, **entry["kwargs"])
+        assert draws.draws == entry["draws"], "randint drew other batches than torch's"
+    else:
+        draws = Replay(entry["draws"])
+        out = makemore.program(T, draws, log, init_state=state(arrays, f"{name}/initial"), **entry["kwargs"])
+        assert draws.at == len(draws.draws), "the program drew fewer batches than torch's run"
+    assert out["split"] == entry["split"]  # torch.randperm's order
+    return out, entry, log
+
+
+@pytest.mark.parametrize("name", MAKEMORE)
+def test_makemore_training_evaluation_and_generation(runs, name):
+    arrays = runs[1]
+    out, entry, log = run_makemore(runs, name, from_seed=False)
+    np.testing.assert_allclose(out["losses"], entry["losses"], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(out["evaluations"], entry["evaluations"], rtol=2e-5)
+    for k, g in out["first_grads"].items():
+        np.testing.assert_allclose(g.numpy(), arrays[f"{name}/first_grads/{k}"], rtol=1e-4, atol=1e-6, err_msg=k)
+    same_state(out["model"], arrays, f"{name}/final")
+    assert out["greedy"] == entry["greedy"]  # topk(probs, k=1), cropped at the end token
+    assert out["sample"] == entry["sample"]  # multinomial after a temperature and a top-k cut
+    same_lines(log, entry["log"])
+
+
+@pytest.mark.parametrize("name", MAKEMORE)
+def test_makemore_from_the_seed_alone(runs, name):
+    # no fixture weights or batches: the modules' init and randint draw what torch drew
+    arrays = runs[1]
+    out, entry, log = run_makemore(runs, name, from_seed=True)
+    for k, v in out["initial"].items():
+        np.testing.assert_array_equal(v.numpy(), arrays[f"{name}/initial/{k}"], err_msg=k)
+    np.testing.assert_allclose(out["losses"], entry["losses"], rtol=2e-5, atol=1e-6)
+    assert out["sample"] == entry["sample"]
+    same_lines(log, entry["log"])
+
+
+def test_makemore_targets_past_the_end_count_for_nothing():
+    # x starts with the token 0, y ends the word with 0 and then holds -1 (ignore_index)
+    words = makemore.Words(T, ["ab", "b"], {"a": 1, "b": 2}, 3)
+    assert words.x.tolist() == [[0, 1, 2], [0, 2, 0]]
+    assert words.y.tolist() == [[1, 2, 0], [2, 0, -1]]
+    scores = T.randn(2, 3, 3)
+    F = T.nn.functional
+    skipped = F.cross_entropy(scores.view(-1, 3), words.y.view(-1), ignore_index=-1)
+    kept = F.cross_entropy(scores.view(-1, 3)[:5], words.y.view(-1)[:5])
+    assert math.isclose(skipped.item(), kept.item(), rel_tol=1e-6)
 
 
 def test_tutorial_autograd_by_hand(runs):
