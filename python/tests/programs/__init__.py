@@ -11,7 +11,8 @@ original calls torch.randint.
 
 This module holds what several programs share: the text and its character ids, the lecture's
 batches, loss estimate, training loop and sampling, GPT-2's initialisation, the head split and
-merge and the written-out causal attention of the two GPTs, and their top-k cut."""
+merge and the written-out causal attention of the two GPTs, their top-k cut, and the choice of
+the next id that minGPT and makemore share."""
 
 import math
 import os
@@ -166,6 +167,20 @@ def cut_to_top_k(torch, scores, k):
     make before sampling)."""
     best, _ = torch.topk(scores, k)  # (B, k), largest first
     scores[scores < best[:, [-1]]] = -float("Inf")  # the list index keeps the dim: (B, 1)
+
+
+def choose_next(torch, last_scores, temperature=1.0, top_k=None, sample=False):
+    """minGPT's and makemore's choice of the next ids from the last position's scores (B, vocab):
+    divided by the temperature, cut to the top k when asked, softmax, then one id per row drawn by
+    multinomial when sampling, else the likeliest (topk with k=1). Returns (B, 1)."""
+    scores = last_scores / temperature
+    if top_k is not None:
+        cut_to_top_k(torch, scores, top_k)
+    probs = torch.nn.functional.softmax(scores, dim=-1)
+    if sample:
+        return torch.multinomial(probs, num_samples=1)
+    _, chosen = torch.topk(probs, k=1, dim=-1)
+    return chosen
 
 
 # --- the fixtures' random draws ----------------------------------------------------------------

@@ -13,7 +13,7 @@ Left out, as attograd has no such thing: the DataLoader and its RandomSampler (b
 by index tensors drawn with torch.randint, through ``draw_ix``), the BoW model's torch.roll (the
 MLP shifts its context by slicing a padded tensor instead) and the SummaryWriter."""
 
-from . import cut_to_top_k
+from . import choose_next
 
 NAMES = """
 amelo brisa caddor delvin esmara fenwick gilda horatio isvel jorun kessa lumir
@@ -115,20 +115,11 @@ def definitions(torch):
 
 def generate(torch, model, ids, steps, temperature=1.0, do_sample=False, top_k=None):
     """`steps` tokens appended to each row of ids (B, T), the model seeing at most its context."""
-    F = torch.nn.functional
     with torch.no_grad():
         for _ in range(steps):
             seen = ids if ids.size(1) <= model.context() else ids[:, -model.context():]
             scores, _ = model(seen)
-            scores = scores[:, -1, :] / temperature
-            if top_k is not None:
-                cut_to_top_k(torch, scores, top_k)
-            probs = F.softmax(scores, dim=-1)
-            if do_sample:
-                chosen = torch.multinomial(probs, num_samples=1)
-            else:
-                _, chosen = torch.topk(probs, k=1, dim=-1)
-            ids = torch.cat((ids, chosen), dim=1)
+            ids = torch.cat((ids, choose_next(torch, scores[:, -1, :], temperature, top_k, do_sample)), dim=1)
     return ids
 
 

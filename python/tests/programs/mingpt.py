@@ -9,7 +9,7 @@ continuation greedy (topk with k=1) or sampled (multinomial after a top-k cut). 
 
 import math
 
-from . import (corpus, cut_to_top_k, masked_attention, merge_heads, normal_init, scale_residual_init, split_heads,
+from . import (choose_next, corpus, masked_attention, merge_heads, normal_init, scale_residual_init, split_heads,
                vocabulary)
 
 
@@ -150,14 +150,7 @@ def definitions(torch):
             for _ in range(n_new):
                 seen = ids if ids.size(1) <= self.context else ids[:, -self.context:]
                 scores, _ = self(seen)
-                scores = scores[:, -1, :] / temperature  # (B, vocab)
-                if top_k is not None:
-                    cut_to_top_k(torch, scores, top_k)
-                probs = F.softmax(scores, dim=-1)
-                if sample:
-                    chosen = torch.multinomial(probs, num_samples=1)
-                else:
-                    _, chosen = torch.topk(probs, k=1, dim=-1)  # (B, 1): the likeliest
+                chosen = choose_next(torch, scores[:, -1, :], temperature, top_k, sample)  # (B, 1)
                 ids = torch.cat((ids, chosen), dim=1)
             return ids
 
