@@ -1,44 +1,49 @@
-// What the ports of PyTorch's C++ frontend tests (tests/test_libtorch_*.cpp) share: the
-// assertion spellings of test/cpp/api/support.h, respelled for attograd.
+// What the tests of this folder built on PyTorch's C++ frontend suite share: the few checks
+// those cases are phrased with, defined here in attograd's terms.
 //
-// Each ported case keeps upstream's name, inputs, expected values and assertions; the code is
-// respelled per docs/cpp_api.md (ag:: for torch::, plain modules for module holders,
-// designated initializers for options builders, tensor.shape() for sizes()). A case or an
-// assertion that needs what attograd does not have (CUDA, dtypes other than float32, float64,
-// int64 and bool, TorchScript, pretty printing, module cloning, warnings) is left out, and the
-// file says which and why.
+// Each file keeps upstream's inputs and expected values; tests/upstream/README.md names the
+// upstream file it draws on and says which are written in the project's own words. A case that
+// needs what attograd does not have (CUDA, dtypes other than float32, float64, int64 and bool,
+// TorchScript, pretty printing, module cloning, warnings) is not there, and the file says which
+// and why.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 
-// torch::allclose with torch's default tolerances.
+// a and b agree to ag::allclose's default tolerances.
 #define ASSERT_VARIABLE_EQ(a, b) ASSERT_TRUE(ag::allclose((a), (b)))
 #define EXPECT_VARIABLE_EQ(a, b) EXPECT_TRUE(ag::allclose((a), (b)))
 
-// support.h's ASSERT_THROWS_WITH: the statement throws, and the message holds `substring`.
-#define ASSERT_THROWS_WITH(statement, substring)                                                    \
-  {                                                                                                 \
-    std::string assert_throws_with_error_message;                                                   \
-    try {                                                                                           \
-      (void)statement;                                                                              \
-      FAIL() << "Expected statement `" #statement "` to throw an exception, but it did not";        \
-    } catch (const std::exception& e) {                                                             \
-      assert_throws_with_error_message = e.what();                                                  \
-    }                                                                                               \
-    if (assert_throws_with_error_message.find(substring) == std::string::npos) {                    \
-      FAIL() << "Error message \"" << assert_throws_with_error_message                              \
-             << "\" did not contain expected substring \"" << substring << "\"";                   \
-    }                                                                                               \
+namespace ag::testing_port {
+// What `run` throws, as its message; nothing when it returns normally.
+template <class Run> std::optional<std::string> message_thrown_by(Run&& run) {
+  try {
+    run();
+  } catch (const std::exception& e) {
+    return std::string(e.what());
   }
+  return std::nullopt;
+}
+}  // namespace ag::testing_port
+
+// `statement` must throw, and its message must contain `part`.
+#define ASSERT_THROWS_WITH(statement, part)                                                         \
+  do {                                                                                              \
+    const auto ag_thrown_ = ::ag::testing_port::message_thrown_by([&] { (void)statement; });       \
+    ASSERT_TRUE(ag_thrown_.has_value()) << "`" #statement "` threw nothing";                        \
+    ASSERT_NE(ag_thrown_->find(part), std::string::npos)                                            \
+        << "`" #statement "` threw \"" << *ag_thrown_ << "\", without \"" << (part) << "\"";        \
+  } while (false)
 
 namespace ag::testing_port {
 
-// support.h's SeedingFixture: every test starts from the same random numbers.
+// A fixture whose every test starts from seed 0, so that the random inputs are the same each run.
 struct SeedingFixture : ::testing::Test {
   SeedingFixture() { ag::manual_seed(0); }
 };
