@@ -1,13 +1,12 @@
-// Ported from PyTorch's test/cpp/api/sequential.cpp, with upstream's inputs, expected values
-// and assertions, respelled per docs/cpp_api.md (tests/libtorch_port.h says how): a plain
-// Sequential (seq.size(), not seq->size()), modules by value or as shared_ptr.
+// Sequential, on the cases of PyTorch's C++ frontend suite (test/cpp/api/sequential.cpp): the
+// sizes, the names children get, the shapes and the error texts are upstream's facts; the checks
+// are written here in attograd's terms (a plain Sequential, modules by value or by shared_ptr).
+// tests/upstream/README.md names the source of each file of this folder.
 //
-// Left out, and why: a forward other than Tensor -> Tensor (forward<int>, the wrong return
-// type, optional arguments: attograd's Sequential chains forward(const Tensor&)), module
-// holders and AnyModule (attograd has plain modules), clone() and devices, pretty printing,
-// and the layers attograd does not have (Conv2d, BatchNorm, LSTM, ConvTranspose) in the
-// containers' sanity checks. ConstructsFromConcreteType's copy count is libtorch's module copy
-// (attograd moves a module given by value, which copies nothing).
+// Not covered, because attograd's Sequential chains forward(const Tensor&) only: forwards of
+// other types, a wrong return type, optional arguments. Nor module holders and AnyModule,
+// cloning and devices, printing, or the layers attograd lacks (Conv2d, BatchNorm, LSTM,
+// ConvTranspose). Upstream counts the copies a module made by value costs; attograd moves it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,175 +23,138 @@ using namespace ag;
 using namespace ag::nn;
 
 namespace {
-struct SequentialTest : ag::testing_port::SeedingFixture {};
+struct SequentialCases : ag::testing_port::SeedingFixture {};
 
-// The modules of the upstream cases, which have an int and no Tensor forward.
-struct M : nn::Module {
-  explicit M(int value_) : value(value_) {}
-  int value;
+// A module with no Tensor forward, only a number to tell it apart.
+struct Tagged : nn::Module {
+  explicit Tagged(int t) : tag(t) {}
+  int tag;
 };
+
+// Three tagged modules (1, 2, 3) and a Sequential holding exactly those objects.
+std::vector<std::shared_ptr<Tagged>> three_tagged() {
+  return {std::make_shared<Tagged>(1), std::make_shared<Tagged>(2), std::make_shared<Tagged>(3)};
+}
+Sequential holding(const std::vector<std::shared_ptr<Tagged>>& ms) {
+  Sequential s;
+  for (const auto& m : ms) s.push_back(m);
+  return s;
+}
 }  // namespace
 
-TEST_F(SequentialTest, CanContainThings) { Sequential sequential(Linear(3, 4), ReLU()); }
+TEST_F(SequentialCases, TakesALayerAndAnActivation) { Sequential s(Linear(3, 4), ReLU()); }
 
-TEST_F(SequentialTest, ConstructsFromSharedPointer) {
-  Sequential sequential(std::make_shared<M>(1), std::make_shared<M>(2), std::make_shared<M>(3));
-  ASSERT_EQ(sequential.size(), 3);
-
-  Sequential sequential_named(
-      {{"m1", std::make_shared<M>(1)}, {std::string("m2"), std::make_shared<M>(2)}, {"m3", std::make_shared<M>(3)}});
-  ASSERT_EQ(sequential.size(), 3);
+TEST_F(SequentialCases, TakesSharedPointersUnnamedOrNamed) {
+  Sequential unnamed(std::make_shared<Tagged>(1), std::make_shared<Tagged>(2), std::make_shared<Tagged>(3));
+  EXPECT_EQ(unnamed.size(), 3);
+  Sequential named({{"m1", std::make_shared<Tagged>(1)}, {std::string("m2"), std::make_shared<Tagged>(2)},
+                    {"m3", std::make_shared<Tagged>(3)}});
+  EXPECT_EQ(named.size(), 3);
 }
 
-TEST_F(SequentialTest, ConstructsFromConcreteType) {
-  Sequential sequential(M(1), M(2), M(3));
-  ASSERT_EQ(sequential.size(), 3);
+TEST_F(SequentialCases, TakesModulesByValue) {
+  Sequential s(Tagged(1), Tagged(2), Tagged(3));
+  EXPECT_EQ(s.size(), 3);
 }
 
-TEST_F(SequentialTest, PushBackAddsAnElement) {
-  // Test unnamed submodules
-  Sequential sequential;
-  ASSERT_EQ(sequential.size(), 0);
-  ASSERT_TRUE(sequential.is_empty());
-  sequential.push_back(Linear(3, 4));
-  ASSERT_EQ(sequential.size(), 1);
-  sequential.push_back(std::make_shared<M>(1));
-  ASSERT_EQ(sequential.size(), 2);
-  sequential.push_back(M(2));
-  ASSERT_EQ(sequential.size(), 3);
+TEST_F(SequentialCases, PushBackCountsAndNamesEachChild) {
+  Sequential plain;
+  EXPECT_EQ(plain.size(), 0);
+  EXPECT_TRUE(plain.is_empty());
+  plain.push_back(Linear(3, 4));
+  plain.push_back(std::make_shared<Tagged>(1));
+  plain.push_back(Tagged(2));
+  EXPECT_EQ(plain.size(), 3);
 
-  // Mix named and unnamed submodules
-  Sequential sequential_named;
-  ASSERT_EQ(sequential_named.size(), 0);
-  ASSERT_TRUE(sequential_named.is_empty());
-
-  sequential_named.push_back(Linear(3, 4));
-  ASSERT_EQ(sequential_named.size(), 1);
-  ASSERT_EQ(sequential_named.named_children()[0].key(), "0");
-  sequential_named.push_back(std::string("linear2"), Linear(3, 4));
-  ASSERT_EQ(sequential_named.size(), 2);
-  ASSERT_EQ(sequential_named.named_children()[1].key(), "linear2");
-
-  sequential_named.push_back("shared_m1", std::make_shared<M>(1));
-  ASSERT_EQ(sequential_named.size(), 3);
-  ASSERT_EQ(sequential_named.named_children()[2].key(), "shared_m1");
-  sequential_named.push_back(std::make_shared<M>(1));
-  ASSERT_EQ(sequential_named.size(), 4);
-  ASSERT_EQ(sequential_named.named_children()[3].key(), "3");
-
-  sequential_named.push_back(M(1));
-  ASSERT_EQ(sequential_named.size(), 5);
-  ASSERT_EQ(sequential_named.named_children()[4].key(), "4");
-  sequential_named.push_back(std::string("m2"), M(1));
-  ASSERT_EQ(sequential_named.size(), 6);
-  ASSERT_EQ(sequential_named.named_children()[5].key(), "m2");
+  // A child pushed without a name is named by its position; a named one keeps its name.
+  Sequential mixed;
+  EXPECT_TRUE(mixed.is_empty());
+  mixed.push_back(Linear(3, 4));
+  mixed.push_back(std::string("linear2"), Linear(3, 4));
+  mixed.push_back("shared_m1", std::make_shared<Tagged>(1));
+  mixed.push_back(std::make_shared<Tagged>(1));
+  mixed.push_back(Tagged(1));
+  mixed.push_back(std::string("m2"), Tagged(1));
+  const std::vector<std::string> names = {"0", "linear2", "shared_m1", "3", "4", "m2"};
+  ASSERT_EQ(mixed.size(), names.size());
+  const auto children = mixed.named_children();
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(children[i].key(), names[i]) << "child " << i;
 }
 
-TEST_F(SequentialTest, AccessWithAt) {
-  std::vector<std::shared_ptr<M>> modules = {std::make_shared<M>(1), std::make_shared<M>(2), std::make_shared<M>(3)};
-
-  Sequential sequential;
-  for (auto& module : modules) sequential.push_back(module);
-  ASSERT_EQ(sequential.size(), 3);
-
-  // returns the correct module for a given index
-  for (size_t i = 0; i < modules.size(); ++i) ASSERT_EQ(&sequential.at<M>(i), modules[i].get());
-
-  // throws for a bad index
-  ASSERT_THROWS_WITH(sequential.at<M>(modules.size() + 1), "Index out of range");
-  ASSERT_THROWS_WITH(sequential.at<M>(modules.size() + 1000000), "Index out of range");
+TEST_F(SequentialCases, AtGivesTheModuleAtAnIndexAndRefusesOneOutOfRange) {
+  const auto ms = three_tagged();
+  const Sequential s = holding(ms);
+  ASSERT_EQ(s.size(), 3);
+  for (size_t i = 0; i < ms.size(); ++i) EXPECT_EQ(&s.at<Tagged>(i), ms[i].get());
+  for (size_t past : {ms.size() + 1, ms.size() + 1000000}) ASSERT_THROWS_WITH(s.at<Tagged>(past), "Index out of range");
 }
 
-TEST_F(SequentialTest, AccessWithPtr) {
-  std::vector<std::shared_ptr<M>> modules = {std::make_shared<M>(1), std::make_shared<M>(2), std::make_shared<M>(3)};
-
-  Sequential sequential;
-  for (auto& module : modules) sequential.push_back(module);
-  ASSERT_EQ(sequential.size(), 3);
-
-  // returns the correct module for a given index
-  for (size_t i = 0; i < modules.size(); ++i) {
-    ASSERT_EQ(sequential.ptr(i).get(), modules[i].get());
-    ASSERT_EQ(sequential[i].get(), modules[i].get());
-    ASSERT_EQ(sequential.ptr<M>(i).get(), modules[i].get());
+TEST_F(SequentialCases, PtrAndIndexingGiveTheSameObjectAndRefuseOneOutOfRange) {
+  const auto ms = three_tagged();
+  const Sequential s = holding(ms);
+  ASSERT_EQ(s.size(), 3);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    EXPECT_EQ(s.ptr(i).get(), ms[i].get());
+    EXPECT_EQ(s[i].get(), ms[i].get());
+    EXPECT_EQ(s.ptr<Tagged>(i).get(), ms[i].get());
   }
-
-  // throws for a bad index
-  ASSERT_THROWS_WITH(sequential.ptr(modules.size() + 1), "Index out of range");
-  ASSERT_THROWS_WITH(sequential.ptr(modules.size() + 1000000), "Index out of range");
+  for (size_t past : {ms.size() + 1, ms.size() + 1000000}) ASSERT_THROWS_WITH(s.ptr(past), "Index out of range");
 }
 
-TEST_F(SequentialTest, TheReturnTypeOfForwardDefaultsToTensor) {
-  struct Same : nn::Module {
-    Tensor forward(const Tensor& v) const override { return v; }
+TEST_F(SequentialCases, ForwardOfAnIdentityGivesItsInputBack) {
+  struct Identity : nn::Module {
+    Tensor forward(const Tensor& x) const override { return x; }
   };
-
-  Sequential sequential(Same{});
-  auto variable = Tensor::ones({3, 3}).requires_grad_();
-  ASSERT_TRUE(sequential.forward(variable).equal(variable));
+  Sequential s(Identity{});
+  const Tensor x = Tensor::ones({3, 3}).requires_grad_();
+  EXPECT_TRUE(s.forward(x).equal(x));
 }
 
-TEST_F(SequentialTest, ForwardReturnsTheLastValue) {
+TEST_F(SequentialCases, ForwardEndsWithTheLastLayersShape) {
   ag::manual_seed(0);
-  Sequential sequential(Linear(10, 3), Linear(3, 5), Linear(5, 100));
-
-  auto x = Tensor::randn({1000, 10}).requires_grad_();
-  auto y = sequential.forward(x);
-  ASSERT_EQ(y.dim(), 2);
-  ASSERT_EQ(y.size(0), 1000);
-  ASSERT_EQ(y.size(1), 100);
+  Sequential s(Linear(10, 3), Linear(3, 5), Linear(5, 100));
+  const Tensor y = s.forward(Tensor::randn({1000, 10}).requires_grad_());
+  EXPECT_EQ(y.dim(), 2);
+  EXPECT_EQ(y.size(0), 1000);
+  EXPECT_EQ(y.size(1), 100);
 }
 
-TEST_F(SequentialTest, SanityCheckForHoldingStandardModules) { Sequential sequential(Linear(10, 3), Dropout(0.5), Embedding(4, 10)); }
+TEST_F(SequentialCases, HoldsTheLibraryLayers) { Sequential s(Linear(10, 3), Dropout(0.5), Embedding(4, 10)); }
 
-TEST_F(SequentialTest, ExtendPushesModulesFromOtherSequential) {
+TEST_F(SequentialCases, ExtendAppendsAnotherSequentialOrAVector) {
   struct A : nn::Module {};
   struct B : nn::Module {};
   struct C : nn::Module {};
   struct D : nn::Module {};
-  Sequential a(A{}, B{});
-  Sequential b(C{}, D{});
-  a.extend(b);
+  Sequential ab(A{}, B{});
+  Sequential cd(C{}, D{});
 
-  ASSERT_EQ(a.size(), 4);
-  ASSERT_TRUE(a[0]->as<A>());
-  ASSERT_TRUE(a[1]->as<B>());
-  ASSERT_TRUE(a[2]->as<C>());
-  ASSERT_TRUE(a[3]->as<D>());
+  ab.extend(cd);
+  ASSERT_EQ(ab.size(), 4);
+  EXPECT_TRUE(ab[0]->as<A>() && ab[1]->as<B>() && ab[2]->as<C>() && ab[3]->as<D>());
+  ASSERT_EQ(cd.size(), 2);  // the source is left as it was
+  EXPECT_TRUE(cd[0]->as<C>() && cd[1]->as<D>());
 
-  ASSERT_EQ(b.size(), 2);
-  ASSERT_TRUE(b[0]->as<C>());
-  ASSERT_TRUE(b[1]->as<D>());
-
-  std::vector<std::shared_ptr<A>> c = {std::make_shared<A>(), std::make_shared<A>()};
-  b.extend(c);
-
-  ASSERT_EQ(b.size(), 4);
-  ASSERT_TRUE(b[0]->as<C>());
-  ASSERT_TRUE(b[1]->as<D>());
-  ASSERT_TRUE(b[2]->as<A>());
-  ASSERT_TRUE(b[3]->as<A>());
+  cd.extend(std::vector<std::shared_ptr<A>>{std::make_shared<A>(), std::make_shared<A>()});
+  ASSERT_EQ(cd.size(), 4);
+  EXPECT_TRUE(cd[0]->as<C>() && cd[1]->as<D>() && cd[2]->as<A>() && cd[3]->as<A>());
 }
 
-TEST_F(SequentialTest, HasReferenceSemantics) {
-  // Upstream copies the holder; a shared_ptr to the module is attograd's reference.
-  auto first = std::make_shared<Sequential>(std::make_shared<Linear>(2, 3), std::make_shared<Linear>(4, 4),
-                                            std::make_shared<Linear>(4, 5));
-  std::shared_ptr<Sequential> second(first);
-
-  ASSERT_EQ(first.get(), second.get());
-  ASSERT_EQ(first->size(), second->size());
-  ASSERT_TRUE(std::equal(first->begin(), first->end(), second->begin(),
-                         [](const std::shared_ptr<Module>& first, const std::shared_ptr<Module>& second) {
-                           return first.get() == second.get();
-                         }));
+TEST_F(SequentialCases, TwoHandlesOfOneSequentialSeeTheSameModules) {
+  // Upstream copies a module holder; in attograd the shared handle is a shared_ptr.
+  auto one = std::make_shared<Sequential>(std::make_shared<Linear>(2, 3), std::make_shared<Linear>(4, 4),
+                                          std::make_shared<Linear>(4, 5));
+  std::shared_ptr<Sequential> other = one;
+  EXPECT_EQ(one.get(), other.get());
+  EXPECT_EQ(one->size(), other->size());
+  EXPECT_TRUE(std::equal(one->begin(), one->end(), other->begin(),
+                         [](const std::shared_ptr<Module>& a, const std::shared_ptr<Module>& b) { return a.get() == b.get(); }));
 }
 
-TEST_F(SequentialTest, RegistersElementsAsSubmodules) {
-  Sequential sequential(Linear(10, 3), Functional(ag::relu), Dropout(0.5));
-
-  auto modules = sequential.children();
-  ASSERT_TRUE(modules[0]->as<Linear>());
-  ASSERT_TRUE(modules[1]->as<Functional>());
-  ASSERT_TRUE(modules[2]->as<Dropout>());
+TEST_F(SequentialCases, ItsModulesAreItsChildren) {
+  Sequential s(Linear(10, 3), Functional(ag::relu), Dropout(0.5));
+  const auto kids = s.children();
+  EXPECT_TRUE(kids[0]->as<Linear>());
+  EXPECT_TRUE(kids[1]->as<Functional>());
+  EXPECT_TRUE(kids[2]->as<Dropout>());
 }
