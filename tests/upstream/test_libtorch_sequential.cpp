@@ -17,7 +17,7 @@
 #include "nn/functional_module.h"
 #include "nn/linear.h"
 #include "nn/sequential.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 using namespace ag::nn;

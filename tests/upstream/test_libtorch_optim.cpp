@@ -29,7 +29,7 @@
 #include "optim/adam.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 using namespace ag::optim;

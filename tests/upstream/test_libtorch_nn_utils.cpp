@@ -13,7 +13,7 @@
 #include "autograd/engine.h"
 #include "nn/linear.h"
 #include "nn/utils/clip_grad.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 namespace utils = ag::nn::utils;

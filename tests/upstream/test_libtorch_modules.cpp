@@ -32,7 +32,7 @@
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 using namespace ag::nn;

@@ -14,7 +14,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/tensor_data.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 

@@ -15,7 +15,7 @@
 #include "nn/functional_module.h"
 #include "nn/linear.h"
 #include "nn/module_dict.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 using namespace ag::nn;

@@ -11,7 +11,7 @@
 #include "autograd/engine.h"
 #include "autograd/tensor_data.h"
 #include "nn/functional.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 namespace F = ag::nn::functional;

@@ -18,7 +18,7 @@
 #include "autograd/function.h"
 #include "autograd/indexing.h"
 #include "autograd/tensor_data.h"
-#include "tests/libtorch_port.h"
+#include "tests/upstream/libtorch_port.h"
 
 using namespace ag;
 using ag::autograd::Function;
