@@ -3,7 +3,7 @@
 // 5056 bytes torch.get_rng_state() gives, and the transforms torch's CPU kernels apply to its
 // words (ATen's DistributionsHelper.h, TransformationHelper.h and cpu/DistributionTemplates.h,
 // read to learn the algorithms; every one checked bit for bit against torch 2 by the fixtures of
-// tests/test_torch_stream.cpp). autograd/random_ops.cpp draws tensors with these.
+// tests/autograd/test_torch_stream.cpp). autograd/random_ops.cpp draws tensors with these.
 #pragma once
 #include <array>
 #include <cstddef>

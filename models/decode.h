@@ -11,7 +11,7 @@
 // All rows of a batch advance together, at the same position: the weights are read once per
 // step for the whole batch.
 //
-// The same math as TransformerLM::forward, in either architecture (tests/test_decode.cpp holds
+// The same math as TransformerLM::forward, in either architecture (tests/models/test_decode.cpp holds
 // them equal):
 //   x = tok_emb[id] + pos_emb[pos]  (modern: tok_emb[id])                (R, E), R = B·T rows
 //   per block: x += w·kept  (U-net skips: the output kept from the first half's mirror block)

@@ -16,7 +16,7 @@
 // kernels::vec::adamw_step in one parallel pass over all of them, cut at fixed offsets: the
 // same bits on any thread count. That kernel writes the first moment as β1·m + (1 − β1)·g, so
 // float32 can differ from torch in the last bit; float64 follows torch's kernels, fused
-// multiply-adds included (within 2 ulp, equal on this project's machine: tests/test_optim_parity.cpp).
+// multiply-adds included (within 2 ulp, equal on this project's machine: tests/optim/test_optim_parity.cpp).
 #pragma once
 #include <optional>
 #include <tuple>

@@ -11,7 +11,7 @@
 //                                               0.2·√max(A, B) ("match_rms_adamw"), √(A/B)
 //                                               ("spectral_unclamped")
 // The Newton–Schulz iteration runs on GEMMs (cblas) in the parameter's dtype; torch's casts to
-// bfloat16 first (tests/test_muon.cpp compares float64 updates with torch's iteration in float64,
+// bfloat16 first (tests/optim/test_muon.cpp compares float64 updates with torch's iteration in float64,
 // and float32 ones with torch's own, bfloat16, within its rounding).
 //
 //   optim::Muon opt(matrices, {.lr = 0.02});

@@ -1,5 +1,5 @@
 // Element formulas of torch's CPU kernels that the optimizers reproduce, so that a float64
-// update stays within an ulp of torch's (tests/test_optim_parity.cpp, tests/test_muon.cpp).
+// update stays within an ulp of torch's (tests/optim/test_optim_parity.cpp, tests/optim/test_muon.cpp).
 #pragma once
 #include <cmath>
 

@@ -7,8 +7,8 @@
 //   tensor.h, tensor.cpp  the tensor, the backward walk, and matmul with its backward
 //   ops.h, ops.cpp        the other ops, each forward and backward side by side
 //   gpt.h, gpt.cpp        the character GPT, top to bottom, like nanoGPT's model.py
-// The tests hold the fast library equal to this one (tests/test_reference_agreement.cpp), and
-// a test holds this folder to its line budget (tests/test_reference_core.cpp).
+// The tests hold the fast library equal to this one (tests/reference/test_reference_agreement.cpp), and
+// a test holds this folder to its line budget (tests/reference/test_reference_core.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -76,7 +76,7 @@ attograd_cli_test(cli.attention.stray_argument EXIT 2 STDERR "unexpected argumen
                   COMMAND ${AG} attention extra)
 
 # ---- attention on PyTorch's fixtures: run, then compare with torch's expected result ----------
-# The tolerances of tests/test_attention_parity.cpp: max|attograd - torch| <= tol * max|torch|.
+# The tolerances of tests/nn/test_attention_parity.cpp: max|attograd - torch| <= tol * max|torch|.
 foreach(case causal_padding_f64 unbatched_causal_per_head_f64 bool_mask_3d_f32 no_bias_f32)
   if(case MATCHES "_f64$")
     set(tol 1e-10)

@@ -10,7 +10,7 @@
 //             relative error stays below 1e-6 for |z| < 3 and 1e-5 beyond, where the rounding of
 //             z² dominates; GELU's output moves by at most that fraction.
 //   erfcx_of_t erfc(z)·exp(z²) from the same t, without an exp (the bf16 GELU's one-exp form).
-// tests/test_fast_math.cpp holds both to libm over their ranges (llm.c style: a reference
+// tests/autograd/test_fast_math.cpp holds both to libm over their ranges (llm.c style: a reference
 // beside the fast kernel).
 #pragma once
 #include <bit>

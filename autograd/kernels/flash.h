@@ -5,7 +5,7 @@
 // only O and the row logsumexp. The backward recomputes each (query tile, key tile) block of P
 // from lse. Tiles wholly above the causal diagonal are skipped; tiles crossing it are masked.
 // Every product of two tiles is one BLAS GEMM. The materialised reference is
-// matmul(attention_probs(q, k, ...), v) (autograd/ops/attention.cpp); tests/test_sdpa.cpp
+// matmul(attention_probs(q, k, ...), v) (autograd/ops/attention.cpp); tests/autograd/test_sdpa.cpp
 // holds the two equal, and the float32 kernels equal to the float64 ones.
 #pragma once
 #include <algorithm>
@@ -110,7 +110,7 @@ inline void softmax_grad_block_ref(T* s, T* dp, int64_t rows, int64_t n, int64_t
 // softmax_grad_block under bf16 autocast, where only the rounded P and dS are read after it (by
 // the GEMMs): each P_ij and dS_ij rounded as it is computed, into p and ds (rows, n) tight, as
 // bf16 bits or float32 values (Out). The same values as softmax_grad_block then a rounding of
-// each (tests/test_sdpa.cpp holds them bit for bit), without writing P and dS back over s and
+// each (tests/autograd/test_sdpa.cpp holds them bit for bit), without writing P and dS back over s and
 // dp and reading them again to round them.
 template <class Out>
 inline void softmax_grad_block_rounded_ref(const float* s, const float* dp, int64_t rows, int64_t n, int64_t ld,

@@ -41,7 +41,7 @@ namespace {
 // red zone the ABI leaves to signal handlers: a signal handled on the stack of a thread inside
 // dnnl_sgemm (attograd's Ctrl-C flag, Python's SIGINT handler, any handler of the caller's)
 // overwrites it, and glibc then reports a corrupted heap or the process faults. Found as
-// mpirun's SIGTERM after a Ctrl-C aborting the ranks; tests/test_gemm_provider.cpp holds
+// mpirun's SIGTERM after a Ctrl-C aborting the ranks; tests/autograd/test_gemm_provider.cpp holds
 // GEMMs under a stream of SIGALRM. So every call runs with the asynchronous signals held
 // (autograd/async_signals.h): one that arrives meanwhile is delivered when the call returns.
 // The pool's workers hold them for life, so only a GEMM on a thread of the caller's pays the

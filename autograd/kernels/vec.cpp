@@ -20,7 +20,7 @@ using lanes::lane_sum;
 // work to overlap (GELU forward and backward at (768, 512): 426–471 µs before, 308–327 after on
 // a Zen 5; bench/README). The compiler may fuse a multiply and an add differently in the
 // unrolled body than in a plain loop: gelu_forward and gelu_forward_and_grad kept their bits;
-// gelu_backward changed by rounding (tests/test_fused_mlp.cpp holds it to the fused kernel's).
+// gelu_backward changed by rounding (tests/autograd/test_fused_mlp.cpp holds it to the fused kernel's).
 template <int kBlock = 64, class F>
 inline __attribute__((always_inline)) void interleaved(int64_t n, F&& f) {
   int64_t i = 0;

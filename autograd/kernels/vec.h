@@ -1,7 +1,7 @@
 // Hot float32 loops, compiled for several instruction sets and picked at run time from what
 // the CPU offers (GCC target_clones: AVX-512, AVX2+FMA, baseline x86-64). The binary still
 // runs on any x86-64; no -march flag is needed. Each has a plain reference beside it in the
-// ops (the float64 path) and a test holding the two equal (tests/test_vec_kernels.cpp).
+// ops (the float64 path) and a test holding the two equal (tests/autograd/test_vec_kernels.cpp).
 #pragma once
 #include <cstdint>
 

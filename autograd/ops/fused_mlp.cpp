@@ -10,7 +10,7 @@
 // buffer per layer for over twice the GELU work (erfc and exp were over a quarter of the
 // default step's time outside the GEMMs).
 // The plain composition, linear(gelu(linear(x, W1, b1)), W2, b2) (gelu_mlp_definition), is its
-// reference (tests/test_fused_mlp.cpp holds them equal), the path for degenerate sizes, and the
+// reference (tests/autograd/test_fused_mlp.cpp holds them equal), the path for degenerate sizes, and the
 // source of its higher derivatives: the backward kernel is the only first derivative written
 // here, and fused_backward (fused_backward.h) derives the rest from the composition.
 #include <algorithm>

@@ -257,7 +257,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                              kernels::vec::layer_norm_forward(px + r0 * C, pw, pb, py + r0 * C, pm + r0, pr + r0,
                                                               r1 - r0, C, static_cast<float>(eps));
                            });
-  } else {  // the plain reference of the float32 kernel (tests/test_vec_kernels.cpp), sums in double
+  } else {  // the plain reference of the float32 kernel (tests/autograd/test_vec_kernels.cpp), sums in double
     AG_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
       const scalar_t* px = X.data<scalar_t>();
       const scalar_t* pw = W.defined() ? W.data<scalar_t>() : nullptr;

@@ -1,5 +1,5 @@
 // The one table of gradient-check cases: every op of autograd/ops.h on small float64 inputs.
-// tests/test_ops_gradcheck.cpp runs each case (and fails when an op of ops.h has no case),
+// tests/autograd/test_ops_gradcheck.cpp runs each case (and fails when an op of ops.h has no case),
 // and `attograd gradcheck ops` prints them as a table; both check first and second order.
 #pragma once
 #include <string>

@@ -1,4 +1,4 @@
-// The example's custom Function, in a header so that tests/test_examples.cpp checks its values
+// The example's custom Function, in a header so that tests/examples/test_examples.cpp checks its values
 // and derivatives against PyTorch 2's torch.nn.functional.softplus
 // (tests/parity/make_examples_fixtures.py).
 #pragma once

@@ -1,4 +1,4 @@
-// The example's whole computation, in a header so that tests/test_examples.cpp checks its
+// The example's whole computation, in a header so that tests/examples/test_examples.cpp checks its
 // losses against PyTorch 2's (tests/parity/make_examples_fixtures.py builds the same model, data
 // and initial weights in torch).
 //

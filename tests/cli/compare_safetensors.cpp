@@ -2,7 +2,7 @@
 //
 // Test helper for tests/cli.cmake: checks that two safetensors files hold the same tensor
 // names, dtypes and shapes, and that for each tensor max|actual − expected| ≤ A + R·max|expected|
-// (the norm-wise criterion of tests/test_attention_parity.cpp; NaN never passes). Tolerances
+// (the norm-wise criterion of tests/nn/test_attention_parity.cpp; NaN never passes). Tolerances
 // default to 0, i.e. bitwise-equal values. __metadata__ is ignored.
 // Prints one line per tensor. Exit status: 0 all match, 1 a difference, 2 bad arguments or
 // an unreadable file.

@@ -4,7 +4,7 @@
 // of range such as `eval-iters = 0`. A crash, a stack overflow (deep dotted keys, tables, arrays), a sanitizer report or any other
 // exception is a bug. Built by `make fuzz` (clang, -fsanitize=fuzzer,address) beside
 // fuzz_safetensors; seeds in tests/fuzz/corpus_toml, crashes kept in tests/fuzz/regressions_toml
-// (tests/test_fuzz_regressions.cpp replays both on every test run).
+// (tests/hostile/test_fuzz_regressions.cpp replays both on every test run).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>

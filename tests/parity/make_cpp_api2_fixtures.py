@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixtures of tests/test_cpp_api2_parity.cpp (tests/parity/fixtures/cpp_api2/).
+"""Generate the fixtures of tests/upstream/test_cpp_api_parity.cpp (tests/parity/fixtures/cpp_api2/).
 
     /work/venv-torch/bin/python tests/parity/make_cpp_api2_fixtures.py [--out DIR]
 

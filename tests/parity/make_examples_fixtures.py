@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixture of tests/test_examples.cpp (tests/parity/fixtures/examples/examples.json).
+"""Generate the fixture of tests/examples/test_examples.cpp (tests/parity/fixtures/examples/examples.json).
 
     /work/venv-torch/bin/python tests/parity/make_examples_fixtures.py [--out DIR]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What torch's CPU generator draws, for tests/test_torch_stream.cpp: that a torch Generator
+"""What torch's CPU generator draws, for tests/autograd/test_torch_stream.cpp: that a torch Generator
 (autograd/random.h) gives the same numbers, bit for bit.
 
 Run it with a Python that has torch and numpy (on this machine /work/venv-torch/bin/python):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate the second-order parity fixtures (tests/parity/fixtures/hvp/) for
-tests/test_second_order.cpp: Hessian-vector products of a MultiheadAttention loss and of a tiny
+tests/nn/test_second_order.cpp: Hessian-vector products of a MultiheadAttention loss and of a tiny
 TransformerLM loss, in float64, from torch.autograd.grad(..., create_graph=True).
 
     /work/venv-torch/bin/python tests/parity/make_hvp_fixtures.py [--out DIR]

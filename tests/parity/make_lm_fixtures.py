@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Generate the TransformerLM parity fixtures (tests/parity/fixtures/lm/) for
-tests/test_lm_parity.cpp.
+tests/models/test_lm_parity.cpp.
 
     cmake --build build                                  # needs build/attograd
     /usr/bin/python3 tests/parity/make_lm_fixtures.py [--attograd build/attograd] [--out DIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixtures of tests/test_modern_parity.cpp (tests/parity/fixtures/modern/).
+"""Generate the fixtures of tests/models/test_modern_parity.cpp (tests/parity/fixtures/modern/).
 
     /work/venv-torch/bin/python tests/parity/make_modern_fixtures.py [--out DIR]
 

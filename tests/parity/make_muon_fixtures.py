@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixtures of tests/test_muon.cpp (tests/parity/fixtures/muon/): torch.optim.Muon.
+"""Generate the fixtures of tests/optim/test_muon.cpp (tests/parity/fixtures/muon/): torch.optim.Muon.
 
     /work/venv-torch/bin/python tests/parity/make_muon_fixtures.py [--out DIR]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixtures of tests/test_optim_parity.cpp and tests/test_nn.cpp (tests/parity/fixtures/nn_optim/).
+"""Generate the fixtures of tests/optim/test_optim_parity.cpp and tests/nn/test_nn.cpp (tests/parity/fixtures/nn_optim/).
 
     /work/venv-torch/bin/python tests/parity/make_nn_optim_fixtures.py [--out DIR]
 

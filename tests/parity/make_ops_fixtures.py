@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the op parity fixtures (tests/parity/fixtures/ops/) for tests/test_ops_parity.cpp.
+"""Generate the op parity fixtures (tests/parity/fixtures/ops/) for tests/autograd/test_ops_parity.cpp.
 
     /work/venv-torch/bin/python tests/parity/make_ops_fixtures.py [--out DIR]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the fixture of tests/test_schedule_parity.cpp (tests/parity/fixtures/schedules/).
+"""Generate the fixture of tests/train/test_schedule_parity.cpp (tests/parity/fixtures/schedules/).
 
     /work/venv-torch/bin/python tests/parity/make_schedule_fixtures.py [--out DIR]
 

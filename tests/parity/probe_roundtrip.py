@@ -4,7 +4,7 @@ Builds a torch.nn.MultiheadAttention with random parameters (biases too), runs i
 backward on random inputs with a causal mask and a key padding mask, writes the same inputs as
 a CASE file, runs `attograd attention` on it, reads the RESULT and prints how far each attograd
 tensor is from torch's. Exits 1 when any tensor is further than 1e-10 relative to its largest
-entry (the float64 tolerance of tests/test_attention_parity.cpp).
+entry (the float64 tolerance of tests/nn/test_attention_parity.cpp).
 
     /usr/bin/python3 tests/parity/probe_roundtrip.py [--attograd build/attograd] [--workdir DIR]
 """

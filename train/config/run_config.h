@@ -6,7 +6,7 @@
 //   * the run configuration saved as JSON in the train state (config_to_json / config_from_json);
 //   * what `--resume` accepts (on_resume below);
 //   * which values are valid (check below; train/config/config_check.h applies the rules).
-// To add a hyperparameter, add one row (tests/test_run_config.cpp checks every row end to end).
+// To add a hyperparameter, add one row (tests/train/test_run_config.cpp checks every row end to end).
 // A field that names one of several things (--optimizer, --schedule) is a Choice of a registry
 // (train/config/choice.h), whose rows bring settings of their own (--muon-lr, --cooldown):
 // the walk visits those too, after the table's rows, so they are flags, config keys and saved

@@ -2,7 +2,7 @@
 // (--muon-momentum-warmup), the sequence-length warmup (--block-warmup) and the batch warmup
 // (--batch-warmup). Each step's shape and momentum, the rules on their flags, and whole runs:
 // the steps' own tokens in the throughput, an exact resume, and a time budget that is spent
-// although the early steps are cheaper. The twin's side is tests/test_schedule_parity.cpp.
+// although the early steps are cheaper. The twin's side is tests/train/test_schedule_parity.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,7 +13,7 @@
 #include "models/registry.h"
 #include "optim/combined.h"
 #include "optim/muon.h"
-#include "tests/small_run.h"
+#include "tests/train/small_run.h"
 #include "tests/test_util.h"
 #include "train/config/config_check.h"
 #include "train/config/config_error.h"

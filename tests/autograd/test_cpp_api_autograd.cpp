@@ -156,7 +156,7 @@ TEST(CppApiAutograd, Anomaly) {
   }
   // --8<-- [end:anomaly]
   EXPECT_NE(message.find("'sqrt' (output float64[2]) returned inf"), std::string::npos) << message;
-  EXPECT_NE(message.find("tests/test_cpp_api_autograd.cpp:"), std::string::npos) << message;
+  EXPECT_NE(message.find("tests/autograd/test_cpp_api_autograd.cpp:"), std::string::npos) << message;
 }
 
 TEST(CppApiAutograd, Autocast) {
@@ -248,7 +248,7 @@ std::string read(const std::string& path) {
 
 // The snippets of this file, each without the indentation its lines share.
 std::map<std::string, std::string> snippets() {
-  const std::string src = read(std::string(ATTOGRAD_SOURCE_DIR) + "/tests/test_cpp_api_autograd.cpp");
+  const std::string src = read(std::string(ATTOGRAD_SOURCE_DIR) + "/tests/autograd/test_cpp_api_autograd.cpp");
   std::map<std::string, std::string> out;
   const std::regex start(R"(// --8<-- \[start:(\w+)\]\n)");
   for (std::sregex_iterator it(src.begin(), src.end(), start), end; it != end; ++it) {
@@ -302,13 +302,13 @@ TEST(CppApiAutogradDoc, EverySnippetIsInTheGuideAndEveryBlockIsMadeOfSnippets) {
   for (const auto& [name, text] : snips) {
     bool found = false;
     for (const std::string& block : blocks) found |= block.find(text) != std::string::npos;
-    EXPECT_TRUE(found) << "snippet '" << name << "' of tests/test_cpp_api_autograd.cpp is not in a ```cpp block of the guide:\n"
+    EXPECT_TRUE(found) << "snippet '" << name << "' of tests/autograd/test_cpp_api_autograd.cpp is not in a ```cpp block of the guide:\n"
                        << text;
   }
   for (std::string block : blocks) {
     for (const auto& [name, text] : snips)
       if (const size_t at = block.find(text); at != std::string::npos) block.erase(at, text.size());
     EXPECT_EQ(block.find_first_not_of(" \n"), std::string::npos)
-        << "a ```cpp block of the guide has code that tests/test_cpp_api_autograd.cpp does not run:\n" << block;
+        << "a ```cpp block of the guide has code that tests/autograd/test_cpp_api_autograd.cpp does not run:\n" << block;
   }
 }

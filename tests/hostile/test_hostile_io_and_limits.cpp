@@ -33,7 +33,7 @@
 #include "cli/harness/attention_probe.h"
 #include "tensorboard/event_writer.h"
 #include "tensorboard/tfrecord.h"
-#include "tests/harden_util.h"
+#include "tests/hostile/harden_util.h"
 #include "tests/test_util.h"
 #include "train/run_folder/checkpoint.h"
 #include "train/config/config_error.h"

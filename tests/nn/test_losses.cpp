@@ -11,7 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "nn/functional.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 using namespace ag;
 namespace F = ag::nn::functional;

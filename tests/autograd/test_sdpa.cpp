@@ -14,7 +14,7 @@
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "nn/init.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 namespace ag {
 namespace {

@@ -1,7 +1,7 @@
 // Exact resume, interruption, non-finite values, crash-safe checkpoints and bad train states.
 #include <gtest/gtest.h>
 
-#include "tests/small_run.h"
+#include "tests/train/small_run.h"
 #include "tests/test_util.h"
 #include <sys/wait.h>
 #include <unistd.h>

@@ -17,7 +17,7 @@
 
 #include "autograd/ops.h"
 #include "models/registry.h"
-#include "tests/small_run.h"
+#include "tests/train/small_run.h"
 #include "tests/test_util.h"
 #include "train/logging/console_logger.h"
 #include "train/logging/metrics_logger.h"
@@ -162,7 +162,7 @@ TEST(MetricsLogger, NeverWritesThroughASymbolicLink) {
   EXPECT_EQ(read_lines(metrics).size(), 1u);
 }
 
-// small_run (tests/small_run.h), 20 steps with an evaluation every 10.
+// small_run (tests/train/small_run.h), 20 steps with an evaluation every 10.
 train::TrainConfig short_run(const fs::path& dir, const std::string& name) {
   train::TrainConfig c = small_run(dir, name);
   c.iters = 20;

@@ -3,8 +3,8 @@
 // Which layers they touch, how they
 // are described (names, init, optimizer groups, size, FLOPs, memory), that each one off by its
 // scalars is the model without it, the float64 gradchecks of first and second order, the
-// refusals, and a model file that reads back. Against PyTorch: tests/test_modern_parity.cpp;
-// the KV-cache decoder: tests/test_decode.cpp; resume: tests/test_resume.cpp.
+// refusals, and a model file that reads back. Against PyTorch: tests/models/test_modern_parity.cpp;
+// the KV-cache decoder: tests/models/test_decode.cpp; resume: tests/train/test_resume.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -10,7 +10,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "test_util.h"
+#include "tests/test_util.h"
 
 using namespace ag;
 using ag::testing_util::error_of;

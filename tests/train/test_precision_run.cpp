@@ -11,7 +11,7 @@
 
 #include "autograd/kernels/gemm_provider.h"
 #include "autograd/safetensors.h"
-#include "tests/small_run.h"
+#include "tests/train/small_run.h"
 #include "tests/test_util.h"
 #include "train/config/config_error.h"
 #include "train/run_folder/train_state.h"

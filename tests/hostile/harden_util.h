@@ -1,4 +1,4 @@
-// What the hardening tests (tests/test_harden.cpp, tests/test_harden_round2.cpp) share: a small
+// What the hardening tests (tests/hostile/test_hostile_files_flags_signals.cpp, tests/hostile/test_hostile_io_and_limits.cpp) share: a small
 // corpus and the tiny run that trains on it in a moment.
 #pragma once
 #include <filesystem>

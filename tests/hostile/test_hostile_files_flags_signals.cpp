@@ -26,7 +26,7 @@
 #include "models/registry.h"
 #include "models/transformer_lm.h"
 #include "cli/harness/attention_probe.h"
-#include "tests/harden_util.h"
+#include "tests/hostile/harden_util.h"
 #include "tests/test_util.h"
 #include "train/run_folder/checkpoint.h"
 #include "train/config/config_error.h"
