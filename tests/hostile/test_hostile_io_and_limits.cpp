@@ -434,7 +434,10 @@ TEST(HardenValues, AnAttentionCaseAskingForGigabytesIsRefusedBeforeRunning) {
   const SafeTensorsFile f = SafeTensorsFile::load(path);
   EXPECT_GT(nn::attention_probe_memory_bytes(f, 1, false), int64_t(6) << 30);
   const std::string got = in_child([&] {
-    struct rlimit rl {int64_t(4) << 30, int64_t(4) << 30};
+    // 4 GB beyond what the process maps already: an absolute 4 GB is below what ASan's shadow
+    // maps, and then the child's first allocation that needs a new mapping fails, not the probe.
+    const rlim_t limit = static_cast<rlim_t>(address_space_in_use() + (int64_t(4) << 30));
+    struct rlimit rl {limit, limit};
     ::setrlimit(RLIMIT_AS, &rl);
     return message_of([&] { nn::run_attention_probe(f); });
   });
