@@ -68,7 +68,10 @@ SANITIZE_FLAGS ?= -O1 -g1 -DNDEBUG -Wno-maybe-uninitialized
 # The Python extension is built there too, and the hardening tests of the Python front
 # (python/tests/test_harden_*.py, whose crash cases run in child interpreters that inherit all
 # this) run on it in Debian's python3 (not instrumented) with the sanitizer's runtime preloaded;
-# the interpreter keeps memory to its exit by design, hence detect_leaks=0 there.
+# the interpreter keeps memory to its exit by design, hence detect_leaks=0 there. libstdc++ is
+# preloaded beside the runtime: python3 does not link it, and ASan's __cxa_throw interceptor,
+# resolved when the runtime starts, would otherwise find no real __cxa_throw and abort at the
+# extension's first C++ exception.
 ASAN_PYTESTS ?= python/tests/test_harden_*.py
 test-sanitize: deps python-venv
 	@scripts/check-build-dir.sh $(BUILD_ASAN) .
@@ -78,7 +81,7 @@ test-sanitize: deps python-venv
 	@cmake --build $(BUILD_ASAN) -j $(JOBS) --target attograd_tests attograd_python
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  OPENBLAS_NUM_THREADS=1 $(BUILD_ASAN)/attograd_tests --gtest_brief=1
-	@LD_PRELOAD=$$($(CXX) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	@LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$(BUILD_ASAN)/python \
 	  PYTHONDONTWRITEBYTECODE=1 ATTOGRAD_SOURCE_DIR=$(CURDIR) \
 	  $(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider $(ASAN_PYTESTS)
