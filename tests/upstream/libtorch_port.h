@@ -9,6 +9,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -47,5 +48,19 @@ namespace ag::testing_port {
 struct SeedingFixture : ::testing::Test {
   SeedingFixture() { ag::manual_seed(0); }
 };
+
+// A float32 tensor of `shape` holding zeros and ones at random.
+inline Tensor coin_flips(const Shape& shape) { return Tensor::randint(0, 2, shape).to(DType::Float32); }
+
+// A loss (a function or a module's forward) of sigmoid(x) against 0/1 targets on a 5×6 batch is a
+// scalar whose backward gives x a gradient of x's shape.
+inline void expect_scalar_loss_with_gradient(const std::function<Tensor(const Tensor&, const Tensor&)>& loss) {
+  const Tensor x = Tensor::randn({5, 6}).requires_grad_();
+  const Tensor value = loss(sigmoid(x), coin_flips({5, 6}));
+  Tensor total = value.sum();
+  total.backward();
+  EXPECT_EQ(value.shape(), Shape());
+  EXPECT_EQ(x.grad().shape(), x.shape());
+}
 
 }  // namespace ag::testing_port

@@ -19,21 +19,12 @@ namespace F = ag::nn::functional;
 namespace {
 struct FunctionalCases : ag::testing_port::SeedingFixture {};
 
-// A float32 tensor of `shape` holding zeros and ones at random.
-Tensor coin_flips(const Shape& shape) { return Tensor::randint(0, 2, shape).to(DType::Float32); }
+using ag::testing_port::coin_flips;
+using ag::testing_port::expect_scalar_loss_with_gradient;
+
 // start, start + 1, ..., end - 1 as float32.
 Tensor float_range(double start, double end) { return Tensor::arange(static_cast<int64_t>(end - start), DType::Float32) + start; }
 
-// A loss of sigmoid(x) against 0/1 targets on a 5×6 batch: a scalar, whose backward gives x a
-// gradient of x's shape.
-void expect_scalar_loss_with_gradient(const std::function<Tensor(const Tensor&, const Tensor&)>& loss) {
-  const Tensor x = Tensor::randn({5, 6}).requires_grad_();
-  const Tensor value = loss(sigmoid(x), coin_flips({5, 6}));
-  Tensor total = value.sum();
-  total.backward();
-  EXPECT_EQ(value.shape(), Shape());
-  EXPECT_EQ(x.grad().shape(), x.shape());
-}
 
 bool near(const Tensor& got, double want) { return got.allclose(ag::tensor(want, DType::Float32), 1e-04); }
 

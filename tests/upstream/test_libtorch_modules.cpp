@@ -60,8 +60,9 @@ struct Nested : Module {
   std::shared_ptr<ThreeLinears> inner;
 };
 
-// A float32 tensor of `shape` holding zeros and ones at random.
-Tensor coin_flips(const Shape& shape) { return Tensor::randint(0, 2, shape).to(DType::Float32); }
+using ag::testing_port::coin_flips;
+using ag::testing_port::expect_scalar_loss_with_gradient;
+
 // `steps` evenly spaced float32 values from `first` to `last`.
 Tensor evenly_spaced(double first, double last, int64_t steps) {
   return Tensor::arange(steps, DType::Float64).mul((last - first) / static_cast<double>(steps - 1)).add(first).to(DType::Float32);
@@ -76,16 +77,6 @@ void expect_shape_and_input_gradient(const std::function<Tensor(const Tensor&)>&
   EXPECT_EQ(total.dim(), 0);
 }
 
-// A loss module applied to sigmoid(x) against 0/1 targets (5×6) is a scalar whose backward gives
-// x a gradient of x's shape.
-void expect_scalar_loss_with_gradient(const std::function<Tensor(const Tensor&, const Tensor&)>& loss) {
-  const Tensor x = Tensor::randn({5, 6}).requires_grad_();
-  const Tensor value = loss(sigmoid(x), coin_flips({5, 6}));
-  Tensor total = value.sum();
-  total.backward();
-  EXPECT_EQ(value.shape(), Shape());
-  EXPECT_EQ(x.grad().shape(), x.shape());
-}
 
 // out == value to 1e-4, and x has a gradient of its shape after backward of out.
 void expect_loss_value(Tensor out, double value, const Tensor& x) {
